@@ -1,0 +1,1 @@
+"""rtl_hooks: cocotb probes, Verilator runner, pyverilog inspection."""

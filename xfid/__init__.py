@@ -1,0 +1,3 @@
+"""xfid: multi-fidelity correlation and discrepancy tracker."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,5 @@
+"""`python -m xfid`."""
+
+from xfid.cli import main
+
+main()

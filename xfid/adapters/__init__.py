@@ -1,0 +1,91 @@
+"""The adapter registry: one table of built-in adapters, plus the `xfid.adapters` entry points."""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from xfid.adapters.base import HEAD_BYTES, Adapter, ReadContext
+from xfid.errors import AdapterError
+
+# name -> "module:Class". Imported lazily, so `xfid --help` stays fast.
+BUILTIN: dict[str, str] = {
+    "xfid-records": "xfid.adapters.records:RecordsAdapter",
+    "vllm": "xfid.adapters.vllm:VllmAdapter",
+    "sglang": "xfid.adapters.sglang:SglangAdapter",
+    "genai-perf": "xfid.adapters.genai_perf:GenaiPerfAdapter",
+    "ncu": "xfid.adapters.ncu:NcuAdapter",
+    "nsys": "xfid.adapters.nsys:NsysAdapter",
+    "nvidia-smi": "xfid.adapters.nvidia_smi:NvidiaSmiAdapter",
+    "dcgm": "xfid.adapters.dcgm:DcgmAdapter",
+    "mlperf": "xfid.adapters.mlperf:MlperfAdapter",
+    "scalesim": "xfid.adapters.scalesim:ScalesimAdapter",
+    "timeloop": "xfid.adapters.timeloop:TimeloopAdapter",
+    "genz": "xfid.adapters.genz:GenzAdapter",
+    "llm-viewer": "xfid.adapters.llm_viewer:LlmViewerAdapter",
+    "llmcompass-hw": "xfid.adapters.llmcompass:LlmCompassHwAdapter",
+    "cocotb": "xfid.adapters.cocotb:CocotbAdapter",
+}
+
+__all__ = ["Adapter", "ReadContext", "all_adapters", "detect", "get_adapter"]
+
+
+def _load(name: str, spec: str) -> type[Adapter] | None:
+    mod, _, attr = spec.partition(":")
+    try:
+        cls = getattr(importlib.import_module(mod), attr)
+    except ModuleNotFoundError as e:
+        if e.name == mod:  # not written yet in this checkout: simply not offered
+            return None
+        raise
+    return cls
+
+
+def all_adapters() -> dict[str, type[Adapter]]:
+    """Every adapter available: built-ins first, then third-party entry points."""
+    found: dict[str, type[Adapter]] = {}
+    for name, spec in BUILTIN.items():
+        cls = _load(name, spec)
+        if cls is not None:
+            found[name] = cls
+    for ep in entry_points(group="xfid.adapters"):
+        if ep.name not in found:
+            found[ep.name] = ep.load()
+    return found
+
+
+def get_adapter(name: str) -> type[Adapter]:
+    """The adapter class called `name`.
+
+    Raises:
+        AdapterError: no such adapter; the message lists the valid names.
+    """
+    adapters = all_adapters()
+    if name not in adapters:
+        raise AdapterError(f"unknown adapter {name!r}; valid adapters: {', '.join(adapters)}")
+    return adapters[name]
+
+
+def sniff_all(path: Path) -> list[str]:
+    """Names of every adapter whose sniff accepts the file."""
+    with open(path, "rb") as f:
+        head = f.read(HEAD_BYTES)
+    return [n for n, cls in all_adapters().items() if cls.sniff(path, head)]
+
+
+def detect(path: Path) -> type[Adapter]:
+    """The one adapter that recognises `path`.
+
+    Raises:
+        AdapterError: none or several recognise it; the message lists the candidates.
+    """
+    hits = sniff_all(path)
+    if len(hits) == 1:
+        return get_adapter(hits[0])
+    if not hits:
+        raise AdapterError(
+            f"{path}: no adapter recognises this file; pass --adapter NAME "
+            f"(one of {', '.join(all_adapters())})"
+        )
+    raise AdapterError(f"{path}: several adapters recognise this file ({', '.join(hits)}); pass --adapter NAME")

@@ -1,0 +1,207 @@
+"""xfid-records: the normalized schema itself, as CSV, JSON lines or Parquet."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+
+from xfid.adapters.base import Adapter, ReadContext, head_text
+from xfid.errors import InputError
+from xfid.schema import COLUMNS, REQUIRED
+
+TEXT_COLUMNS = ("fidelity", "target", "workload", "op", "metric", "stat", "unit", "run", "hardware",
+                "software", "config", "null_reason", "flags", "source_loc", "timestamp")
+ALLOWED = tuple(c for c in COLUMNS if c not in ("source", "source_id", "source_path"))
+BATCH_ROWS = 1 << 20
+
+
+def _line_locs(start: int, n: int, word: str = "line") -> pa.Array:
+    nums = pc.cast(pa.array(range(start, start + n), pa.int64()), pa.string())
+    return pc.binary_join_element_wise(pa.scalar(word), nums, " ")
+
+
+class RecordsAdapter(Adapter):
+    name = "xfid-records"
+    fidelity = None
+    formats = "xfid normalized records: CSV, JSON lines or Parquet with fidelity,target,workload,op,metric,value"
+    extensions: ClassVar[tuple[str, ...]] = (".csv", ".jsonl", ".parquet")
+
+    @classmethod
+    def sniff(cls, path: Path, head: bytes) -> bool:
+        if head.startswith(b"PAR1"):
+            try:
+                names = set(pq.read_schema(path).names)
+            except (OSError, pa.ArrowInvalid):
+                return False
+            return set(REQUIRED) <= names
+        text = head_text(head)
+        first = text.splitlines()[0] if text.strip() else ""
+        if first.startswith("{"):
+            try:
+                obj = json.loads(first)
+            except ValueError:
+                return False
+            return isinstance(obj, dict) and set(REQUIRED) <= set(obj)
+        cols = {c.strip().strip('"') for c in first.split(",")}
+        return set(REQUIRED) <= cols
+
+    def read(self, ctx: ReadContext) -> Iterator[pa.Table]:
+        data_head = ctx.path.open("rb").read(4)
+        if not data_head.strip() and ctx.path.stat().st_size == 0:
+            raise ctx.error(None, "the file is empty")
+        if data_head.startswith(b"PAR1"):
+            return self._parquet(ctx)
+        text_head = head_text(ctx.path.open("rb").read(4096)).lstrip()
+        if text_head.startswith("{"):
+            return self._jsonl(ctx)
+        return self._csv(ctx)
+
+    def _check_columns(self, ctx: ReadContext, names: list[str], where: str) -> None:
+        bad = [n for n in names if n not in ALLOWED]
+        if bad:
+            raise ctx.error(where, f"unknown column {bad[0]!r}", f"xfid-records columns are {', '.join(ALLOWED)}")
+        missing = [c for c in REQUIRED if c not in names and getattr(ctx, c, None) is None]
+        if missing:
+            raise ctx.error(where, f"missing required column {missing[0]!r}",
+                            f"xfid-records needs {', '.join(REQUIRED)}")
+
+    def _parquet(self, ctx: ReadContext) -> Iterator[pa.Table]:
+        try:
+            pf = pq.ParquetFile(ctx.path)
+        except (OSError, pa.ArrowInvalid) as e:
+            raise ctx.error(None, f"not a readable Parquet file: {e}") from None
+        self._check_columns(ctx, pf.schema_arrow.names, "schema")
+        row = 0
+        for batch in pf.iter_batches(batch_size=BATCH_ROWS):
+            t = pa.Table.from_batches([batch])
+            if "source_loc" not in t.column_names:
+                t = t.append_column("source_loc", _line_locs(row + 1, t.num_rows, "row"))
+            row += t.num_rows
+            yield t
+
+    def _csv(self, ctx: ReadContext) -> Iterator[pa.Table]:
+        raw = ctx.path.read_bytes()
+        if raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        if not raw.strip():
+            raise ctx.error(None, "the file is empty")
+        header = raw.split(b"\n", 1)[0].decode("utf-8", errors="replace").strip("\r")
+        names = [c.strip().strip('"') for c in header.split(",")]
+        self._check_columns(ctx, names, "line 1")
+        types: dict[str, Any] = {c: pa.string() for c in TEXT_COLUMNS if c in names}
+        if "value" in names:
+            types["value"] = pa.string()
+        bad_rows: list[str] = []
+
+        def on_invalid(row: Any) -> str:
+            bad_rows.append(f"line {row.number}: expected {row.expected_columns} fields, got {row.actual_columns}")
+            return "error"
+
+        try:
+            reader = pcsv.open_csv(
+                io.BytesIO(raw),
+                read_options=pcsv.ReadOptions(block_size=1 << 24),
+                parse_options=pcsv.ParseOptions(newlines_in_values=False, invalid_row_handler=on_invalid),
+                convert_options=pcsv.ConvertOptions(column_types=types, strings_can_be_null=False,
+                                                    null_values=[""], quoted_strings_can_be_null=False),
+            )
+            row = 0
+            for batch in reader:
+                t = pa.Table.from_batches([batch])
+                t = self._csv_values(ctx, t, row)
+                t = self._empty_to_null(t)
+                t = t.append_column("source_loc", _line_locs(row + 2, t.num_rows))
+                row += t.num_rows
+                yield t
+        except pa.ArrowInvalid as e:
+            if bad_rows:
+                raise ctx.error(bad_rows[0].split(":")[0], bad_rows[0].split(": ", 1)[1],
+                                "every row needs one field per header column") from None
+            raise ctx.error(None, f"not a valid xfid-records CSV: {e}") from None
+
+    @staticmethod
+    def _empty_to_null(t: pa.Table) -> pa.Table:
+        for c in ("unit", "stat", "run", "hardware", "software", "config", "null_reason", "flags", "timestamp"):
+            if c in t.column_names:
+                col = t.column(c)
+                t = t.set_column(t.column_names.index(c), c, pc.if_else(pc.equal(col, ""), pa.scalar(None, col.type), col))
+        return t
+
+    def _csv_values(self, ctx: ReadContext, t: pa.Table, row0: int) -> pa.Table:
+        if "value" not in t.column_names:
+            return t
+        s = t.column("value")
+        empty = pc.equal(pc.utf8_trim_whitespace(s), "")
+        s = pc.if_else(empty, pa.scalar(None, pa.string()), s)
+        try:
+            v = pc.cast(s, pa.float64())
+        except pa.ArrowInvalid:
+            vals = s.to_pylist()
+            for i, x in enumerate(vals):
+                if x is None:
+                    continue
+                try:
+                    float(x)
+                except ValueError:
+                    raise ctx.error(f"line {row0 + i + 2}", f"'value' must be a number, got {x!r}") from None
+            raise
+        return t.set_column(t.column_names.index("value"), "value", v)
+
+    def _jsonl(self, ctx: ReadContext) -> Iterator[pa.Table]:
+        rows: list[dict[str, Any]] = []
+        locs: list[str] = []
+        with ctx.path.open("r", encoding="utf-8-sig") as f:
+            for lineno, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line, parse_constant=_reject_constant)
+                except ValueError as e:
+                    raise ctx.error(f"line {lineno}", f"not valid JSON: {e}") from None
+                if not isinstance(obj, dict):
+                    raise ctx.error(f"line {lineno}", "each line must be one JSON object")
+                if lineno == 1 or not rows and not locs:
+                    self._check_columns(ctx, list(obj), f"line {lineno}")
+                bad = [k for k in obj if k not in ALLOWED]
+                if bad:
+                    raise ctx.error(f"line {lineno}", f"unknown key {bad[0]!r}", f"xfid-records keys are {', '.join(ALLOWED)}")
+                v = obj.get("value")
+                if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                    raise ctx.error(f"line {lineno}", f"'value' must be a number, got {v!r}")
+                for k in TEXT_COLUMNS:
+                    x = obj.get(k)
+                    if x is not None and k != "config" and not isinstance(x, str):
+                        raise ctx.error(f"line {lineno}", f"{k!r} must be a string, got {x!r}")
+                if isinstance(obj.get("config"), dict):
+                    obj["config"] = json.dumps(obj["config"], sort_keys=True, separators=(",", ":"))
+                rows.append(obj)
+                locs.append(f"line {lineno}")
+                if len(rows) >= BATCH_ROWS:
+                    yield self._json_table(rows, locs)
+                    rows, locs = [], []
+        if rows:
+            yield self._json_table(rows, locs)
+
+    @staticmethod
+    def _json_table(rows: list[dict[str, Any]], locs: list[str]) -> pa.Table:
+        seen = set().union(*rows)
+        names = [c for c in ALLOWED if c in seen or c == "source_loc"]
+        cols = {c: [r.get(c) for r in rows] for c in names if c != "source_loc"}
+        if "value" in cols:
+            cols["value"] = pa.array([None if x is None else float(x) for x in cols["value"]], pa.float64())
+        if "n_samples" in cols:
+            cols["n_samples"] = pa.array(cols["n_samples"], pa.int64())
+        cols["source_loc"] = locs
+        return pa.table(cols)
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number (write null with a null_reason)")

@@ -1,0 +1,237 @@
+"""Ingest: files -> adapter -> one normalizer -> temp parts -> one atomic commit."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import tomllib
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from xfid import adapters
+from xfid.adapters.base import ReadContext, iter_batches
+from xfid.errors import AdapterError, InputError, XfidError
+from xfid.schema import canonical_json, normalize
+from xfid.store import PreparedSource, Store
+
+SIDECAR = "xfid-source.toml"
+_CONTEXT_KEYS = ("adapter", "fidelity", "target", "workload", "run")
+_IGNORED_NAMES = {SIDECAR, "README.md", "README", "README.txt", ".gitignore"}
+
+
+@dataclass
+class IngestOptions:
+    """What the user said on the command line; flags supply what a file does not carry."""
+
+    adapter: str | None = None  # None or "auto": sniff
+    fidelity: str | None = None
+    target: str | None = None
+    workload: str | None = None
+    run: str | None = None
+    meta: dict[str, str] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class FileResult:
+    path: str
+    adapter: str
+    source_id: str
+    rows: int = 0
+    already: bool = False
+    metrics: dict[str, int] = field(default_factory=dict)
+    nulls: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    skipped_rows: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class IngestReport:
+    files: list[FileResult] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def rows(self) -> int:
+        return sum(f.rows for f in self.files if not f.already)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rows": self.rows, "files": [vars(f) for f in self.files],
+                "skipped": [{"path": p, "reason": r} for p, r in self.skipped]}
+
+
+def expand(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
+    """Files to ingest; (path, explicit). A directory yields the files under it, sorted."""
+    out: list[tuple[Path, bool]] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            for f in sorted(p.rglob("*")):
+                if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts):
+                    out.append((f, False))
+        elif p.is_file():
+            out.append((p, True))
+        else:
+            raise InputError(p, None, "no such file or directory")
+    return out
+
+
+def load_sidecar(path: Path) -> dict[str, Any]:
+    """Context for `path` from `xfid-source.toml` beside it: top-level keys, then [files."NAME"]."""
+    side = path.parent / SIDECAR
+    if not side.is_file():
+        return {}
+    try:
+        doc = tomllib.loads(side.read_text(encoding="utf-8-sig"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise InputError(side, None, f"not valid TOML: {e}") from None
+    ctx = {k: v for k, v in doc.items() if k != "files"}
+    per_file = doc.get("files", {}).get(path.name, {})
+    for k in ("meta", "options"):
+        merged = dict(ctx.get(k, {}))
+        merged.update(per_file.get(k, {}))
+        if merged:
+            per_file = {**per_file, k: merged}
+    ctx.update(per_file)
+    bad = set(ctx) - {*_CONTEXT_KEYS, "meta", "options", "skip"}
+    if bad:
+        raise InputError(side, f"key {sorted(bad)[0]!r}", "unknown key",
+                         f"allowed: {', '.join((*_CONTEXT_KEYS, 'meta', 'options', 'skip'))}")
+    return ctx
+
+
+def source_id_of(content_hash: str, adapter: str, context: Mapping[str, Any]) -> str:
+    blob = json.dumps({"h": content_hash, "a": adapter, "o": context}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def file_hash(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 22):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _merge_meta(table: pa.Table, meta: Mapping[str, str]) -> pa.Table:
+    """Merge `--meta k=v` into every row's canonical-JSON `config`."""
+    col = table.column("config")
+    enc = pc.dictionary_encode(col.cast(pa.string())).combine_chunks()
+    new = [canonical_json({**(json.loads(v) if v else {}), **meta}) for v in enc.dictionary.to_pylist()]
+    if enc.null_count:
+        idx = pc.fill_null(enc.indices, len(new))
+        new.append(canonical_json(dict(meta)))
+    else:
+        idx = enc.indices
+    merged = pa.DictionaryArray.from_arrays(idx, pa.array(new, pa.string()))
+    return table.set_column(table.column_names.index("config"), "config", merged.cast(pa.string()))
+
+
+def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool) -> PreparedSource | FileResult | str:
+    """Read one file into temp parts. Returns a prepared source, a FileResult when it is
+    already ingested, or a skip reason (str) for a file found in a directory that nothing reads."""
+    side = load_sidecar(path)
+    if side.get("skip"):
+        return "skipped by xfid-source.toml"
+    name = opts.adapter if opts.adapter not in (None, "auto") else side.get("adapter")
+    if name:
+        cls = adapters.get_adapter(name)
+    else:
+        if not explicit and path.name in _IGNORED_NAMES:
+            return "not a data file"
+        try:
+            cls = adapters.detect(path)
+        except AdapterError as e:
+            if explicit:
+                raise
+            return str(e).split(": ", 1)[-1]
+    ctx = ReadContext(
+        path=path,
+        target=opts.target or side.get("target"),
+        workload=opts.workload or side.get("workload"),
+        run=opts.run or side.get("run"),
+        fidelity=opts.fidelity or side.get("fidelity"),
+        meta={**side.get("meta", {}), **opts.meta},
+        options={**side.get("options", {}), **opts.options},
+    )
+    content = file_hash(path)
+    context = {k: getattr(ctx, k) for k in ("target", "workload", "run", "fidelity", "meta", "options")}
+    sid = source_id_of(content, cls.name, context)
+    if store.has_source(sid):
+        return FileResult(str(path), cls.name, sid, already=True)
+    prep = PreparedSource(sid, str(path), cls.name, context, content)
+    defaults = {
+        "fidelity": ctx.fidelity or cls.fidelity, "target": ctx.target, "workload": ctx.workload,
+        "run": ctx.run or f"src-{sid[:10]}", "source": cls.name, "source_id": sid,
+        "source_path": str(path), "timestamp": pa.scalar(int(time.time() * 1e6), pa.timestamp("us", tz="UTC")),
+    }
+    metrics: Counter[str] = Counter()
+    nulls: Counter[str] = Counter()
+
+    def batches() -> Iterable[pa.Table]:
+        adapter = cls()
+        for b in iter_batches(adapter.read(ctx)):
+            t = normalize(b, source_path=str(path), defaults=defaults)
+            if ctx.fidelity and cls.fidelity is not None:
+                t = t.set_column(0, "fidelity", pa.chunked_array(
+                    [pa.array([ctx.fidelity] * t.num_rows).dictionary_encode()]).cast(t.schema.field(0).type))
+            if ctx.meta:
+                t = _merge_meta(t, ctx.meta)
+                t = t.cast(normalize(t.slice(0, 0)).schema)
+            for r in pc.value_counts(t.column("metric")).to_pylist():
+                metrics[r["values"]] += r["counts"]
+            if t.column("value").null_count:
+                for r in pc.value_counts(pc.filter(t.column("null_reason"), t.column("value").is_null())).to_pylist():
+                    nulls[r["values"] or "?"] += r["counts"]
+            yield t
+
+    try:
+        store.write_temp(prep, batches())
+    except XfidError:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError, UnicodeError,
+            pa.ArrowException) as e:
+        raise InputError(path, None, f"{cls.name} could not read this file: {type(e).__name__}: {e}",
+                         f"check that it is a {cls.formats} file") from None
+    prep.summary = {"metrics": dict(metrics), "nulls": dict(nulls), "warnings": ctx.warnings,
+                    "skipped_rows": ctx.skipped[:100], "skipped_rows_total": len(ctx.skipped)}
+    return prep
+
+
+def ingest(store: Store, paths: Iterable[str | Path], opts: IngestOptions,
+           progress: Callable[[Path], None] | None = None) -> IngestReport:
+    """Ingest files (all or nothing). Re-ingesting the same bytes with the same context is a no-op.
+
+    Raises:
+        XfidError: any file is unreadable; nothing is written to the store.
+    """
+    report = IngestReport()
+    preps: list[PreparedSource] = []
+    try:
+        for path, explicit in expand(paths):
+            if progress:
+                progress(path)
+            r = prepare(store, path, opts, explicit)
+            if isinstance(r, str):
+                report.skipped.append((str(path), r))
+            elif isinstance(r, FileResult):
+                report.files.append(r)
+            else:
+                preps.append(r)
+        store.commit(preps)
+    except BaseException:
+        for p in preps:
+            store.discard(p)
+        raise
+    for p in preps:
+        s = p.summary
+        report.files.append(FileResult(p.path, p.adapter, p.source_id, rows=0 if p.already else p.rows,
+                                       already=p.already, metrics=s.get("metrics", {}), nulls=s.get("nulls", {}),
+                                       warnings=s.get("warnings", []), skipped_rows=s.get("skipped_rows", [])))
+    report.files.sort(key=lambda f: f.path)
+    return report

@@ -1,0 +1,310 @@
+"""The normalized record: one pyarrow schema, and the one normalizer every adapter goes through."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from xfid import units
+from xfid.errors import SchemaError, UnitError
+
+FIDELITIES: tuple[str, ...] = ("roofline", "archmodel", "rtl", "measured")
+"""Known fidelities, ordered low -> high. Derived labels (`roofline-cal`) rank as their base."""
+
+_DERIVED_FIDELITY = re.compile(r"^(roofline|archmodel|rtl|measured)-[a-z0-9][a-z0-9_.-]*$")
+STAT_RE = re.compile(r"^(value|mean|median|std|min|max|sum|p\d+(\.\d+)?)$")
+
+_D = pa.dictionary(pa.int32(), pa.string())
+SCHEMA = pa.schema(
+    [
+        ("fidelity", _D),
+        ("target", _D),
+        ("workload", _D),
+        ("op", _D),
+        ("metric", _D),
+        ("stat", _D),
+        ("value", pa.float64()),
+        ("unit", _D),
+        ("n_samples", pa.int64()),
+        ("source", _D),
+        ("source_id", pa.string()),
+        ("source_path", pa.string()),
+        ("source_loc", pa.string()),
+        ("run", pa.string()),
+        ("timestamp", pa.timestamp("us", tz="UTC")),
+        ("hardware", pa.string()),
+        ("software", pa.string()),
+        ("config", pa.string()),
+        # extensions (DESIGN.md: extend, don't rename)
+        ("null_reason", pa.string()),  # why `value` is null ("n/a in file", "[N/A]", sentinel ...)
+        ("flags", pa.string()),  # comma-separated: invalid, failed_test, failed_requests, ...
+    ]
+)
+COLUMNS: tuple[str, ...] = tuple(SCHEMA.names)
+KEY_COLUMNS = ("target", "workload", "op", "metric", "stat")
+REQUIRED = ("fidelity", "target", "workload", "op", "metric", "value")
+PROVENANCE = ("source", "source_id", "source_path")
+FLAG_NO_REFERENCE = ("invalid", "failed_test")
+"""Flags that forbid a number from ever serving as a reference."""
+
+
+def fidelity_rank(fidelity: str) -> int:
+    """Rank of a fidelity (0 = roofline ... 3 = measured); derived labels rank as their base."""
+    base = fidelity.split("-", 1)[0]
+    if base not in FIDELITIES:
+        raise SchemaError(f"unknown fidelity {fidelity!r}; use one of {', '.join(FIDELITIES)}")
+    return FIDELITIES.index(base)
+
+
+def is_valid_fidelity(fidelity: str) -> bool:
+    return fidelity in FIDELITIES or bool(_DERIVED_FIDELITY.match(fidelity))
+
+
+def canonical_json(obj: Mapping[str, Any] | None) -> str | None:
+    """Canonical JSON for the `config` column: sorted keys, no spaces."""
+    if not obj:
+        return None
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def empty_table() -> pa.Table:
+    return SCHEMA.empty_table()
+
+
+def _where(source_path: str | None, locs: pa.ChunkedArray | None, i: int) -> str:
+    loc = None
+    if locs is not None and i < len(locs):
+        loc = locs[i].as_py()
+    base = source_path or "<records>"
+    return f"{base}, {loc}" if loc else f"{base}, record {i + 1}"
+
+
+def normalize(
+    data: pa.Table | Any,
+    *,
+    source_path: str | None = None,
+    defaults: Mapping[str, Any] | None = None,
+) -> pa.Table:
+    """Validate records and return them in exactly `SCHEMA`, values in canonical units.
+
+    Args:
+        data: a pyarrow Table or a pandas DataFrame with at least the REQUIRED columns
+            (`defaults` may supply a missing required column as a constant).
+        source_path: the file the records came from, named in errors.
+        defaults: constants for columns that are missing or null (e.g. target from `--target`).
+
+    Returns:
+        A table with SCHEMA. A non-canonical `unit` is converted and replaced by the canonical one.
+
+    Raises:
+        SchemaError: a missing column, wrong type, unknown fidelity/metric/stat, non-finite
+            value, null value without a reason, or a unit that does not belong to the metric.
+    """
+    if not isinstance(data, pa.Table):
+        data = pa.Table.from_pandas(data, preserve_index=False)
+    n = data.num_rows
+    defaults = dict(defaults or {})
+    locs = data.column("source_loc") if "source_loc" in data.column_names else None
+    unknown = [c for c in data.column_names if c not in COLUMNS]
+    if unknown:
+        raise SchemaError(
+            f"{source_path or '<records>'}: unknown column(s) {', '.join(map(repr, unknown))}; "
+            f"the normalized schema has {', '.join(COLUMNS)}"
+        )
+    cols: dict[str, pa.ChunkedArray] = {}
+    for name in COLUMNS:
+        plain = _plain(SCHEMA.field(name).type)
+        if name in data.column_names:
+            col = data.column(name)
+            if pa.types.is_null(col.type):
+                col = col.cast(plain)
+        else:
+            col = pa.chunked_array([pa.nulls(n, plain)])
+        default = defaults.get(name)
+        if default is not None and col.null_count:
+            if pa.types.is_dictionary(col.type):
+                col = col.cast(plain)
+            col = pc.fill_null(col, pa.scalar(_conv_default(name, default), col.type))
+        cols[name] = col
+    for name in ("fidelity", "target", "workload", "op", "metric"):
+        c = cols[name]
+        if c.null_count:
+            i = _first_null(c)
+            flag = {"target": "--target", "workload": "--workload", "fidelity": "--fidelity"}.get(name)
+            fix = (f"pass {flag} or set it in xfid-source.toml beside the file" if flag
+                   else 'use "" for an end-to-end metric' if name == "op" else "every record needs one")
+            raise SchemaError(f"{_where(source_path, locs, i)}: missing {name!r} ({fix})")
+    for name in _TEXT:
+        cols[name] = _as_text(cols[name], name, source_path)
+    if cols["stat"].null_count:
+        cols["stat"] = pc.fill_null(cols["stat"].cast(pa.string()), "value")
+    _check_values(cols["fidelity"], is_valid_fidelity, "fidelity",
+                  f"use one of {', '.join(FIDELITIES)} (or a derived label like roofline-cal)", source_path, locs)
+    _check_values(cols["metric"], units.is_known_metric, "metric",
+                  f"use one of {', '.join(sorted(units.METRICS))}, or tool:name", source_path, locs)
+    _check_values(cols["stat"], lambda s: bool(STAT_RE.match(s)), "stat",
+                  "use value, mean, median, std, min, max or pNN", source_path, locs)
+    value, nulls = _as_values(cols["value"], source_path, locs)
+    if nulls.any():
+        no_reason = nulls & cols["null_reason"].is_null().to_numpy(zero_copy_only=False)
+        if no_reason.any():
+            i = int(np.argmax(no_reason))
+            raise SchemaError(f"{_where(source_path, locs, i)}: 'value' is missing and no null_reason says why")
+    cols["value"], cols["unit"] = _to_canonical(value, nulls, cols["metric"], cols["unit"], source_path, locs)
+    cols["n_samples"] = _as_counts(cols["n_samples"], source_path, locs)
+    cols["timestamp"] = _as_timestamp(cols["timestamp"], source_path)
+    out = []
+    for name in COLUMNS:
+        t = SCHEMA.field(name).type
+        c = cols[name]
+        if pa.types.is_dictionary(t):
+            c = c if c.type == t else pc.dictionary_encode(c.cast(pa.string())).cast(t)
+        else:
+            c = c.cast(t)
+        out.append(c)
+    return pa.Table.from_arrays(out, schema=SCHEMA)
+
+
+_TEXT = ("fidelity", "target", "workload", "op", "metric", "stat", "unit", "source", "source_id",
+         "source_path", "source_loc", "run", "hardware", "software", "config", "null_reason", "flags")
+
+
+def _plain(t: pa.DataType) -> pa.DataType:
+    return t.value_type if pa.types.is_dictionary(t) else t
+
+
+def _conv_default(name: str, value: Any) -> Any:
+    if name == "config" and isinstance(value, Mapping):
+        return canonical_json(value)
+    return str(value) if name not in ("n_samples", "value", "timestamp") else value
+
+
+def _first_null(c: pa.ChunkedArray) -> int:
+    return int(np.argmax(c.is_null().to_numpy(zero_copy_only=False)))
+
+
+def _as_text(col: pa.ChunkedArray, name: str, source_path: str | None) -> pa.ChunkedArray:
+    t = col.type
+    if pa.types.is_dictionary(t) and pa.types.is_string(t.value_type):
+        return col
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+        col = col.cast(t)
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return col.cast(pa.string())
+    raise SchemaError(
+        f"{source_path or '<records>'}: column {name!r} must hold text, got {t}"
+        " (quote the values, e.g. workload \"NA\" or op \"1\")"
+    )
+
+
+def _check_values(col, ok, name, fix, source_path, locs) -> None:
+    uniq = (pc.unique(col.combine_chunks().dictionary) if pa.types.is_dictionary(col.type)
+            else pc.unique(col)).to_pylist()
+    for u in uniq:
+        if u is None or not ok(u):
+            plain = col.cast(pa.string()) if pa.types.is_dictionary(col.type) else col
+            idx = pc.index(plain, u).as_py() if u is not None else _first_null(col)
+            if idx < 0:
+                continue  # an unused dictionary entry
+            raise SchemaError(f"{_where(source_path, locs, idx)}: unknown {name} {u!r}; {fix}")
+
+
+def _as_values(v: pa.ChunkedArray, source_path, locs) -> tuple[np.ndarray, np.ndarray]:
+    t = v.type
+    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
+        vals = v.to_pylist()
+        for i, x in enumerate(vals):
+            if x is not None and (isinstance(x, bool) or not isinstance(x, (int, float))):
+                try:
+                    float(x)
+                except (TypeError, ValueError):
+                    raise SchemaError(
+                        f"{_where(source_path, locs, i)}: 'value' must be a number, got {x!r}"
+                    ) from None
+        try:
+            v = pc.cast(v, pa.float64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise SchemaError(f"{source_path or '<records>'}: 'value' must be numbers ({e})") from None
+    v = v.cast(pa.float64())
+    nulls = v.is_null().to_numpy(zero_copy_only=False)
+    arr = v.to_numpy(zero_copy_only=False)
+    bad = ~np.isfinite(arr) & ~nulls
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise SchemaError(
+            f"{_where(source_path, locs, i)}: 'value' is {float(arr[i])!r}, not a finite number "
+            "(write a missing number as null with a null_reason, never NaN/Infinity)"
+        )
+    return arr, nulls
+
+
+def _to_canonical(arr, nulls, metric, unit, source_path, locs):
+    """Convert values per (metric, unit) pair; returns (values, canonical units)."""
+    n = len(arr)
+    if n == 0:
+        return pa.chunked_array([pa.array([], pa.float64())]), pa.chunked_array([pa.array([], pa.string())])
+    key = pc.binary_join_element_wise(metric.cast(pa.string()),
+                                      pc.fill_null(unit.cast(pa.string()), "\x00"), "\x01")
+    enc = pc.dictionary_encode(key).combine_chunks()
+    codes = enc.indices.to_numpy(zero_copy_only=False)
+    mult = np.ones(len(enc.dictionary))
+    canon = []
+    for j, k in enumerate(enc.dictionary.to_pylist()):
+        m, u = k.split("\x01", 1)
+        u = None if u == "\x00" else u
+        try:
+            cu = units.canonical_unit(m, u)
+            if u is not None and u != cu:
+                mult[j] = units.lookup(u)[1]
+        except (UnitError, SchemaError) as e:
+            i = int(np.argmax(codes == j))
+            raise SchemaError(f"{_where(source_path, locs, i)}: {e}") from None
+        canon.append(cu)
+    if not np.all(mult == 1.0):
+        arr = arr * mult[codes]
+    values = pa.chunked_array([pa.array(arr, mask=nulls if nulls.any() else None)])
+    units_col = pa.chunked_array([pa.DictionaryArray.from_arrays(enc.indices, pa.array(canon, pa.string()))])
+    return values, pc.dictionary_encode(units_col.cast(pa.string())) if len(set(canon)) != len(canon) else units_col
+
+
+def _as_counts(ns: pa.ChunkedArray, source_path, locs) -> pa.ChunkedArray:
+    if pa.types.is_floating(ns.type):
+        nsv = ns.to_numpy(zero_copy_only=False)
+        ok = np.isnan(nsv) | (nsv == np.round(nsv))
+        if not ok.all():
+            i = int(np.argmax(~ok))
+            raise SchemaError(f"{_where(source_path, locs, i)}: 'n_samples' must be a whole number, got {nsv[i]}")
+    try:
+        return ns.cast(pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise SchemaError(f"{source_path or '<records>'}: 'n_samples' must be a whole number") from None
+
+
+def _as_timestamp(col: pa.ChunkedArray, source_path: str | None) -> pa.ChunkedArray:
+    target = pa.timestamp("us", tz="UTC")
+    t = col.type
+    if pa.types.is_null(t):
+        return col.cast(target)
+    if pa.types.is_timestamp(t):
+        if t.tz is None:
+            col = pc.assume_timezone(col, "UTC")
+        return col.cast(target)
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_dictionary(t):
+        import pandas as pd
+
+        s = pd.Series(col.to_pylist(), dtype=object)
+        try:
+            parsed = pd.to_datetime(s, utc=True, format="ISO8601")
+        except (ValueError, TypeError) as e:
+            raise SchemaError(
+                f"{source_path or '<records>'}: 'timestamp' is not an ISO-8601 date/time ({e})"
+            ) from None
+        return pa.chunked_array([pa.array(parsed.dt.tz_convert("UTC").astype("datetime64[us, UTC]"), target)])
+    raise SchemaError(f"{source_path or '<records>'}: 'timestamp' must be a date/time, got {t}")

@@ -1,0 +1,194 @@
+"""Canonical units per metric, and conversion from what real tools write."""
+
+from __future__ import annotations
+
+import re
+
+from xfid.errors import UnitError
+
+# dimension -> canonical unit string
+CANONICAL: dict[str, str] = {
+    "time": "s",
+    "cycles": "cycles",
+    "bytes": "B",
+    "power": "W",
+    "energy": "J",
+    "frequency": "Hz",
+    "ratio": "ratio",
+    "token_rate": "tokens/s",
+    "request_rate": "requests/s",
+    "sample_rate": "samples/s",
+    "tokens_per_joule": "tokens/J",
+    "joules_per_token": "J/token",
+    "flops": "FLOP",
+    "flop_rate": "FLOP/s",
+    "byte_rate": "B/s",
+    "count": "count",
+    "tokens": "tokens",
+    "temperature": "C",
+    "area": "mm2",
+}
+
+# unit alias (as tools write it, matched case-sensitively first, then lower-case) -> (dimension, factor)
+_ALIASES: dict[str, tuple[str, float]] = {}
+
+
+def _add(dim: str, factor: float, *names: str) -> None:
+    for n in names:
+        _ALIASES[n] = (dim, factor)
+
+
+_add("time", 1.0, "s", "sec", "second", "seconds", "secs")
+_add("time", 1e-3, "ms", "msec", "msecond", "millisecond", "milliseconds")
+_add("time", 1e-6, "us", "µs", "usec", "usecond", "microsecond", "microseconds")
+_add("time", 1e-9, "ns", "nsec", "nsecond", "nanosecond", "nanoseconds")
+_add("time", 1e-12, "ps", "psecond")
+_add("time", 60.0, "min", "minute", "minutes")
+_add("cycles", 1.0, "cycle", "cycles", "clk", "clock cycles")
+_add("bytes", 1.0, "B", "byte", "bytes")
+_add("bytes", 1e3, "KB", "kB", "Kbyte", "kbyte")
+_add("bytes", 1e6, "MB", "Mbyte", "mbyte")
+_add("bytes", 1e9, "GB", "Gbyte", "gbyte")
+_add("bytes", 1e12, "TB", "Tbyte", "tbyte")
+_add("bytes", 1024.0, "KiB", "Kibyte")
+_add("bytes", 1024.0**2, "MiB", "Mibyte")
+_add("bytes", 1024.0**3, "GiB", "Gibyte")
+_add("power", 1.0, "W", "watt", "watts")
+_add("power", 1e-3, "mW", "milliwatt")
+_add("power", 1e3, "kW", "kilowatt")
+_add("energy", 1.0, "J", "joule", "joules")
+_add("energy", 1e-3, "mJ", "millijoule")
+_add("energy", 1e-6, "uJ", "µJ", "microjoule")
+_add("energy", 1e-12, "pJ", "picojoule")
+_add("energy", 1e3, "kJ", "kilojoule")
+_add("energy", 1e6, "MJ", "megajoule")
+_add("frequency", 1.0, "Hz", "hz", "hertz")
+_add("frequency", 1e3, "kHz", "khz", "Khz", "KHz")
+_add("frequency", 1e6, "MHz", "mhz", "Mhz")
+_add("frequency", 1e9, "GHz", "ghz", "Ghz")
+_add("ratio", 1.0, "ratio", "fraction", "1")
+_add("ratio", 0.01, "%", "pct", "percent")
+_add("token_rate", 1.0, "tokens/s", "tokens/sec", "tok/s", "token/s", "tokens per second")
+_add("request_rate", 1.0, "requests/s", "requests/sec", "req/s", "per sec", "requests per second")
+_add("sample_rate", 1.0, "samples/s", "samples/sec")
+_add("tokens_per_joule", 1.0, "tokens/J", "tokens/joule")
+_add("joules_per_token", 1.0, "J/token", "joules/token")
+_add("flops", 1.0, "FLOP", "flop", "flops", "FLOPs", "op", "ops")
+_add("flops", 1e6, "MFLOP", "MFLOPs")
+_add("flops", 1e9, "GFLOP", "GFLOPs")
+_add("flops", 1e12, "TFLOP", "TFLOPs")
+_add("flop_rate", 1.0, "FLOP/s", "flop/s")
+_add("flop_rate", 1e12, "TFLOP/s", "Tflops", "TFLOPS", "TFLOP/sec")
+_add("byte_rate", 1.0, "B/s", "byte/s", "byte/second")
+_add("byte_rate", 1e6, "MB/s", "MBps", "Mbyte/s", "Mbyte/second")
+_add("byte_rate", 1e9, "GB/s", "GBps", "Gbyte/s", "Gbyte/second")
+_add("byte_rate", 1e12, "TB/s", "Tbyte/s", "Tbyte/second")
+_add("count", 1.0, "count", "", "inst", "instructions", "warp", "block", "thread", "register/thread", "requests")
+_add("tokens", 1.0, "tokens", "token")
+_add("temperature", 1.0, "C", "degC", "°C")
+_add("area", 1.0, "mm2", "mm^2")
+
+# metric -> dimension (the canonical vocabulary of DESIGN.md, plus a few extensions)
+METRICS: dict[str, str] = {
+    "latency": "time",
+    "cycles": "cycles",
+    "stall_cycles": "cycles",
+    "ttft": "time",
+    "tpot": "time",
+    "itl": "time",
+    "e2e_latency": "time",
+    "duration": "time",
+    "sim_time": "time",
+    "throughput_tokens": "token_rate",
+    "throughput_input_tokens": "token_rate",
+    "throughput_total_tokens": "token_rate",
+    "throughput_requests": "request_rate",
+    "goodput_requests": "request_rate",
+    "throughput_samples": "sample_rate",
+    "energy": "energy",
+    "energy_per_token": "joules_per_token",
+    "power": "power",
+    "tokens_per_joule": "tokens_per_joule",
+    "bytes": "bytes",
+    "memory_used": "bytes",
+    "flops": "flops",
+    "macs": "count",
+    "utilization": "ratio",
+    "clock": "frequency",
+    "bandwidth": "byte_rate",
+    "flop_rate": "flop_rate",
+    "requests_completed": "count",
+    "requests_failed": "count",
+    "concurrency": "count",
+    "input_tokens": "tokens",
+    "output_tokens": "tokens",
+    "temperature": "temperature",
+    "area": "area",
+}
+
+_CANON_TO_DIM = {u: d for d, u in CANONICAL.items()}
+_EXTRA_METRIC = re.compile(r"^[a-z][a-z0-9_]*:[\w.\-\[\]/]+$")
+
+
+def lookup(unit: str) -> tuple[str, float]:
+    """Return (dimension, factor to canonical) for a unit string as a tool writes it.
+
+    Raises:
+        UnitError: the unit is unknown.
+    """
+    u = unit.strip()
+    hit = _ALIASES.get(u) or _ALIASES.get(u.lower())
+    if hit is None:
+        raise UnitError(
+            f"unknown unit {unit!r}; known units: "
+            + ", ".join(sorted(k for k in _ALIASES if k))
+        )
+    return hit
+
+
+def canonical_unit(metric: str, unit: str | None = None) -> str:
+    """The canonical unit of a metric.
+
+    Vocabulary metrics have a fixed unit. A tool-specific metric (`tool:name`, e.g.
+    `ncu:sm__warps_active.avg`) takes the canonical unit of the dimension of `unit`.
+
+    Raises:
+        UnitError: unknown metric without a unit, or a unit of the wrong dimension.
+    """
+    dim = METRICS.get(metric)
+    if dim is not None:
+        if unit is not None:
+            udim, _ = lookup(unit)
+            if udim != dim:
+                raise UnitError(
+                    f"unit {unit!r} ({udim}) does not belong to metric {metric!r}, "
+                    f"which is measured in {CANONICAL[dim]!r}"
+                )
+        return CANONICAL[dim]
+    if not _EXTRA_METRIC.match(metric):
+        raise UnitError(
+            f"unknown metric {metric!r}; use one of {', '.join(sorted(METRICS))}, "
+            "or a tool-specific name like 'ncu:sm__warps_active.avg'"
+        )
+    if unit is None:
+        return "count"
+    return CANONICAL[lookup(unit)[0]]
+
+
+def factor(metric: str, unit: str) -> float:
+    """Multiplier that takes a value in `unit` to the canonical unit of `metric`."""
+    canonical_unit(metric, unit)  # validates the pairing
+    return lookup(unit)[1]
+
+
+def convert(value: float, unit: str, metric: str) -> float:
+    """Convert one value in `unit` to the canonical unit of `metric`."""
+    return value * factor(metric, unit)
+
+
+def is_known_metric(metric: str) -> bool:
+    return metric in METRICS or bool(_EXTRA_METRIC.match(metric))
+
+
+def dimension_of_canonical(unit: str) -> str | None:
+    return _CANON_TO_DIM.get(unit)
