@@ -1,0 +1,54 @@
+"""Shared pytest fixtures: a CLI runner bound to a temporary store, and the fixtures folder."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+
+class Cli:
+    """Invoke `xfid` in-process against one store; returns click's Result."""
+
+    def __init__(self, store: Path, cwd: Path):
+        self.store = store
+        self.cwd = cwd
+        self.runner = CliRunner()
+
+    def __call__(self, *args: str, input: str | None = None, env: dict[str, str] | None = None):
+        from xfid.cli import cli
+
+        return self.runner.invoke(cli, ["--store", str(self.store), *map(str, args)], input=input,
+                                  env=env, catch_exceptions=False)
+
+
+@pytest.fixture
+def xfid_cli(tmp_path: Path) -> Cli:
+    return Cli(tmp_path / "store", tmp_path)
+
+
+@pytest.fixture
+def fixtures() -> Path:
+    return FIXTURES
+
+
+def store_snapshot(store: Path) -> dict[str, bytes]:
+    """Every file under a store with its bytes, to assert a failed command changed nothing."""
+    if not store.exists():
+        return {}
+    out = {}
+    for f in sorted(store.rglob("*")):
+        if f.is_file() and not f.name.endswith(("-wal", "-shm")):
+            out[str(f.relative_to(store))] = f.read_bytes()
+    return out
+
+
+def copy_fixture(src: Path, dst_dir: Path) -> Path:
+    dst = dst_dir / src.name
+    shutil.copy(src, dst)
+    return dst

@@ -1,0 +1,48 @@
+"""The correlation result every consumer (tracker, report, compare) reads: columns and shape.
+
+`xfid.engine.correlate(...)` returns a `Correlation`. Its DataFrames have exactly these
+columns (errors are fractions, never percent). Consumers must only rely on what is listed here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+# One row per aligned (candidate fidelity, reference fidelity, key).
+ROW_COLUMNS = (
+    "fingerprint", "target", "workload", "op", "metric", "stat", "candidate", "reference",
+    "candidate_value", "reference_value", "unit", "rel_error", "log_ratio",
+    "tolerance", "tolerance_abs", "within", "kind", "severity",
+    "candidate_n", "reference_n", "candidate_run", "reference_run",
+    "candidate_source_path", "candidate_source_loc", "reference_source_path", "reference_source_loc",
+    "candidate_config", "reference_config", "note",
+)
+# kind: "ok" | "over_tolerance" | "bound_violation" | "config_mismatch" | "missing_reference"
+
+# Aggregates: one row per (target, pair, metric, stat) with workload = None, and one per
+# (target, workload, pair, metric, stat).
+COMPARISON_COLUMNS = (
+    "target", "workload", "candidate", "reference", "metric", "stat", "n", "mape", "median_ape", "bias",
+    "log_rmse", "pearson_log", "spearman", "kendall", "within_tolerance", "mape_ci", "bias_ci",
+)
+# mape_ci / bias_ci: [low, high] lists (seeded bootstrap 95%), or None when n < 3.
+
+# The subset of rows that are discrepancies (kind != "ok"), same columns as ROW_COLUMNS.
+DISCREPANCY_KINDS = ("bound_violation", "config_mismatch", "over_tolerance", "missing_reference")
+
+# Coverage: which raw op names the op maps matched, per source adapter.
+COVERAGE_COLUMNS = ("source", "raw_op", "op", "matched", "records")
+
+
+@dataclass
+class Correlation:
+    rows: pd.DataFrame
+    comparisons: pd.DataFrame
+    discrepancies: pd.DataFrame
+    coverage: pd.DataFrame
+    sources: list[dict[str, Any]] = field(default_factory=list)  # source_id, path, adapter, content_hash
+    config_hash: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)  # run/as_of selection, clocks used, ...
