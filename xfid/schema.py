@@ -106,7 +106,9 @@ def normalize(
         SchemaError: a missing column, wrong type, unknown fidelity/metric/stat, non-finite
             value, null value without a reason, or a unit that does not belong to the metric.
     """
-    if not isinstance(data, pa.Table):
+    if isinstance(data, Mapping):
+        data = _table_from_columns(data, source_path)
+    elif not isinstance(data, pa.Table):
         data = pa.Table.from_pandas(data, preserve_index=False)
     n = data.num_rows
     defaults = dict(defaults or {})
@@ -169,6 +171,24 @@ def normalize(
             c = c.cast(t)
         out.append(c)
     return pa.Table.from_arrays(out, schema=SCHEMA)
+
+
+def _table_from_columns(cols: Mapping[str, Any], source_path: str | None) -> pa.Table:
+    """A dict of Python lists/arrays (what simple adapters build) as a Table."""
+    arrays = {}
+    for name, vals in cols.items():
+        if isinstance(vals, (pa.Array, pa.ChunkedArray)):
+            arrays[name] = vals
+            continue
+        t = _plain(SCHEMA.field(name).type) if name in COLUMNS else None
+        try:
+            arrays[name] = pa.array(vals, type=t) if t is not None else pa.array(vals)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+            if name == "timestamp":
+                arrays[name] = pa.array(vals)
+                continue
+            raise SchemaError(f"{source_path or '<records>'}: column {name!r} has values of the wrong type ({e})") from None
+    return pa.table(arrays)
 
 
 _TEXT = ("fidelity", "target", "workload", "op", "metric", "stat", "unit", "source", "source_id",

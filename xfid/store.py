@@ -54,6 +54,14 @@ _MANIFEST_MIGRATIONS = [
 ]
 
 
+def fault_point(name: str) -> None:
+    """Fault injection for crash tests: env XFID_FAULT=name kills the process right here."""
+    if os.environ.get("XFID_FAULT") == name:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 def resolve_store_path(explicit: str | os.PathLike[str] | None, config_store: str | None = None) -> Path:
     """--store, then env XFID_STORE, then [store].path of the config, then `.xfid`."""
     return Path(explicit or os.environ.get("XFID_STORE") or config_store or ".xfid")
@@ -210,6 +218,7 @@ class Store:
                 w.close()
             self.discard(prep)
             raise
+        fault_point("store.temp_written")
         for fid, w in writers.items():
             w.close()
             with open(prep.temps[fid], "rb+") as f:
@@ -242,10 +251,12 @@ class Store:
                         final = tmp.with_name(f"part-{uuid.uuid4().hex}.parquet")
                         os.replace(tmp, final)
                         renamed.append(final)
+                        fault_point("store.after_rename")
                         rows = pq.ParquetFile(final).metadata.num_rows
                         self.conn.execute("INSERT INTO parts VALUES (?,?,?,?)",
                                           (str(final.relative_to(self.records)), p.source_id, fid, rows))
                     p.temps.clear()
+                fault_point("store.before_commit")
         except BaseException:
             for f in renamed:
                 with contextlib.suppress(FileNotFoundError):

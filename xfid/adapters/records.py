@@ -54,12 +54,13 @@ class RecordsAdapter(Adapter):
         return set(REQUIRED) <= cols
 
     def read(self, ctx: ReadContext) -> Iterator[pa.Table]:
-        data_head = ctx.path.open("rb").read(4)
-        if not data_head.strip() and ctx.path.stat().st_size == 0:
+        with ctx.path.open("rb") as f:
+            data_head = f.read(4096)
+        if not data_head.strip():
             raise ctx.error(None, "the file is empty")
         if data_head.startswith(b"PAR1"):
             return self._parquet(ctx)
-        text_head = head_text(ctx.path.open("rb").read(4096)).lstrip()
+        text_head = head_text(data_head).lstrip()
         if text_head.startswith("{"):
             return self._jsonl(ctx)
         return self._csv(ctx)
