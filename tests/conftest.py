@@ -52,3 +52,9 @@ def copy_fixture(src: Path, dst_dir: Path) -> Path:
     dst = dst_dir / src.name
     shutil.copy(src, dst)
     return dst
+
+
+@pytest.fixture
+def snapshot():
+    """`snapshot(store_dir)` -> {relative path: bytes}; compare before/after a failed command."""
+    return store_snapshot

@@ -160,6 +160,8 @@ def export(app: App, fmt, output, target, workload, metric, fidelity) -> None:
     """Export records in the normalized schema."""
     from xfid.export import export_records
 
+    if fmt == "parquet" and not output:
+        raise click.UsageError("--format parquet needs -o FILE (Parquet is binary; it does not go to a terminal)")
     export_records(app.store(create=False), fmt, output,
                    {"target": target, "workload": workload, "metric": metric, "fidelity": fidelity})
 

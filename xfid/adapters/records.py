@@ -34,6 +34,11 @@ class RecordsAdapter(Adapter):
     formats = "xfid normalized records: CSV, JSON lines or Parquet with fidelity,target,workload,op,metric,value"
     extensions: ClassVar[tuple[str, ...]] = (".csv", ".jsonl", ".parquet")
 
+    @staticmethod
+    def _looks_like(names: set[str]) -> bool:
+        """metric, value and op present, and most other required columns (flags may add the rest)."""
+        return {"metric", "value", "op"} <= names and len(names & set(REQUIRED)) >= 4
+
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
         if head.startswith(b"PAR1"):
@@ -41,7 +46,7 @@ class RecordsAdapter(Adapter):
                 names = set(pq.read_schema(path).names)
             except (OSError, pa.ArrowInvalid):
                 return False
-            return set(REQUIRED) <= names
+            return cls._looks_like(names)
         text = head_text(head)
         first = text.splitlines()[0] if text.strip() else ""
         if first.startswith("{"):
@@ -49,9 +54,9 @@ class RecordsAdapter(Adapter):
                 obj = json.loads(first)
             except ValueError:
                 return False
-            return isinstance(obj, dict) and set(REQUIRED) <= set(obj)
+            return isinstance(obj, dict) and cls._looks_like(set(obj))
         cols = {c.strip().strip('"') for c in first.split(",")}
-        return set(REQUIRED) <= cols
+        return cls._looks_like(cols)
 
     def read(self, ctx: ReadContext) -> Iterator[pa.Table]:
         with ctx.path.open("rb") as f:
@@ -71,8 +76,11 @@ class RecordsAdapter(Adapter):
             raise ctx.error(where, f"unknown column {bad[0]!r}", f"xfid-records columns are {', '.join(ALLOWED)}")
         missing = [c for c in REQUIRED if c not in names and getattr(ctx, c, None) is None]
         if missing:
-            raise ctx.error(where, f"missing required column {missing[0]!r}",
-                            f"xfid-records needs {', '.join(REQUIRED)}")
+            m = missing[0]
+            fix = f"xfid-records needs {', '.join(REQUIRED)}"
+            if m in ("target", "workload", "fidelity"):
+                fix = f"add the column, or pass --{m} or set {m} in xfid-source.toml beside the file"
+            raise ctx.error(where, f"missing required column {m!r}", fix)
 
     def _parquet(self, ctx: ReadContext) -> Iterator[pa.Table]:
         try:
@@ -100,17 +108,11 @@ class RecordsAdapter(Adapter):
         types: dict[str, Any] = {c: pa.string() for c in TEXT_COLUMNS if c in names}
         if "value" in names:
             types["value"] = pa.string()
-        bad_rows: list[str] = []
-
-        def on_invalid(row: Any) -> str:
-            bad_rows.append(f"line {row.number}: expected {row.expected_columns} fields, got {row.actual_columns}")
-            return "error"
-
         try:
             reader = pcsv.open_csv(
                 io.BytesIO(raw),
                 read_options=pcsv.ReadOptions(block_size=1 << 24),
-                parse_options=pcsv.ParseOptions(newlines_in_values=False, invalid_row_handler=on_invalid),
+                parse_options=pcsv.ParseOptions(newlines_in_values=False),
                 convert_options=pcsv.ConvertOptions(column_types=types, strings_can_be_null=False,
                                                     null_values=[""], quoted_strings_can_be_null=False),
             )
@@ -123,9 +125,9 @@ class RecordsAdapter(Adapter):
                 row += t.num_rows
                 yield t
         except pa.ArrowInvalid as e:
-            if bad_rows:
-                raise ctx.error(bad_rows[0].split(":")[0], bad_rows[0].split(": ", 1)[1],
-                                "every row needs one field per header column") from None
+            bad = _first_bad_row(raw, len(names))
+            if bad:
+                raise ctx.error(bad[0], bad[1], "every row needs one field per header column") from None
             raise ctx.error(None, f"not a valid xfid-records CSV: {e}") from None
 
     @staticmethod
@@ -202,6 +204,17 @@ class RecordsAdapter(Adapter):
             cols["n_samples"] = pa.array(cols["n_samples"], pa.int64())
         cols["source_loc"] = locs
         return pa.table(cols)
+
+
+def _first_bad_row(raw: bytes, width: int) -> tuple[str, str] | None:
+    """The first line whose field count differs from the header (slow path, errors only)."""
+    import csv
+
+    text = raw.decode("utf-8", errors="replace").splitlines()
+    for lineno, fields in enumerate(csv.reader(text), 1):
+        if fields and len(fields) != width:
+            return f"line {lineno}", f"expected {width} fields, got {len(fields)}"
+    return None
 
 
 def _reject_constant(name: str) -> float:

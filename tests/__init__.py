@@ -1,0 +1,1 @@
+"""xfid test suite."""
