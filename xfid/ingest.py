@@ -223,6 +223,11 @@ def ingest(store: Store, paths: Iterable[str | Path], opts: IngestOptions,
                 report.files.append(r)
             else:
                 preps.append(r)
+        # Energy hook (xfid/power.py): runs that now hold both a power log and a benchmark
+        # result get derived energy / tokens-per-joule records, committed atomically with them.
+        from xfid.power import derive_energy_sources
+
+        preps.extend(derive_energy_sources(store, preps))
         store.commit(preps)
     except BaseException:
         for p in preps:
