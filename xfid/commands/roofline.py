@@ -1,0 +1,120 @@
+"""`xfid roofline`: roofline/limiter bounds for LLM workloads, GEMM shapes or T100 RTL blocks."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import click
+
+from xfid.app import App
+
+
+def _si(x: float, unit: str = "") -> str:
+    for f, p in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= f:
+            return f"{x / f:.3g} {p}{unit}"
+    return f"{x:.3g} {unit}".rstrip()
+
+
+def _time(s: float) -> str:
+    for f, u in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
+        if s >= f:
+            return f"{s / f:.4g} {u}"
+    return f"{s / 1e-9:.4g} ns"
+
+
+def _table(records: list[dict[str, Any]]) -> list[str]:
+    ops: dict[str, dict[str, Any]] = {}
+    totals = []
+    for r in records:
+        if r["op"] == "":
+            totals.append(r)
+            continue
+        ops.setdefault(r["op"], {"cfg": json.loads(r["config"] or "{}")})[r["metric"]] = r["value"]
+    lines = []
+    if any("cycles" in v for v in ops.values()):
+        lines.append(f"{'op':<34} {'cycles':>12}  params")
+        for op, v in ops.items():
+            params = ",".join(f"{k}={x}" for k, x in v["cfg"].get("params", {}).items())
+            lines.append(f"{op:<34} {int(v['cycles']):>12}  {params}")
+        return lines
+    w = max([len(o) for o in ops] + [2])
+    lines.append(f"{'op':<{w}} {'count':>5} {'flops':>11} {'bytes':>10} {'intensity':>10} {'time':>11}  limiter")
+    for op, v in ops.items():
+        c = v["cfg"]
+        lines.append(f"{op:<{w}} {c.get('count', 1):>5} {_si(v['flops']):>11} {_si(v['bytes'], 'B'):>10} "
+                     f"{c.get('intensity', 0):>10.3g} {_time(v['latency']):>11}  {c.get('limiter', '')}")
+    for r in totals:
+        val = _time(r["value"]) if r["unit"] == "s" else f"{r['value']:.6g} {r['unit']}"
+        lines.append(f"{r['metric']} (bound): {val}")
+    return lines
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:120]
+
+
+@click.command("roofline")
+@click.option("--target", required=True, help="Target from xfid.toml (e.g. h100-sxm, t100-a0).")
+@click.option("--workload", help="MODEL/PHASE/bsB/ctxC/PRECISION[/tpN] (LLM mode), or the workload id of a "
+              "GEMM sweep (default gemm-sweep).")
+@click.option("--model-config", type=click.Path(dir_okay=False), help="Hugging Face config.json for a model "
+              "that is not built in (llama3-8b, llama3-70b, mixtral-8x7b).")
+@click.option("--gemm", "gemms", multiple=True, metavar="M,N,K", help="GEMM shape (repeatable).")
+@click.option("--gemm-file", type=click.Path(dir_okay=False), help="CSV whose rows start with M,N,K.")
+@click.option("--precision", default="fp16", show_default=True, help="GEMM mode precision.")
+@click.option("--block", help="T100 RTL block: gemm_tile, dma or omvm.")
+@click.option("--param", "params", multiple=True, metavar="K=V", help="Block parameter override (repeatable).")
+@click.option("--shape", "shapes", multiple=True, help="Block shape: gemm_tile M,N,K; dma BYTES; omvm VECTORS.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write xfid-records (.csv/.jsonl/.parquet).")
+@click.option("--ingest", "do_ingest", is_flag=True, help="Ingest the bounds into the store (idempotent).")
+@click.option("--run", help="Run label for ingested bounds.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@click.pass_obj
+def cli(app: App, target, workload, model_config, gemms, gemm_file, precision, block, params, shapes, output,
+        do_ingest, run, fmt) -> None:
+    """Compute roofline/limiter bounds.
+
+    LLM mode: --workload llama3-8b/decode/bs8/ctx2048/bf16. GEMM mode: --gemm M,N,K or
+    --gemm-file FILE. Block mode: --block gemm_tile --shape M,N,K [--param ROWS=8].
+    Every number is a lower bound (latency) or upper bound (throughput), fidelity `roofline`.
+    """
+    from xfid.cli import parse_kv
+    from xfid.models import blocks, llm, roofline
+    from xfid.models.output import csv_text, ingest_records, write_records
+
+    modes = [m for m, on in (("--block", block), ("--gemm/--gemm-file", gemms or gemm_file)) if on]
+    if len(modes) > 1:
+        raise click.UsageError("use one mode: --workload (LLM), --gemm/--gemm-file, or --block")
+    tgt = app.config.target(target)
+    if block:
+        records = blocks.block_bounds(block, tgt, parse_kv(params, "--param"), list(shapes))
+    elif gemms or gemm_file:
+        sh = [roofline.parse_triple(g) for g in gemms]
+        if gemm_file:
+            sh += roofline.read_gemm_file(gemm_file)
+        records = roofline.gemm_bounds(sh, tgt, precision, workload or roofline.DEFAULT_GEMM_WORKLOAD).records()
+    elif workload:
+        w = llm.parse_workload(workload)
+        records = roofline.workload_bounds(llm.resolve_model(w.model, model_config), w, tgt).records()
+    else:
+        raise click.UsageError("give --workload MODEL/PHASE/bsB/ctxC/PRECISION, --gemm M,N,K, --gemm-file FILE "
+                               "or --block NAME --shape ...")
+    if output:
+        write_records(records, output)
+    if do_ingest:
+        name = f"roofline-{_slug(target)}-{_slug(records[0]['workload'])}.csv"
+        report = ingest_records(app.store(), records, output, run, name)
+        f = report.files[0]
+        state = "already ingested (same bounds)" if f.already else f"ingested {f.rows} records"
+        click.echo(f"{state} into {app.store_path}", err=True)
+    if fmt == "json":
+        click.echo(json.dumps(records, indent=2))
+    elif fmt == "csv":
+        click.echo(csv_text(records), nl=False)
+    else:
+        click.echo(f"target {tgt.name}  workload {records[0]['workload']}  fidelity roofline")
+        for line in _table(records):
+            click.echo(line)

@@ -1,0 +1,1 @@
+"""Built-in roofline/limiter model: workload -> op decomposition, GEMM and RTL-block bounds."""

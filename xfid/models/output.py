@@ -1,0 +1,88 @@
+"""Roofline records out: xfid-records files (CSV / JSON lines / Parquet, atomic) and ingest."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from xfid.errors import XfidError
+
+COLUMNS = ("fidelity", "target", "workload", "op", "metric", "stat", "value", "unit", "config")
+FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".parquet": "parquet"}
+
+
+def records_table(records: list[dict[str, Any]]) -> pa.Table:
+    """The records as a plain (string/float) Arrow table in xfid-records column order."""
+    cols = {c: [r.get(c) for r in records] for c in COLUMNS}
+    types = {c: pa.float64() if c == "value" else pa.string() for c in COLUMNS}
+    return pa.table({c: pa.array(v, types[c]) for c, v in cols.items()})
+
+
+def csv_text(records: list[dict[str, Any]]) -> str:
+    """xfid-records CSV, deterministic bytes (so re-ingesting the same bounds is a no-op)."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(COLUMNS)
+    for r in records:
+        w.writerow([repr(float(r["value"])) if c == "value" else (r.get(c) or "") for c in COLUMNS])
+    return buf.getvalue()
+
+
+def jsonl_text(records: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps({c: r.get(c) for c in COLUMNS}, sort_keys=False) + "\n" for r in records)
+
+
+def write_records(records: list[dict[str, Any]], path: str | Path) -> Path:
+    """Write records to `path` atomically (temp file + rename); the format follows the extension.
+
+    Raises:
+        XfidError: an unknown extension or a missing folder.
+    """
+    dest = Path(path)
+    fmt = FORMATS.get(dest.suffix.lower())
+    if fmt is None:
+        raise XfidError(f"cannot write {dest}: unknown extension {dest.suffix!r}; use .csv, .jsonl or .parquet")
+    parent = dest.parent if str(dest.parent) else Path(".")
+    if not parent.is_dir():
+        raise XfidError(f"cannot write {dest}: folder {parent} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=".xfid-roofline-", dir=parent)
+    os.close(fd)
+    try:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            pq.write_table(records_table(records), tmp, compression="zstd")
+        else:
+            text = csv_text(records) if fmt == "csv" else jsonl_text(records)
+            Path(tmp).write_text(text, encoding="utf-8")
+        os.replace(tmp, dest)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return dest
+
+
+def ingest_records(store: Any, records: list[dict[str, Any]], path: str | Path | None, run: str | None,
+                   name: str) -> Any:
+    """Ingest the records through `xfid.ingest.ingest` with the xfid-records adapter.
+
+    Without `path` the records go through a temporary CSV called `name` (deterministic bytes:
+    the same bounds are recognised as already ingested).
+    """
+    from xfid.ingest import IngestOptions, ingest
+
+    opts = IngestOptions(adapter="xfid-records", run=run)
+    if path is not None:
+        return ingest(store, [path], opts)
+    with tempfile.TemporaryDirectory(prefix="xfid-roofline-") as d:
+        p = Path(d) / name
+        p.write_text(csv_text(records), encoding="utf-8")
+        return ingest(store, [p], opts)
