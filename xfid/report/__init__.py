@@ -1,0 +1,3 @@
+"""The weekly discrepancy report: ReportData, plots, HTML/PDF rendering."""
+
+from __future__ import annotations

@@ -1,0 +1,194 @@
+"""ReportData: the plain object a report is rendered from, and the pure helpers that shape it."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+
+from xfid.report.period import Period
+
+COUNT_KEYS = ("open", "new", "reopened", "resolved", "waived")
+OPEN_STATES = ("open", "acknowledged", "reopened")
+KIND_RANK = {"bound_violation": 0, "config_mismatch": 1, "over_tolerance": 2, "missing_reference": 3, "ok": 9}
+SEVERITY_RANK = {"critical": 0, "high": 1, "major": 1, "medium": 2, "minor": 3, "low": 3, "info": 4}
+FIDELITY_ORDER = ("roofline", "archmodel", "rtl", "measured")
+MAX_NAME = 44
+MAX_POINTS = 5000
+
+
+@dataclass
+class PairSection:
+    """One comparison pair: a target, candidate→reference fidelities, one metric and stat."""
+
+    target: str
+    candidate: str
+    reference: str
+    metric: str
+    stat: str
+    unit: str = ""
+    n: int = 0
+    mape: float | None = None
+    mape_ci: list[float] | None = None
+    bias: float | None = None
+    spearman: float | None = None
+    kendall: float | None = None
+    within_tolerance: float | None = None
+    prev_mape: float | None = None
+    tolerance: float | None = None
+    trend: list[tuple[str, float]] = field(default_factory=list)  # (check label, MAPE), oldest first
+    rows: pd.DataFrame | None = None  # workload, op, candidate_value, reference_value, rel_error, kind, ...
+
+    @property
+    def key(self) -> str:
+        """Stable anchor text for the pair."""
+        return f"{self.target} {self.candidate}→{self.reference} {self.metric}/{self.stat}"
+
+    @property
+    def is_bound(self) -> bool:
+        """A roofline candidate is a lower bound, not an estimate."""
+        return self.candidate == "roofline"
+
+    @property
+    def trend_word(self) -> str:
+        """better / worse / flat / new, comparing MAPE with the previous check."""
+        if self.mape is None or self.prev_mape is None:
+            return "new"
+        d = self.mape - self.prev_mape
+        if abs(d) < 0.005:
+            return "flat"
+        return "better" if d < 0 else "worse"
+
+
+@dataclass
+class ReportData:
+    """Everything a report shows, already chosen and counted; renderers only lay it out."""
+
+    period: Period
+    generated_at: datetime
+    store: str = ""
+    config_hash: str = ""
+    targets: list[str] = field(default_factory=list)  # filter given with --target, empty = all
+    counts: dict[str, int] = field(default_factory=dict)
+    prev_counts: dict[str, int] = field(default_factory=dict)
+    checks: list[dict[str, Any]] = field(default_factory=list)  # checks in the period
+    pairs: list[PairSection] = field(default_factory=list)
+    open_issues: list[dict[str, Any]] = field(default_factory=list)
+    resolved_issues: list[dict[str, Any]] = field(default_factory=list)
+    competitive: dict[str, Any] = field(default_factory=dict)
+    calibration: list[dict[str, Any]] = field(default_factory=list)
+    coverage: dict[str, Any] = field(default_factory=dict)
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    max_points: int = MAX_POINTS
+    seed: int = 0
+
+    @property
+    def worst(self) -> list[dict[str, Any]]:
+        """The five worst open discrepancies (bound violations first, then severity, then error)."""
+        return sorted(self.open_issues, key=issue_rank)[:5]
+
+
+def _sev_rank(sev: Any) -> float:
+    if isinstance(sev, (int, float)) and not isinstance(sev, bool):
+        return -float(sev)  # a numeric severity: higher is worse
+    return float(SEVERITY_RANK.get(str(sev).lower(), 5))
+
+
+def issue_rank(issue: dict[str, Any]) -> tuple[float, float, float]:
+    """Sort key: most severe first."""
+    err = issue.get("rel_error")
+    mag = abs(err) if isinstance(err, (int, float)) and math.isfinite(err) else 0.0
+    return (KIND_RANK.get(str(issue.get("kind")), 5), _sev_rank(issue.get("severity")), -mag)
+
+
+def op_class(op: str) -> str:
+    """The op without layer index or size parameters: `layer3.attn.qkv_proj` → `attn.qkv_proj`."""
+    if not op:
+        return "(end-to-end)"
+    s = re.sub(r"\[.*?\]", "", op)
+    s = re.sub(r"(^|\.)(layer|layers|block|blk|h)\.?\d+(?=\.|$)", r"\1", s)
+    s = re.sub(r"\.\d+(?=\.|$)", "", s).strip(".")
+    return s or op
+
+
+def shorten(name: str, limit: int = MAX_NAME) -> str:
+    """A long kernel/op name cut in the middle with an ellipsis; short names unchanged."""
+    if len(name) <= limit:
+        return name
+    head = (limit - 1) * 2 // 3
+    tail = limit - 1 - head
+    return name[:head] + "…" + name[-tail:]
+
+
+def age_days(first_seen: Any, now: datetime) -> int | None:
+    """Whole days since an issue was first seen (None when the date is unknown)."""
+    if first_seen in (None, ""):
+        return None
+    try:
+        ts = pd.Timestamp(first_seen)
+    except (ValueError, TypeError):
+        return None
+    if ts.tzinfo is None:
+        ts = ts.tz_localize("UTC")
+    return max(0, (pd.Timestamp(now) - ts).days)
+
+
+def count_issues(checks: list[dict[str, Any]]) -> dict[str, int]:
+    """Counts for a period from its checks: new/reopened/resolved summed, open/waived as of the last."""
+    out = dict.fromkeys(COUNT_KEYS, 0)
+    if not checks:
+        return out
+    ordered = sorted(checks, key=lambda c: str(c.get("time", "")))
+    for c in ordered:
+        k = c.get("counts") or {}
+        for key in ("new", "reopened", "resolved"):
+            out[key] += int(k.get(key, 0) or 0)
+    last = ordered[-1].get("counts") or {}
+    out["open"] = int(last.get("total_open", last.get("still_open", 0)) or 0)
+    out["waived"] = int(last.get("waived", 0) or 0)
+    return out
+
+
+def sample_rows(rows: pd.DataFrame, limit: int, seed: int) -> pd.DataFrame:
+    """At most `limit` rows, seeded; discrepancies are kept before ok rows so outliers show."""
+    if len(rows) <= limit:
+        return rows
+    bad = rows[rows["kind"] != "ok"] if "kind" in rows else rows.iloc[:0]
+    if len(bad) >= limit:
+        return bad.sample(limit, random_state=seed)
+    good = rows.drop(bad.index).sample(limit - len(bad), random_state=seed)
+    return pd.concat([bad, good])
+
+
+def long_names(data: ReportData) -> list[tuple[str, str]]:
+    """(shortened, full) for every workload/op name the report shortens, for the appendix."""
+    seen: dict[str, str] = {}
+    names: list[str] = []
+    for i in [*data.open_issues, *data.resolved_issues]:
+        names += [str(i.get("workload") or ""), str(i.get("op") or "")]
+    for p in data.pairs:
+        if p.rows is not None and len(p.rows):
+            names += list(map(str, p.rows["workload"].unique())) + list(map(str, p.rows["op"].unique()))
+    names += [str(u.get("raw_op") or "") for u in data.coverage.get("unmatched", [])]
+    names += [str(r.get("workload") or "") for r in data.coverage.get("fidelities", [])]
+    names += [str(r.get("workload") or "") for r in data.competitive.get("rows", [])]
+    for n in names:
+        if len(n) > MAX_NAME and n not in seen:
+            seen[n] = shorten(n)
+    return sorted(((s, f) for f, s in seen.items()), key=lambda x: x[1])
+
+
+def pair_key(d: dict[str, Any]) -> tuple[str, str, str, str, str]:
+    """(target, candidate, reference, metric, stat) of a comparison or row dict."""
+    return (str(d["target"]), str(d["candidate"]), str(d["reference"]), str(d["metric"]), str(d["stat"]))
+
+
+def is_missing(v: Any) -> bool:
+    """None or NaN."""
+    return v is None or (isinstance(v, float) and math.isnan(v))

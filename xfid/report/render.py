@@ -1,0 +1,128 @@
+"""Render ReportData to one self-contained HTML file and to PDF (WeasyPrint, data: URIs only)."""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from xfid.errors import ReportError
+from xfid.report.data import ReportData, age_days, is_missing, long_names, shorten
+
+TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
+
+
+def fmt_num(v: Any, digits: int = 3) -> str:
+    """A number with `digits` significant digits; '—' for missing."""
+    if is_missing(v) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return "—"
+    if v == 0:
+        return "0"
+    mag = math.floor(math.log10(abs(v)))
+    if -3 <= mag < 6:
+        return f"{v:.{max(0, digits - 1 - mag)}f}"
+    return f"{v:.{digits - 1}e}"
+
+
+def fmt_qty(v: Any, unit: str = "") -> str:
+    """A value with its unit; seconds scaled to ms/µs/ns."""
+    if is_missing(v):
+        return "—"
+    if unit == "s" and isinstance(v, (int, float)) and v != 0:
+        for scale, name in TIME_UNITS:
+            if abs(v) >= scale:
+                return f"{fmt_num(v / scale)} {name}"
+        return f"{fmt_num(v / 1e-9)} ns"
+    return f"{fmt_num(v)} {unit}".strip()
+
+
+def fmt_pct(v: Any, signed: bool = False) -> str:
+    """A fraction as percent."""
+    if is_missing(v) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return "—"
+    return f"{v * 100:+.1f}%" if signed else f"{v * 100:.1f}%"
+
+
+def fmt_ci(ci: Any) -> str:
+    """[low, high] fractions as a percent range."""
+    if not ci:
+        return "n<3"
+    return f"{ci[0] * 100:.1f}–{ci[1] * 100:.1f}%"
+
+
+def _env():
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("xfid.report", "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(num=fmt_num, qty=fmt_qty, pct=fmt_pct, ci=fmt_ci, short=shorten)
+    return env
+
+
+def _css() -> str:
+    from importlib import resources
+
+    return resources.files("xfid.report").joinpath("templates/report.css").read_text(encoding="utf-8")
+
+
+def render_html(data: ReportData, bound_tol: float = 0.02) -> str:
+    """The whole report as one HTML string (figures inline as SVG data: URIs)."""
+    import markupsafe
+
+    from xfid.report.plots import pair_figures
+
+    figs = [pair_figures(p, data.max_points, data.seed, bound_tol) for p in data.pairs]
+    notes = list(data.notes) + sorted({n for f in figs for n in f["notes"]})
+    for i in [*data.open_issues, *data.resolved_issues]:
+        i.setdefault("age", age_days(i.get("first_seen"), data.generated_at))
+    tmpl = _env().get_template("report.html.j2")
+    return tmpl.render(d=data, figs=figs, notes=notes, names=long_names(data), bound_tol=bound_tol,
+                       css=markupsafe.Markup(_css()))
+
+
+class DataOnlyFetcher:
+    """Factory for a WeasyPrint URLFetcher that serves only data: URIs and records every request."""
+
+    @staticmethod
+    def make(record: list[str] | None = None):
+        """A URLFetcher (allowed_protocols={'data'}) that appends each requested URL to `record`."""
+        from weasyprint.urls import URLFetcher
+
+        class _Fetcher(URLFetcher):
+            def fetch(self, url, headers=None):
+                if record is not None:
+                    record.append(url)
+                return super().fetch(url, headers)
+
+        return _Fetcher(allowed_protocols={"data"}, timeout=1)
+
+
+def render_pdf(html: str, record: list[str] | None = None) -> tuple[bytes, int]:
+    """PDF bytes and page count. Only data: URIs are ever fetched; file:// and http(s) are refused."""
+    import logging
+
+    from weasyprint import HTML
+
+    log = logging.getLogger("weasyprint")
+    old = log.level
+    log.setLevel(logging.ERROR)  # refused URLs are expected; font-subsetting chatter is noise
+    try:
+        doc = HTML(string=html, base_url=None, url_fetcher=DataOnlyFetcher.make(record)).render()
+        return doc.write_pdf(), len(doc.pages)
+    finally:
+        log.setLevel(old)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write via a temp file in the same directory and rename it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise ReportError(f"cannot write {path}: {e.strerror or e}") from None

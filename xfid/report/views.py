@@ -1,0 +1,154 @@
+"""Pure builders for report sections: comparison pairs, the competitive view, fidelity coverage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from xfid.report.data import FIDELITY_ORDER, PairSection, is_missing, pair_key
+
+T100 = "t100-a0"
+COMPETITIVE_METRICS = (  # metric, label, higher is better
+    ("throughput_tokens", "tokens/s", True),
+    ("tokens_per_joule", "tokens/s/W", True),
+    ("ttft", "TTFT", False),
+    ("itl", "ITL", False),
+)
+STAT_PREFERENCE = ("mean", "value", "median", "p50")
+
+
+def _num(v: Any) -> float | None:
+    return None if is_missing(v) else float(v)
+
+
+def _ci(v: Any) -> list[float] | None:
+    if v is None or isinstance(v, float):
+        return None
+    vals = list(v)
+    return [float(vals[0]), float(vals[1])] if len(vals) == 2 else None
+
+
+def build_pairs(checks: list[dict[str, Any]], rows: pd.DataFrame | None, targets: list[str]) -> list[PairSection]:
+    """One PairSection per target-level comparison of the latest check, with trend over all checks.
+
+    Args:
+        checks: tracker checks, any order; the latest one is "current".
+        rows: Correlation.rows of the latest check (or None).
+        targets: keep only these targets (empty: all).
+    """
+    if not checks:
+        return []
+    ordered = sorted(checks, key=lambda c: str(c.get("time", "")))
+    history: dict[tuple, list[tuple[str, float]]] = {}
+    for c in ordered:
+        for comp in c.get("comparisons") or []:
+            if comp.get("workload") is None and not is_missing(comp.get("mape")):
+                history.setdefault(pair_key(comp), []).append((str(c.get("label") or c.get("time"))[:16], float(comp["mape"])))
+    prev = {pair_key(c): c for c in (ordered[-2].get("comparisons") or []) if c.get("workload") is None} if len(ordered) > 1 else {}
+    out = []
+    for comp in ordered[-1].get("comparisons") or []:
+        if comp.get("workload") is not None or (targets and comp["target"] not in targets):
+            continue
+        key = pair_key(comp)
+        sel = None
+        if rows is not None and len(rows):
+            m = ((rows["target"] == key[0]) & (rows["candidate"] == key[1]) & (rows["reference"] == key[2])
+                 & (rows["metric"] == key[3]) & (rows["stat"] == key[4]))
+            sel = rows.loc[m]
+        unit = str(sel["unit"].iloc[0]) if sel is not None and len(sel) and "unit" in sel else ""
+        tol = float(sel["tolerance"].median()) if sel is not None and len(sel) and "tolerance" in sel else None
+        out.append(PairSection(
+            *key, unit=unit, n=int(comp.get("n") or 0), mape=_num(comp.get("mape")), mape_ci=_ci(comp.get("mape_ci")),
+            bias=_num(comp.get("bias")), spearman=_num(comp.get("spearman")), kendall=_num(comp.get("kendall")),
+            within_tolerance=_num(comp.get("within_tolerance")),
+            prev_mape=_num(prev[key].get("mape")) if key in prev else None,
+            tolerance=tol, trend=history.get(key, []), rows=sel,
+        ))
+    out.sort(key=lambda p: (p.target, FIDELITY_ORDER.index(p.candidate) if p.candidate in FIDELITY_ORDER else 9,
+                            p.reference, p.metric, p.stat))
+    return out
+
+
+def _pick(df: pd.DataFrame) -> pd.Series | None:
+    """The row to show for one (target, workload, metric): preferred stat, latest timestamp."""
+    for st in STAT_PREFERENCE:
+        s = df[df["stat"] == st]
+        if len(s):
+            return s.sort_values("timestamp").iloc[-1] if "timestamp" in s else s.iloc[-1]
+    return None
+
+
+def competitive_view(records: pd.DataFrame, t100: str = T100, invented: bool = False,
+                     note: str = "", targets: list[str] | None = None) -> dict[str, Any]:
+    """T100 (its highest available fidelity) against measured competitors on the same workloads.
+
+    Args:
+        records: end-to-end store records (columns fidelity, target, workload, op, metric, stat,
+            value, unit, timestamp).
+        t100: the target projected by models; invented/note come from its config entry.
+        targets: competitor targets to keep (empty/None: all measured ones).
+
+    Returns:
+        dict with `competitors` (target names), `rows` (workload, metric, label, higher_better,
+        t100 {value, fidelity, stat} or None, by_target {target: {value, fidelity, stat}}) and flags.
+    """
+    want = {m for m, _, _ in COMPETITIVE_METRICS}
+    df = records[(records["op"] == "") & records["metric"].isin(want | {"power"})].copy()
+    df["fidelity"] = df["fidelity"].astype(str)
+    mine = df[df["target"] == t100]
+    rivals = df[(df["target"] != t100) & (df["fidelity"] == "measured")]
+    if targets:
+        rivals = rivals[rivals["target"].isin(targets)]
+    workloads = sorted(set(mine["workload"]) & set(rivals["workload"]))
+    rows, competitors = [], sorted(set(rivals[rivals["workload"].isin(workloads)]["target"]))
+
+    def cell(sub: pd.DataFrame, metric: str) -> dict[str, Any] | None:
+        for fid in reversed(FIDELITY_ORDER):
+            r = _pick(sub[(sub["fidelity"] == fid) & (sub["metric"] == metric)])
+            if r is not None:
+                return {"value": float(r["value"]), "fidelity": fid, "stat": str(r["stat"]), "derived": False}
+        if metric == "tokens_per_joule":  # tokens/s ÷ W from the same fidelity
+            tput, power = cell(sub, "throughput_tokens"), cell(sub, "power")
+            if tput and power and power["fidelity"] == tput["fidelity"] and power["value"] > 0:
+                return {"value": tput["value"] / power["value"], "fidelity": tput["fidelity"], "stat": "derived", "derived": True}
+        return None
+
+    for w in workloads:
+        for metric, label, higher in COMPETITIVE_METRICS:
+            mine_cell = cell(mine[mine["workload"] == w], metric)
+            by = {t: c for t in competitors if (c := cell(rivals[(rivals["workload"] == w) & (rivals["target"] == t)], metric))}
+            if mine_cell is None and not by:
+                continue
+            best = None
+            if mine_cell and by:
+                vals = [c["value"] for c in by.values()]
+                ref = max(vals) if higher else min(vals)
+                best = mine_cell["value"] / ref if ref else None
+                if best is not None and not higher:
+                    best = 1 / best if best else None  # >1 always means T100 is better
+            rows.append({"workload": w, "metric": metric, "label": label, "higher_better": higher,
+                         "t100": mine_cell, "by_target": by, "advantage": best})
+    return {"t100": t100, "invented": invented, "note": note, "competitors": competitors, "rows": rows}
+
+
+def fidelity_coverage(records: pd.DataFrame, targets: list[str] | None = None) -> list[dict[str, Any]]:
+    """Per (target, workload): which fidelities have numbers and which are missing."""
+    if records.empty:
+        return []
+    df = records[["target", "workload", "fidelity"]].astype(str).drop_duplicates()
+    if targets:
+        df = df[df["target"].isin(targets)]
+    out = []
+    for (t, w), g in df.groupby(["target", "workload"], sort=True):
+        have = [f for f in FIDELITY_ORDER if f in set(g["fidelity"])]
+        out.append({"target": t, "workload": w, "have": have, "missing": [f for f in FIDELITY_ORDER if f not in have]})
+    return out
+
+
+def unmatched_ops(coverage: pd.DataFrame | None, limit: int = 40) -> tuple[list[dict[str, Any]], int]:
+    """Raw op names no op map matched (most records first), and how many there are in all."""
+    if coverage is None or coverage.empty:
+        return [], 0
+    un = coverage[~coverage["matched"].astype(bool)].sort_values("records", ascending=False)
+    return un.head(limit).to_dict("records"), len(un)
