@@ -1,0 +1,125 @@
+"""`xfid issues`: list, show and change the state of tracked discrepancies."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from xfid.app import App, actor
+
+STATES = ("open", "acknowledged", "resolved", "reopened", "waived")  # xfid.tracker.STATES, kept light
+KINDS = ("over_tolerance", "bound_violation", "config_mismatch")
+
+
+def _tracker(app: App):
+    from xfid.tracker import Tracker
+
+    return Tracker(app.store(create=False))
+
+
+def actor_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--actor", "actor_opt", metavar="NAME",
+                        help="Who is acting (default: env XFID_ACTOR, else the login name).")(f)
+
+
+@click.group("issues")
+def cli() -> None:
+    """List, show and change tracked discrepancies (XF-N).
+
+    States: open -> acknowledged -> resolved; resolved -> reopened when it recurs;
+    waived with a reason and an expiry date. See docs/tracker.md.
+    """
+
+
+@cli.command("list")
+@click.option("--state", type=click.Choice(STATES), help="Only issues in this state.")
+@click.option("--target", help="Only issues of this hardware target.")
+@click.option("--kind", type=click.Choice(KINDS), help="Only issues of this discrepancy kind.")
+@click.option("--severity-min", type=float, metavar="X", help="Only issues with severity >= X (|error|/tolerance).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@actor_option
+@click.pass_obj
+def list_cmd(app: App, state, target, kind, severity_min, fmt, actor_opt) -> None:
+    """List issues, ordered by id."""
+    from xfid.tracker import render
+
+    rows = _tracker(app).issues(state=state, target=target, kind=kind, severity_min=severity_min)
+    text = {"json": render.issues_json, "csv": render.issues_csv, "table": render.issues_table}[fmt](rows)
+    click.echo(text, nl=fmt != "csv")
+
+
+@cli.command("show")
+@click.argument("issue_id", metavar="XF-N")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@actor_option
+@click.pass_obj
+def show_cmd(app: App, issue_id, fmt, actor_opt) -> None:
+    """Show one issue: history, every observation, and both numbers' provenance."""
+    from xfid.tracker import render
+
+    d = _tracker(app).issue(issue_id)
+    click.echo(render.issues_json(d) if fmt == "json" else render.issue_text(d))
+
+
+def _change(app: App, issue_id: str, action: str, actor_opt: str | None, **kw: Any) -> None:
+    d = _tracker(app).transition(issue_id, action, actor=actor(actor_opt), **kw)
+    extra = f" (owner {d['owner']})" if action == "ack" else ""
+    if action == "waive":
+        extra = f" until {d['waiver_until']}"
+    click.echo(f"{d['id']}: {d['state']}{extra}" if action != "note" else f"{d['id']}: note added")
+
+
+@cli.command("ack")
+@click.argument("issue_id", metavar="XF-N")
+@click.option("--owner", required=True, help="Who owns the fix.")
+@click.option("--note", help="Free text kept in the history.")
+@actor_option
+@click.pass_obj
+def ack_cmd(app: App, issue_id, owner, note, actor_opt) -> None:
+    """Acknowledge an issue and give it an owner."""
+    _change(app, issue_id, "ack", actor_opt, owner=owner, note=note)
+
+
+@cli.command("resolve")
+@click.argument("issue_id", metavar="XF-N")
+@click.option("--note", help="Free text kept in the history.")
+@actor_option
+@click.pass_obj
+def resolve_cmd(app: App, issue_id, note, actor_opt) -> None:
+    """Mark an issue resolved (the next check reopens it if it is still there)."""
+    _change(app, issue_id, "resolve", actor_opt, note=note)
+
+
+@cli.command("reopen")
+@click.argument("issue_id", metavar="XF-N")
+@click.option("--note", help="Free text kept in the history.")
+@actor_option
+@click.pass_obj
+def reopen_cmd(app: App, issue_id, note, actor_opt) -> None:
+    """Reopen a resolved or waived issue."""
+    _change(app, issue_id, "reopen", actor_opt, note=note)
+
+
+@cli.command("waive")
+@click.argument("issue_id", metavar="XF-N")
+@click.option("--reason", required=True, help="Why this discrepancy is accepted for now.")
+@click.option("--until", required=True, metavar="YYYY-MM-DD", help="Expiry date (inclusive); back to open after it.")
+@click.option("--max-error", type=float, metavar="X", help="Back to open when |rel_error| exceeds X (e.g. 0.25).")
+@click.option("--note", help="Free text kept in the history.")
+@actor_option
+@click.pass_obj
+def waive_cmd(app: App, issue_id, reason, until, max_error, note, actor_opt) -> None:
+    """Waive an issue until a date, optionally only while |error| stays below a bound."""
+    _change(app, issue_id, "waive", actor_opt, reason=reason, until=until, max_error=max_error, note=note)
+
+
+@cli.command("note")
+@click.argument("issue_id", metavar="XF-N")
+@click.option("--note", required=True, help="Free text kept in the history.")
+@actor_option
+@click.pass_obj
+def note_cmd(app: App, issue_id, note, actor_opt) -> None:
+    """Add a note to an issue's history (its state does not change)."""
+    _change(app, issue_id, "note", actor_opt, note=note)

@@ -1,0 +1,115 @@
+"""Text, CSV and JSON forms of checks and issues for `xfid check` and `xfid issues`."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from typing import Any
+
+from xfid.tracker.tracker import ISSUE_KEYS, CheckSummary
+
+_CTRL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+MAX_IDS = 12
+
+
+def clean(v: Any) -> str:
+    """A value for the terminal: None as '-', control characters (escape sequences) made visible."""
+    if v is None:
+        return "-"
+    return _CTRL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(v))
+
+
+def num(v: float | None, pct: bool = False) -> str:
+    if v is None:
+        return "-"
+    return f"{v * 100:+.1f}%" if pct else f"{v:.6g}"
+
+
+def _ids(ids: list[str]) -> str:
+    if len(ids) <= MAX_IDS:
+        return ", ".join(ids)
+    return ", ".join(ids[:MAX_IDS]) + f", ... (+{len(ids) - MAX_IDS} more)"
+
+
+def check_text(s: CheckSummary) -> str:
+    """The summary `xfid check` prints."""
+    lines = [f"check {s.check_id} at {s.time}: {s.rows} aligned rows"]
+    for name, ids in (("new", s.new), ("reopened", s.reopened), ("resolved", s.resolved),
+                      ("still open", s.still_open), ("waived", s.waived)):
+        lines.append(f"  {name:<11}{len(ids):>5}" + (f"  {_ids(ids)}" if ids else ""))
+    if s.unwaived:
+        lines.append(f"  waiver ended (expired or error beyond its bound): {_ids(s.unwaived)}")
+    lines.append(f"  missing reference: {s.missing_reference} key(s) (counted, not filed)")
+    lines.append(f"  open issues now: {s.total_open}")
+    return "\n".join(lines)
+
+
+def issues_json(issues: list[dict[str, Any]]) -> str:
+    return json.dumps(issues, indent=2, default=str)
+
+
+def issues_csv(issues: list[dict[str, Any]]) -> str:
+    buf = io.StringIO()
+    keys = list(issues[0]) if issues else list(ISSUE_KEYS)
+    w = csv.DictWriter(buf, fieldnames=keys, lineterminator="\n")
+    w.writeheader()
+    for i in issues:
+        w.writerow({k: "" if i.get(k) is None else i.get(k) for k in keys})
+    return buf.getvalue()
+
+
+def issues_table(issues: list[dict[str, Any]]) -> str:
+    """One line per issue: id, state, kind, severity, key, pair, error, owner, last seen."""
+    if not issues:
+        return "no issues"
+    head = ("id", "state", "kind", "severity", "target", "workload", "op", "metric/stat", "pair",
+            "rel_error", "owner", "last_seen")
+    rows = [head]
+    for i in issues:
+        rows.append((i["id"], i["state"], i["kind"], num(i["severity"]), clean(i["target"]),
+                     clean(i["workload"]), clean(i["op"]) if i["op"] else '""',
+                     f"{clean(i['metric'])}/{clean(i['stat'])}",
+                     f"{clean(i['candidate'])}->{clean(i['reference'])}", num(i["rel_error"], pct=True),
+                     clean(i["owner"]), i["last_seen"]))
+    widths = [max(len(r[c]) for r in rows) for c in range(len(head))]
+    out = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(out) + f"\n{len(issues)} issue(s)"
+
+
+def issue_text(d: dict[str, Any]) -> str:
+    """`xfid issues show`: the issue, its waiver, its history and every observation with provenance."""
+    unit = clean(d.get("unit"))
+    out = [f"{d['id']}  {d['state']}  {d['kind']}  severity {num(d['severity'])}",
+           f"  fingerprint {d['fingerprint']}",
+           f"  key   target={clean(d['target'])} workload={clean(d['workload'])} op={clean(d['op'])!s} "
+           f"metric={clean(d['metric'])} stat={clean(d['stat'])}",
+           f"  pair  {clean(d['candidate'])} (candidate) -> {clean(d['reference'])} (reference)",
+           f"  latest candidate {num(d['candidate_value'])} {unit}, reference {num(d['reference_value'])} {unit}, "
+           f"rel_error {num(d['rel_error'], pct=True)} (tolerance {num(d.get('tolerance'))})",
+           f"  owner {clean(d['owner'])}; first seen {d['first_seen']}; last seen {d['last_seen']}"]
+    if d["state"] == "waived":
+        bound = d.get("waiver_max_error")
+        out.append(f"  waived until {d['waiver_until']}: {clean(d['waiver_reason'])}"
+                   + (f" (back to open if |rel_error| > {bound:.4g})" if bound is not None else ""))
+    out.append(f"history ({len(d['history'])}):")
+    for h in d["history"]:
+        extra = [f"{k}={clean(h[k])}" for k in ("owner", "reason", "until", "max_error") if h.get(k) is not None]
+        if h.get("check_id") is not None:
+            extra.append(f"check {h['check_id']}")
+        note = f"  \"{clean(h['note'])}\"" if h.get("note") else ""
+        out.append(f"  {h['time']}  {clean(h['actor'])}  {h['action']}: {h['from_state'] or '-'} -> "
+                   f"{h['to_state']}" + (f"  [{', '.join(extra)}]" if extra else "") + note)
+    out.append(f"observations ({len(d['observations'])}):")
+    for o in d["observations"]:
+        label = f" ({clean(o['check_label'])})" if o.get("check_label") else ""
+        out.append(f"  check {o['check_id']}{label} {o['time']}  {o['kind']}  candidate {num(o['candidate_value'])} "
+                   f"reference {num(o['reference_value'])} {clean(o['unit'])}  rel_error "
+                   f"{num(o['rel_error'], pct=True)}  tolerance {num(o['tolerance'])}  severity {num(o['severity'])}")
+        for side in ("candidate", "reference"):
+            out.append(f"    {side}: {clean(o[f'{side}_source_path'])} @ {clean(o[f'{side}_source_loc'])}"
+                       f"  run {clean(o[f'{side}_run'])}  n {clean(o[f'{side}_n'])}  config {clean(o[f'{side}_config'])}")
+        if o.get("note"):
+            out.append(f"    note: {clean(o['note'])}")
+    return "\n".join(out)
