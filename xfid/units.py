@@ -66,6 +66,9 @@ _add("frequency", 1.0, "Hz", "hz", "hertz")
 _add("frequency", 1e3, "kHz", "khz", "Khz", "KHz")
 _add("frequency", 1e6, "MHz", "mhz", "Mhz")
 _add("frequency", 1e9, "GHz", "ghz", "Ghz")
+_add("frequency", 1e9, "cycle/nsecond")  # ncu
+_add("frequency", 1e6, "cycle/usecond")  # ncu
+_add("frequency", 1.0, "cycle/second")  # ncu
 _add("ratio", 1.0, "ratio", "fraction", "1")
 _add("ratio", 0.01, "%", "pct", "percent")
 _add("token_rate", 1.0, "tokens/s", "tokens/sec", "tok/s", "token/s", "tokens per second")
@@ -83,6 +86,7 @@ _add("byte_rate", 1.0, "B/s", "byte/s", "byte/second")
 _add("byte_rate", 1e6, "MB/s", "MBps", "Mbyte/s", "Mbyte/second")
 _add("byte_rate", 1e9, "GB/s", "GBps", "Gbyte/s", "Gbyte/second")
 _add("byte_rate", 1e12, "TB/s", "Tbyte/s", "Tbyte/second")
+_add("byte_rate", 1e3, "KB/s", "Kbyte/s", "Kbyte/second")  # ncu
 _add("count", 1.0, "count", "", "inst", "instructions", "warp", "block", "thread", "register/thread", "requests")
 _add("tokens", 1.0, "tokens", "token")
 _add("temperature", 1.0, "C", "degC", "°C")
