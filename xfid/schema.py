@@ -33,17 +33,19 @@ SCHEMA = pa.schema(
         ("unit", _D),
         ("n_samples", pa.int64()),
         ("source", _D),
-        ("source_id", pa.string()),
-        ("source_path", pa.string()),
+        # Strings that repeat across rows are dictionary-encoded too (they read as plain
+        # strings in DuckDB/Spark; in memory they cost one index per row, not one string).
+        ("source_id", _D),
+        ("source_path", _D),
         ("source_loc", pa.string()),
-        ("run", pa.string()),
+        ("run", _D),
         ("timestamp", pa.timestamp("us", tz="UTC")),
-        ("hardware", pa.string()),
-        ("software", pa.string()),
-        ("config", pa.string()),
+        ("hardware", _D),
+        ("software", _D),
+        ("config", _D),
         # extensions (DESIGN.md: extend, don't rename)
-        ("null_reason", pa.string()),  # why `value` is null ("n/a in file", "[N/A]", sentinel ...)
-        ("flags", pa.string()),  # comma-separated: invalid, failed_test, failed_requests, ...
+        ("null_reason", _D),  # why `value` is null ("n/a in file", "[N/A]", sentinel ...)
+        ("flags", _D),  # comma-separated: invalid, failed_test, failed_requests, ...
     ]
 )
 COLUMNS: tuple[str, ...] = tuple(SCHEMA.names)
@@ -130,9 +132,12 @@ def normalize(
             col = pa.chunked_array([pa.nulls(n, plain)])
         default = defaults.get(name)
         if default is not None and col.null_count:
-            if pa.types.is_dictionary(col.type):
-                col = col.cast(plain)
-            col = pc.fill_null(col, pa.scalar(_conv_default(name, default), col.type))
+            if col.null_count == n:
+                col = _constant(name, _conv_default(name, default), n)
+            else:
+                if pa.types.is_dictionary(col.type):
+                    col = col.cast(plain)
+                col = pc.fill_null(col, pa.scalar(_conv_default(name, default), col.type))
         cols[name] = col
     for name in ("fidelity", "target", "workload", "op", "metric"):
         c = cols[name]
@@ -193,6 +198,15 @@ def _table_from_columns(cols: Mapping[str, Any], source_path: str | None) -> pa.
 
 _TEXT = ("fidelity", "target", "workload", "op", "metric", "stat", "unit", "source", "source_id",
          "source_path", "source_loc", "run", "hardware", "software", "config", "null_reason", "flags")
+
+
+def _constant(name: str, value: Any, n: int) -> pa.ChunkedArray:
+    """A column holding one value n times, built without materialising n copies where possible."""
+    t = SCHEMA.field(name).type
+    if pa.types.is_dictionary(t):
+        idx = pa.array(np.zeros(n, dtype=np.int32))
+        return pa.chunked_array([pa.DictionaryArray.from_arrays(idx, pa.array([value], pa.string()))])
+    return pa.chunked_array([pa.repeat(pa.scalar(value, t), n)])
 
 
 def _plain(t: pa.DataType) -> pa.DataType:

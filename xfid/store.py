@@ -146,9 +146,27 @@ def dict_codes(col: pa.ChunkedArray) -> np.ndarray:
     return ranks[idx] if len(ranks) else idx.astype(np.int64)
 
 
-def sort_order(table: pa.Table, keys: Sequence[str]) -> np.ndarray:
-    """Row order sorted by dictionary-encoded key columns (Arrow cannot sort dictionaries)."""
-    return np.lexsort([dict_codes(table.column(k)) for k in reversed(keys)])
+def sort_order(table: pa.Table, keys: Sequence[str]) -> np.ndarray | None:
+    """Row order sorted by dictionary-encoded key columns (Arrow cannot sort dictionaries).
+
+    Returns None when the rows are already in order (no reordering needed).
+    """
+    codes = [dict_codes(table.column(k)) for k in keys]
+    if len(codes[0]) < 2:
+        return None
+    combined = np.zeros(len(codes[0]), dtype=np.int64)
+    fits = True
+    for c in codes:
+        width = int(c.max()) + 1 if len(c) else 1
+        if combined.max(initial=0) > (2**62) // max(width, 1):
+            fits = False
+            break
+        combined = combined * width + c
+    if fits:
+        if np.all(combined[1:] >= combined[:-1]):
+            return None
+        return np.argsort(combined, kind="stable")
+    return np.lexsort(list(reversed(codes)))
 
 
 class Store:
@@ -193,8 +211,34 @@ class Store:
         return self.conn.execute("SELECT 1 FROM sources WHERE source_id=?", (source_id,)).fetchone() is not None
 
     def write_temp(self, prep: PreparedSource, batches: Iterable[pa.Table]) -> None:
-        """Write normalized batches into hidden temp parts, one per fidelity."""
+        """Write normalized batches into hidden temp parts, one per fidelity.
+
+        Small batches are buffered per fidelity and written as row groups of about
+        ROW_GROUP rows, each sorted by target/workload/op/metric.
+        """
         writers: dict[str, pq.ParquetWriter] = {}
+        buf: dict[str, list[pa.Table]] = {}
+        buffered: dict[str, int] = {}
+
+        def flush(fid: str) -> None:
+            parts = buf.pop(fid, [])
+            buffered.pop(fid, None)
+            if not parts:
+                return
+            part = pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0]
+            order = sort_order(part, [k for k, _ in SORT_KEYS])
+            if order is not None:
+                part = part.take(order)
+            w = writers.get(fid)
+            if w is None:
+                d = self.records / f"fidelity={fid}"
+                d.mkdir(exist_ok=True)
+                tmp = d / f"{TMP_PREFIX}{uuid.uuid4().hex}.parquet"
+                prep.temps[fid] = tmp
+                w = writers[fid] = pq.ParquetWriter(tmp, FILE_SCHEMA, compression="zstd")
+            w.write_table(part, row_group_size=ROW_GROUP)
+            prep.rows += part.num_rows
+
         try:
             for t in batches:
                 if t.num_rows == 0:
@@ -202,17 +246,12 @@ class Store:
                 fids = pc.unique(t.column("fidelity")).to_pylist()
                 for fid in fids:
                     part = t if len(fids) == 1 else t.filter(pc.equal(t.column("fidelity").cast(pa.string()), fid))
-                    part = part.drop_columns(["fidelity"])
-                    part = part.take(sort_order(part, [k for k, _ in SORT_KEYS]))
-                    w = writers.get(fid)
-                    if w is None:
-                        d = self.records / f"fidelity={fid}"
-                        d.mkdir(exist_ok=True)
-                        tmp = d / f"{TMP_PREFIX}{uuid.uuid4().hex}.parquet"
-                        prep.temps[fid] = tmp
-                        w = writers[fid] = pq.ParquetWriter(tmp, FILE_SCHEMA, compression="zstd")
-                    w.write_table(part, row_group_size=ROW_GROUP)
-                    prep.rows += part.num_rows
+                    buf.setdefault(fid, []).append(part.drop_columns(["fidelity"]))
+                    buffered[fid] = buffered.get(fid, 0) + part.num_rows
+                    if buffered[fid] >= ROW_GROUP:
+                        flush(fid)
+            for fid in list(buf):
+                flush(fid)
         except BaseException:
             for w in writers.values():
                 w.close()

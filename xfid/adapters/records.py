@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +23,9 @@ BATCH_ROWS = 1 << 20
 
 
 def _line_locs(start: int, n: int, word: str = "line") -> pa.Array:
-    nums = pc.cast(pa.array(range(start, start + n), pa.int64()), pa.string())
+    import numpy as np
+
+    nums = pc.cast(pa.array(np.arange(start, start + n, dtype=np.int64)), pa.string())
     return pc.binary_join_element_wise(pa.scalar(word), nums, " ")
 
 
@@ -97,66 +98,40 @@ class RecordsAdapter(Adapter):
             yield t
 
     def _csv(self, ctx: ReadContext) -> Iterator[pa.Table]:
-        raw = ctx.path.read_bytes()
-        if raw.startswith(b"\xef\xbb\xbf"):
-            raw = raw[3:]
-        if not raw.strip():
+        with ctx.path.open("rb") as f:
+            head = f.read(1 << 16)
+        if head.startswith(b"\xef\xbb\xbf"):
+            head = head[3:]
+        if not head.strip():
             raise ctx.error(None, "the file is empty")
-        header = raw.split(b"\n", 1)[0].decode("utf-8", errors="replace").strip("\r")
+        header = head.split(b"\n", 1)[0].decode("utf-8", errors="replace").strip("\r")
         names = [c.strip().strip('"') for c in header.split(",")]
         self._check_columns(ctx, names, "line 1")
         types: dict[str, Any] = {c: pa.string() for c in TEXT_COLUMNS if c in names}
         if "value" in names:
-            types["value"] = pa.string()
+            types["value"] = pa.float64()
         try:
             reader = pcsv.open_csv(
-                io.BytesIO(raw),
-                read_options=pcsv.ReadOptions(block_size=1 << 24),
+                ctx.path,
+                read_options=pcsv.ReadOptions(block_size=1 << 26),
                 parse_options=pcsv.ParseOptions(newlines_in_values=False),
-                convert_options=pcsv.ConvertOptions(column_types=types, strings_can_be_null=False,
+                # only an empty field is null: "NA", "null", "n/a" stay strings
+                convert_options=pcsv.ConvertOptions(column_types=types, strings_can_be_null=True,
                                                     null_values=[""], quoted_strings_can_be_null=False),
             )
             row = 0
             for batch in reader:
                 t = pa.Table.from_batches([batch])
-                t = self._csv_values(ctx, t, row)
-                t = self._empty_to_null(t)
+                if "op" in t.column_names and t.column("op").null_count:
+                    t = t.set_column(t.column_names.index("op"), "op", pc.fill_null(t.column("op"), ""))
                 t = t.append_column("source_loc", _line_locs(row + 2, t.num_rows))
                 row += t.num_rows
                 yield t
         except pa.ArrowInvalid as e:
-            bad = _first_bad_row(raw, len(names))
+            bad = _first_bad_row(ctx.path.read_bytes(), len(names)) or _first_bad_value(ctx, names)
             if bad:
                 raise ctx.error(bad[0], bad[1], "every row needs one field per header column") from None
             raise ctx.error(None, f"not a valid xfid-records CSV: {e}") from None
-
-    @staticmethod
-    def _empty_to_null(t: pa.Table) -> pa.Table:
-        for c in ("unit", "stat", "run", "hardware", "software", "config", "null_reason", "flags", "timestamp"):
-            if c in t.column_names:
-                col = t.column(c)
-                t = t.set_column(t.column_names.index(c), c, pc.if_else(pc.equal(col, ""), pa.scalar(None, col.type), col))
-        return t
-
-    def _csv_values(self, ctx: ReadContext, t: pa.Table, row0: int) -> pa.Table:
-        if "value" not in t.column_names:
-            return t
-        s = t.column("value")
-        empty = pc.equal(pc.utf8_trim_whitespace(s), "")
-        s = pc.if_else(empty, pa.scalar(None, pa.string()), s)
-        try:
-            v = pc.cast(s, pa.float64())
-        except pa.ArrowInvalid:
-            vals = s.to_pylist()
-            for i, x in enumerate(vals):
-                if x is None:
-                    continue
-                try:
-                    float(x)
-                except ValueError:
-                    raise ctx.error(f"line {row0 + i + 2}", f"'value' must be a number, got {x!r}") from None
-            raise
-        return t.set_column(t.column_names.index("value"), "value", v)
 
     def _jsonl(self, ctx: ReadContext) -> Iterator[pa.Table]:
         rows: list[dict[str, Any]] = []
@@ -214,6 +189,24 @@ def _first_bad_row(raw: bytes, width: int) -> tuple[str, str] | None:
     for lineno, fields in enumerate(csv.reader(text), 1):
         if fields and len(fields) != width:
             return f"line {lineno}", f"expected {width} fields, got {len(fields)}"
+    return None
+
+
+def _first_bad_value(ctx: ReadContext, names: list[str]) -> tuple[str, str] | None:
+    """The first line whose `value` is not a number (slow path, errors only)."""
+    import csv
+
+    if "value" not in names:
+        return None
+    col = names.index("value")
+    with ctx.path.open(encoding="utf-8-sig", errors="replace", newline="") as f:
+        for lineno, fields in enumerate(csv.reader(f), 1):
+            if lineno == 1 or len(fields) <= col or not fields[col].strip():
+                continue
+            try:
+                float(fields[col])
+            except ValueError:
+                return f"line {lineno}", f"'value' must be a number, got {fields[col]!r}"
     return None
 
 

@@ -1,0 +1,102 @@
+"""Ingest benchmark: xfid-records Parquet and CSV of 1M / 10M rows vs bare pyarrow read+write.
+
+Each measurement runs in its own subprocess so peak RSS is its own. Prints rows/s, peak RSS,
+the ratio of xfid's time to a bare `pyarrow` read + zstd Parquet write of the same file
+measured in the same run (median of --repeat), and peak RSS over the Arrow size of the data.
+
+    python benchmarks/ingest.py              # 1M rows
+    python benchmarks/ingest.py --rows 1000000 --rows 10000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+CHILD = r"""
+import json, resource, sys, time
+from pathlib import Path
+mode, path, out = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+t0 = time.perf_counter()
+if mode == "bare":
+    import pyarrow.csv as pcsv, pyarrow.parquet as pq
+    t = pq.read_table(path) if path.suffix == ".parquet" else pcsv.read_csv(path)
+    pq.write_table(t, out / "bare.parquet", compression="zstd")
+    rows = t.num_rows
+else:
+    from xfid.ingest import IngestOptions, ingest
+    from xfid.store import Store
+    with Store(out / "store") as s:
+        rows = ingest(s, [path], IngestOptions()).rows
+dt = time.perf_counter() - t0
+print(json.dumps({"s": dt, "rows": rows, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def make_data(rows: int, d: Path) -> tuple[Path, Path, float]:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(0)
+    fids = np.array(["roofline", "archmodel", "rtl", "measured"])
+    metrics = np.array(["latency", "cycles", "bytes", "flops", "energy", "power"])
+    units_ = np.array(["s", "cycles", "B", "FLOP", "J", "W"])
+    wl = np.array([f"model{i % 20}/decode/bs{1 << (i % 6)}/ctx{512 * (1 + i % 4)}/bf16" for i in range(200)])
+    ops = np.array([f"layer{i // 10}.op{i % 10}" for i in range(500)])
+    m = rng.integers(0, 6, rows)
+    t = pa.table({
+        "fidelity": pa.array(fids[rng.integers(0, 4, rows)]).dictionary_encode(),
+        "target": pa.array(np.array(["h100-sxm", "t100-a0"])[rng.integers(0, 2, rows)]).dictionary_encode(),
+        "workload": pa.array(wl[rng.integers(0, 200, rows)]).dictionary_encode(),
+        "op": pa.array(ops[rng.integers(0, 500, rows)]).dictionary_encode(),
+        "metric": pa.array(metrics[m]).dictionary_encode(),
+        "stat": pa.array(np.full(rows, "value")).dictionary_encode(),
+        "value": rng.lognormal(0, 2, rows),
+        "unit": pa.array(units_[m]).dictionary_encode(),
+        "run": pa.array(np.full(rows, "r1")),
+    })
+    pqf, csvf = d / f"records_{rows}.parquet", d / f"records_{rows}.csv"
+    pq.write_table(t, pqf, compression="zstd")
+    plain = pa.table({n: (c.cast(pa.string()) if pa.types.is_dictionary(c.type) else c) for n, c in zip(t.column_names, t.columns)})
+    pcsv.write_csv(plain, csvf)
+    return pqf, csvf, plain.nbytes / 2**20
+
+
+def run(mode: str, path: Path, repeat: int) -> dict:
+    res = []
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory() as out:
+            p = subprocess.run([sys.executable, "-c", CHILD, mode, str(path), out], capture_output=True, text=True)
+            if p.returncode:
+                raise SystemExit(p.stderr)
+            res.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    return {"s": statistics.median(r["s"] for r in res), "rss_mb": statistics.median(r["rss_mb"] for r in res),
+            "rows": res[0]["rows"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, action="append", help="row counts (default 1000000)")
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    print(f"{'data':<22} {'xfid s':>8} {'rows/s':>12} {'bare s':>8} {'ratio':>6} {'RSS MB':>8} {'arrow MB':>9} {'RSS/arrow':>9}")
+    with tempfile.TemporaryDirectory() as d:
+        for rows in a.rows or [1_000_000]:
+            pqf, csvf, arrow_mb = make_data(rows, Path(d))
+            for f in (pqf, csvf):
+                bare = run("bare", f, a.repeat)
+                x = run("xfid", f, a.repeat)
+                assert x["rows"] == rows, x
+                print(f"{f.suffix[1:] + ' ' + format(rows, ','):<22} {x['s']:>8.2f} {rows / x['s']:>12,.0f} {bare['s']:>8.2f} "
+                      f"{x['s'] / bare['s']:>6.2f} {x['rss_mb']:>8.0f} {arrow_mb:>9.0f} {x['rss_mb'] / arrow_mb:>9.2f}")
+
+
+if __name__ == "__main__":
+    main()
