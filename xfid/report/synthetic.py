@@ -54,7 +54,7 @@ def synthetic_rows(n_keys: int, workloads: list[str], seed: int, hostile: bool =
                      "reference": ref, "candidate_value": cand_v, "reference_value": ref_v, "unit": "s",
                      "rel_error": rel, "log_ratio": float(np.log(cand_v / ref_v)), "tolerance": tol,
                      "tolerance_abs": 0.0, "within": kind == "ok", "kind": kind,
-                     "severity": "critical" if kind == "bound_violation" else ("high" if abs(rel) > 0.5 else "medium")})
+                     "severity": round(abs(rel) / tol * (3 if kind == "bound_violation" else 1), 2)})
     return pd.DataFrame(recs)
 
 
@@ -92,8 +92,11 @@ def synthetic_report(n_issues: int = 60, n_workloads: int = 8, seed: int = 0, ho
     period = period or iso_week("2026-W48")
     rng = np.random.default_rng(seed)
     workloads = _workloads(n_workloads, hostile)
-    n_keys = max(40, int(n_issues / 0.42))
+    n_keys = max(40, 2 * n_issues)
     rows = synthetic_rows(n_keys, workloads, seed, hostile)
+    while (rows["kind"] != "ok").sum() < n_issues:  # grow until there are enough discrepancies
+        n_keys *= 2
+        rows = synthetic_rows(n_keys, workloads, seed, hostile)
     bad = rows[rows["kind"] != "ok"].head(n_issues)
     first = period.since - timedelta(days=30)
     issues = []

@@ -1,0 +1,154 @@
+"""Assemble ReportData from the store, the tracker and the engine (the only impure part)."""
+
+from __future__ import annotations
+
+import importlib
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from xfid.errors import ReportError, XfidError
+from xfid.report.data import MAX_POINTS, OPEN_STATES, ReportData, count_issues
+from xfid.report.period import Period
+from xfid.report.views import T100, build_pairs, competitive_view, fidelity_coverage, unmatched_ops
+
+if TYPE_CHECKING:
+    from xfid.config import Config
+    from xfid.store import Store
+
+TREND_WEEKS = 12
+END_TO_END = ["throughput_tokens", "tokens_per_joule", "ttft", "itl", "power"]
+
+
+def _engine_fn(name: str):
+    try:
+        mod = importlib.import_module("xfid.engine")
+    except ImportError:
+        return None
+    return getattr(mod, name, None)
+
+
+def _in_targets(d: dict[str, Any], targets: list[str]) -> bool:
+    return not targets or d.get("target") in targets
+
+
+def source_provenance(store: Store, limit: int = 3) -> list[dict[str, Any]]:
+    """Manifest rows with the distinct hardware/software/config strings each source recorded."""
+    out = [dict(s) for s in store.sources()]
+    t = store.read(columns=["source_id", "hardware", "software", "config"])
+    df = t.to_pandas().drop_duplicates() if t.num_rows else pd.DataFrame(columns=["source_id"])
+    by = {sid: g for sid, g in df.groupby("source_id")} if len(df) else {}
+    for s in out:
+        g = by.get(s["source_id"])
+        for col in ("hardware", "software", "config"):
+            vals = [] if g is None else [str(v) for v in g[col].dropna().unique() if str(v)]
+            s[col] = vals[:limit] + ([f"(+{len(vals) - limit} more)"] if len(vals) > limit else [])
+    return out
+
+
+def _tracker_part(data: ReportData, store: Store, period: Period) -> bool:
+    """Fill counts, pairs and issues from the tracker; False when it has no check up to the period end."""
+    from xfid.tracker import Tracker
+
+    tr = Tracker(store)
+    prev = period.previous()
+    checks = tr.checks(period.since, period.until)
+    history = tr.checks(period.until - timedelta(weeks=TREND_WEEKS), period.until)
+    if not history:
+        return False
+    data.checks = checks
+    data.counts = count_issues(checks)
+    data.prev_counts = count_issues(tr.checks(prev.since, prev.until))
+    latest = history[-1]
+    if not checks:
+        data.caveats.append(f"no check was recorded in {period.span()}; pairs show the last earlier check "
+                            f"(#{latest['id']}, {latest['time']})")
+    rows = tr.check_rows(latest["id"])
+    data.pairs = build_pairs(history, rows, data.targets)
+    issues = [i for i in tr.issues() if _in_targets(i, data.targets)]
+    data.open_issues = [i for i in issues if i["state"] in OPEN_STATES]
+    resolved_ids = {e["id"] for e in tr.events(period.since, period.until) if e["to_state"] == "resolved"}
+    data.resolved_issues = [i for i in issues if i["id"] in resolved_ids]
+    data.counts["waived"] = sum(1 for i in issues if i["state"] == "waived") if checks else data.counts["waived"]
+    return True
+
+
+def _live_part(data: ReportData, store: Store, config: Config) -> Any:
+    """No tracker history: correlate now and show its discrepancies (not tracked: ids are fingerprints)."""
+    correlate = _engine_fn("correlate")
+    if correlate is None:
+        raise ReportError("the store has no recorded checks and this xfid has no correlation engine; "
+                          "run `xfid check` first")
+    corr = correlate(store, config)
+    now = data.generated_at.isoformat()
+    comps = corr.comparisons.astype(object).where(corr.comparisons.notna(), None).to_dict("records")
+    data.pairs = build_pairs([{"time": now, "label": "now", "comparisons": comps}], corr.rows, data.targets)
+    data.open_issues = [dict(r, id=r["fingerprint"][:8], state="untracked", owner="", first_seen=None, last_seen=now)
+                        for r in corr.discrepancies.to_dict("records") if _in_targets(r, data.targets)]
+    data.counts = {"open": len(data.open_issues), "new": 0, "reopened": 0, "resolved": 0, "waived": 0}
+    data.caveats.append("no `xfid check` has been recorded: numbers come from a correlation run at report time; "
+                        "issue counts, ages and trends need the tracker")
+    return corr
+
+
+def _calibration(data: ReportData, store: Store, config: Config) -> list[dict[str, Any]]:
+    calibrate = _engine_fn("calibrate")
+    want = sorted({(p.candidate, p.reference, p.target) for p in data.pairs
+                   if p.reference == "measured" and p.candidate in ("roofline", "archmodel") and p.target != T100})
+    if calibrate is None:
+        if want:
+            data.caveats.append("calibration is not available in this xfid build")
+        return []
+    out = []
+    for cand, ref, tgt in want:
+        try:
+            res = calibrate(store, config, cand, ref, tgt)
+        except XfidError as e:
+            out.append({"candidate": cand, "reference": ref, "target": tgt, "error": str(e)})
+            continue
+        out.append({"candidate": cand, "reference": ref, "target": tgt,
+                    "factors": _records(res.factors), "cv": _records(res.cv), "summary": dict(res.summary)})
+    return out
+
+
+def _records(v: Any) -> list[dict[str, Any]]:
+    if isinstance(v, pd.DataFrame):
+        return v.to_dict("records")
+    return [dict(x) if not isinstance(x, dict) else x for x in (v or [])]
+
+
+def build_report_data(store: Store, config: Config, period: Period, targets: list[str] | None = None,
+                      now: datetime | None = None, max_points: int = MAX_POINTS) -> ReportData:
+    """Everything the report shows, read from the store, its tracker and the engine.
+
+    Raises:
+        ReportError: an empty store, or nothing to correlate.
+    """
+    targets = list(targets or [])
+    for t in targets:
+        config.target(t)  # unknown target: a ConfigError that lists the configured ones
+    if not store.sources():
+        raise ReportError(f"store {store.root} is empty; ingest files with `xfid ingest` and run `xfid check`")
+    data = ReportData(period=period, generated_at=now or datetime.now(UTC), store=str(store.root),
+                      config_hash=config.hash(), targets=targets, max_points=max_points)
+    corr = None if _tracker_part(data, store, period) else _live_part(data, store, config)
+    recs = store.read(columns=["fidelity", "target", "workload", "op", "metric", "stat", "value", "unit",
+                               "timestamp"]).to_pandas()
+    t100 = config.targets.get(T100)
+    data.competitive = competitive_view(recs[recs["metric"].isin(END_TO_END)], invented=bool(t100 and t100.invented),
+                                        note=t100.note if t100 else "", targets=[t for t in targets if t != T100])
+    coverage = getattr(corr, "coverage", None)
+    if corr is None and (correlate := _engine_fn("correlate")) is not None:
+        try:  # checks do not keep op-map coverage: take it from the current store
+            coverage = correlate(store, config).coverage
+        except XfidError as e:
+            data.caveats.append(f"op-map coverage unavailable: {e}")
+    unmatched, total = unmatched_ops(coverage)
+    data.coverage = {"unmatched": unmatched, "unmatched_total": total,
+                     "fidelities": fidelity_coverage(recs, targets)}
+    data.calibration = _calibration(data, store, config)
+    data.sources = source_provenance(store)
+    if t100 is not None and t100.invented:
+        data.caveats.append(f"{T100} is an invented example target: {t100.note or 'not a real chip'}")
+    return data
