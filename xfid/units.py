@@ -72,6 +72,7 @@ _add("frequency", 1.0, "cycle/second")  # ncu
 _add("ratio", 1.0, "ratio", "fraction", "1")
 _add("ratio", 0.01, "%", "pct", "percent")
 _add("token_rate", 1.0, "tokens/s", "tokens/sec", "tok/s", "token/s", "tokens per second")
+_add("token_rate", 1.0, "tokens/sec/user")  # genai-perf output_token_throughput_per_user
 _add("request_rate", 1.0, "requests/s", "requests/sec", "req/s", "per sec", "requests per second")
 _add("sample_rate", 1.0, "samples/s", "samples/sec")
 _add("tokens_per_joule", 1.0, "tokens/J", "tokens/joule")
