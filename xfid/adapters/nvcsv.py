@@ -7,6 +7,7 @@ import io
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -152,3 +153,61 @@ def unit_in_header(name: str) -> tuple[str, str | None]:
     """`"Duration (ns)"` -> ("Duration", "ns"); `"Name"` -> ("Name", None)."""
     m = re.match(r"^(.*?)\s*\(([^()]*)\)$", name.strip())
     return (m.group(1), m.group(2)) if m else (name.strip(), None)
+
+
+BLOCK_BYTES = 1 << 27
+"""pyarrow CSV block size: ~128 MiB, about a million nsys trace rows per batch."""
+
+
+def stream_csv(ctx: ReadContext, header: Header, types: dict[str, pa.DataType],
+               block_size: int = BLOCK_BYTES) -> Iterator[tuple[int, pa.RecordBatch]]:
+    """Stream the CSV after `header` with pyarrow: (physical line of the first row, batch).
+
+    Only the columns in `types` are converted. Blank lines are kept as all-empty rows so that
+    row k of the stream is physical line `header.line + 1 + k`; callers drop them.
+
+    Raises:
+        InputError: a row with the wrong field count or a non-numeric number, naming its line.
+    """
+    import pyarrow.csv as pcsv
+
+    bad: list[Any] = []
+
+    def on_invalid(row: Any) -> str:
+        bad.append(row)
+        return "error"
+
+    with ctx.path.open("rb") as f:
+        f.seek(header.offset)
+        try:
+            reader = pcsv.open_csv(
+                f,
+                read_options=pcsv.ReadOptions(block_size=block_size),
+                parse_options=pcsv.ParseOptions(newlines_in_values=False, ignore_empty_lines=False,
+                                                invalid_row_handler=on_invalid),
+                convert_options=pcsv.ConvertOptions(column_types=types, include_columns=list(types),
+                                                    strings_can_be_null=False,
+                                                    quoted_strings_can_be_null=False),
+            )
+            line = header.line + 1
+            for batch in reader:
+                yield line, batch
+                line += batch.num_rows
+        except pa.ArrowInvalid as e:
+            raise locate_bad_row(ctx, header, types, e) from None
+
+
+def locate_bad_row(ctx: ReadContext, header: Header, types: dict[str, pa.DataType], err: Exception):
+    """Find, with a slow exact scan (error path only), the line pyarrow could not read."""
+    ncols = len(header.fields)
+    names = [f.strip() for f in header.fields]
+    numeric = [i for i, n in enumerate(names) if n in types and not pa.types.is_dictionary(types[n])
+               and not pa.types.is_string(types[n])]
+    for line, fields in iter_rows(ctx, header):
+        if len(fields) != ncols:
+            return field_count_error(ctx, line, fields, ncols)
+        for i in numeric:
+            v = fields[i].strip()
+            if v and not is_number(v):
+                return ctx.error(f"line {line}", f"{names[i]!r} value {fields[i]!r} is not a number")
+    return ctx.error(None, f"not a readable CSV: {err}", "the file may be truncated inside a quoted field")
