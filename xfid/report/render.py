@@ -82,15 +82,24 @@ def render_html(data: ReportData, bound_tol: float = 0.02) -> str:
                        css=markupsafe.Markup(_css()))
 
 
+def weasyprint():
+    """Import WeasyPrint, silencing its import-time notice about the optional HarfBuzz-Subset library."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="HarfBuzz-Subset", category=DeprecationWarning)
+        import weasyprint as wp
+        import weasyprint.urls  # noqa: F401
+    return wp
+
+
 class DataOnlyFetcher:
     """Factory for a WeasyPrint URLFetcher that serves only data: URIs and records every request."""
 
     @staticmethod
     def make(record: list[str] | None = None):
         """A URLFetcher (allowed_protocols={'data'}) that appends each requested URL to `record`."""
-        from weasyprint.urls import URLFetcher
-
-        class _Fetcher(URLFetcher):
+        class _Fetcher(weasyprint().urls.URLFetcher):
             def fetch(self, url, headers=None):
                 if record is not None:
                     record.append(url)
@@ -103,8 +112,7 @@ def render_pdf(html: str, record: list[str] | None = None) -> tuple[bytes, int]:
     """PDF bytes and page count. Only data: URIs are ever fetched; file:// and http(s) are refused."""
     import logging
 
-    from weasyprint import HTML
-
+    HTML = weasyprint().HTML
     log = logging.getLogger("weasyprint")
     old = log.level
     log.setLevel(logging.ERROR)  # refused URLs are expected; font-subsetting chatter is noise
