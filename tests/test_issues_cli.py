@@ -168,3 +168,17 @@ def test_check_bad_resolve_after(xfid_cli, monkeypatch, tmp_path):
     cfg.write_text("[tracker]\nresolve_after = 0\n")
     r = xfid_cli("--config", cfg, "check")
     assert (r.exit_code, r.output) == (2, f"Error: {cfg}: [tracker] resolve_after must be an integer >= 1, got 0\n")
+
+
+def test_check_as_of_is_parsed_for_the_engine(xfid_cli, monkeypatch):
+    Store(xfid_cli.store).close()
+    calls = _fake_engine(monkeypatch, [corr(BAD), corr(BAD)])
+    assert xfid_cli("check", "--as-of", "2026-11-15").exit_code == 0
+    assert xfid_cli("check", "--as-of", "2026-11-15T12:30").exit_code == 0
+    assert [c["as_of"] for c in calls] == [datetime(2026, 11, 15, 23, 59, 59, 999999, tzinfo=UTC),
+                                           datetime(2026, 11, 15, 12, 30, tzinfo=UTC)]
+    before = store_snapshot(xfid_cli.store)
+    r = xfid_cli("check", "--as-of", "last week")
+    assert (r.exit_code, r.output) == (2, "Error: --as-of: bad date 'last week'; use YYYY-MM-DD or "
+                                          "YYYY-MM-DDTHH:MM[:SS][+HH:MM]\n")
+    assert store_snapshot(xfid_cli.store) == before

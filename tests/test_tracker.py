@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
-from tests.test_tracker_helpers import corr, row
 
+from tests.test_tracker_helpers import corr, row
 from xfid.errors import TrackerError
 from xfid.store import Store
 from xfid.tracker import STATES, Tracker

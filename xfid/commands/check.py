@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from datetime import UTC, date, datetime, time
 from typing import Any
 
 import click
@@ -25,6 +27,24 @@ def resolve_after(section: dict[str, Any], override: int | None, where: str) -> 
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ConfigError(f"{where}: [tracker] resolve_after must be an integer >= 1, got {k!r}")
     return k
+
+
+def parse_as_of(text: str | None) -> datetime | None:
+    """--as-of: a date (meaning through the end of that day, UTC) or an ISO date-time (naive = UTC).
+
+    Raises:
+        TrackerError: anything else, with the accepted forms.
+    """
+    if text is None:
+        return None
+    t = text.strip()
+    try:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", t):
+            return datetime.combine(date.fromisoformat(t), time.max, tzinfo=UTC)
+        dt = datetime.fromisoformat(t.replace("Z", "+00:00"))
+    except ValueError:
+        raise TrackerError(f"--as-of: bad date {text!r}; use YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS][+HH:MM]") from None
+    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
 
 
 @click.command("check")
@@ -50,12 +70,13 @@ def cli(app: App, target, run, as_of, actor_opt, label, resolve_after_opt, fmt) 
     from xfid.tracker import Tracker
     from xfid.tracker.render import check_text
 
+    as_of_dt = parse_as_of(as_of)
     config = app.config
     k = resolve_after(config.section("tracker"), resolve_after_opt,
                       str(config.path or "bundled xfid.toml"))
     store = app.store(create=False)
     tracker = Tracker(store)
-    corr = correlate(store, config, run=run, as_of=as_of, targets=list(target) or None)
+    corr = correlate(store, config, run=run, as_of=as_of_dt, targets=list(target) or None)
     summary = tracker.record_check(corr, actor=actor(actor_opt), label=label, clean_checks_to_resolve=k)
     if fmt == "json":
         click.echo(json.dumps(summary.to_dict(), indent=2))

@@ -221,7 +221,7 @@ class Tracker:
         obs = self.conn.execute(
             "SELECT o.*, c.label AS check_label FROM observations o JOIN checks c ON c.id = o.check_id"
             " WHERE o.issue_num=? ORDER BY o.id", (num,)).fetchall()
-        out["observations"] = [{k: r[k] for k in r.keys() if k not in ("id", "issue_num")} for r in obs]
+        out["observations"] = [{k: v for k, v in dict(r).items() if k not in ("id", "issue_num")} for r in obs]
         return out
 
     def checks(self, since: datetime | None = None, until: datetime | None = None) -> list[dict[str, Any]]:
