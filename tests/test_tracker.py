@@ -158,7 +158,8 @@ def test_waiver_expires_at_check_and_on_read(tracker):
     assert s.waived == ["XF-1"]  # the expiry day itself is still covered
     s = tracker.record_check(corr(BAD), actor="ci", now=datetime(2026, 12, 4, 0, 1, tzinfo=UTC))
     assert (s.waived, s.still_open, s.unwaived) == ([], ["XF-1"], ["XF-1", "XF-2"])
-    assert tracker.issue("XF-1")["history"][-1]["action"] == "waiver_expired"
+    h = tracker.issue("XF-1")["history"][-1]
+    assert (h["action"], h["time"], h["actor"], h["check_id"]) == ("waiver_expired", "2026-12-04T00:00:00Z", "ci", 3)
     tracker.transition("XF-2", "waive", actor="lead", reason="again", until="2026-12-05", now=T0)
     # read after the expiry: the read itself sends it back to open
     assert [i["id"] for i in tracker.issues(state="waived", now=datetime(2026, 12, 5, tzinfo=UTC))] == ["XF-2"]
@@ -279,3 +280,12 @@ def test_read_filters_refuse_unknown_values(tracker):
         tracker.issues(state="closed")
     with pytest.raises(TrackerError, match="unknown issue XF-1: the tracker has no issues yet"):
         tracker.issue("xf-1")
+
+
+def test_rows_without_fingerprint_are_refused(tracker):
+    c = corr(BAD)
+    c.rows.loc[0, "fingerprint"] = None
+    c.discrepancies = c.rows
+    with pytest.raises(TrackerError, match=r"correlation row 0 \(t100-a0, .*\) has no fingerprint"):
+        tracker.record_check(c, actor="ci", now=T0)
+    assert tracker.checks() == []

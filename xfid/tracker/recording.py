@@ -60,6 +60,10 @@ def record(tr: Tracker, corr: Correlation, *, actor: str, now: datetime, label: 
     rows = _frame(corr)
     kinds = rows["kind"].astype("string")
     filed = rows[kinds.isin(FILING_KINDS).fillna(False)]
+    if filed["fingerprint"].isna().any():
+        bad = filed[filed["fingerprint"].isna()].iloc[0]
+        raise TrackerError(f"correlation row {bad.name} ({', '.join(str(bad.get(c)) for c in KEY)}) has no "
+                           "fingerprint (the engine must fill it: xfid.engine.fingerprint)")
     if "severity" in filed.columns:
         filed = filed.assign(_sev=filed["severity"].map(as_float).fillna(-1.0))
         filed = filed.sort_values("_sev", ascending=False, kind="stable").drop(columns="_sev")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import asdict, dataclass, field
-from datetime import date, datetime
+from datetime import UTC, date, datetime, timedelta
+from datetime import time as dtime
 from typing import TYPE_CHECKING, Any
 
 from xfid.errors import TrackerError
@@ -158,9 +159,11 @@ class Tracker:
         rows = self.conn.execute("SELECT num, waiver_until FROM issues WHERE state='waived' AND waiver_until < ?",
                                  (today,)).fetchall()
         for r in rows:
+            # stamped at the moment it expired (00:00 UTC the day after --until), not when noticed
+            at = datetime.combine(date.fromisoformat(r["waiver_until"]) + timedelta(days=1), dtime.min, tzinfo=UTC)
             self.conn.execute("UPDATE issues SET state='open', waiver_reason=NULL, waiver_until=NULL,"
-                              " waiver_max_error=NULL, updated_at=? WHERE num=?", (stamp(now), r["num"]))
-            self._log(r["num"], check_id, now, actor, "waiver_expired", "waived", "open",
+                              " waiver_max_error=NULL, updated_at=? WHERE num=?", (stamp(at), r["num"]))
+            self._log(r["num"], check_id, at, actor, "waiver_expired", "waived", "open",
                       note=f"waiver expired (it ran until {r['waiver_until']})")
         return [r["num"] for r in rows]
 
@@ -168,9 +171,14 @@ class Tracker:
         now = utc(now)
         due = self.conn.execute("SELECT 1 FROM issues WHERE state='waived' AND waiver_until < ? LIMIT 1",
                                 (now.date().isoformat(),)).fetchone()
-        if due:
+        if not due:
+            return
+        try:
             with write_tx(self.conn):
                 self._expire(now, actor=SYSTEM_ACTOR)
+        except sqlite3.OperationalError as e:
+            if "readonly" not in str(e):  # a read-only store: report what is stored, expire later
+                raise
 
     def _unknown(self, iid: str) -> str:
         r = self.conn.execute("SELECT MIN(num), MAX(num), COUNT(*) FROM issues").fetchone()
@@ -256,6 +264,7 @@ class Tracker:
 
     def events(self, since: datetime | None = None, until: datetime | None = None) -> list[dict[str, Any]]:
         """Transitions with since <= time < until, oldest first (kind = the issue's discrepancy kind)."""
+        self._expire_on_read(None)
         q = ("SELECT t.*, i.fingerprint, i.kind, i.target, i.workload, i.op, i.metric, i.stat,"
              " i.candidate, i.reference FROM transitions t JOIN issues i ON i.num = t.issue_num WHERE 1=1")
         args: list[Any] = []
