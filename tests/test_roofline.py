@@ -111,7 +111,7 @@ def test_model_config_json_matches_builtin(cfg, tmp_path):
     assert {k: v.bytes for k, v in a.items()} == {k: v.bytes for k, v in b.items()}
     del hf["vocab_size"]
     p.write_text(json.dumps(hf))
-    with pytest.raises(InputError, match="key 'vocab_size'.*missing"):
+    with pytest.raises(InputError, match=r"key 'vocab_size'.*missing"):
         llm.resolve_model("x", p)
 
 
