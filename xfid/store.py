@@ -235,7 +235,7 @@ class Store:
                 d.mkdir(exist_ok=True)
                 tmp = d / f"{TMP_PREFIX}{uuid.uuid4().hex}.parquet"
                 prep.temps[fid] = tmp
-                w = writers[fid] = pq.ParquetWriter(tmp, FILE_SCHEMA, compression="zstd")
+                w = writers[fid] = pq.ParquetWriter(tmp, FILE_SCHEMA, compression="zstd", write_page_checksum=True)
             w.write_table(part, row_group_size=ROW_GROUP)
             prep.rows += part.num_rows
 
@@ -337,7 +337,12 @@ class Store:
     def read(self, filters: dict[str, Sequence[str]] | None = None, columns: Sequence[str] | None = None) -> pa.Table:
         """All visible records (optionally filtered by column values) in SCHEMA column order."""
         filters = {k: v for k, v in (filters or {}).items() if v}
-        dset = self.dataset(filters.get("fidelity"))
+        try:
+            dset = self.dataset(filters.get("fidelity"))
+        except (pa.ArrowInvalid, OSError):
+            bad = self.find_unreadable(self.part_files(filters.get("fidelity")))
+            raise StoreError(f"{bad[0] if bad else self.records}: cannot read this part of the store: "
+                             f"{bad[1] if bad else 'unreadable'} (run `xfid doctor`)") from None
         cols = list(columns) if columns else list(SCHEMA.names)
         if dset is None:
             return SCHEMA.empty_table().select(cols)
@@ -347,12 +352,24 @@ class Store:
             expr = e if expr is None else expr & e
         try:
             t = dset.to_table(columns=cols, filter=expr)
-            if "fidelity" in cols:
-                i = t.column_names.index("fidelity")
-                t = t.set_column(i, SCHEMA.field("fidelity"), t.column(i).cast(SCHEMA.field("fidelity").type))
         except (pa.ArrowInvalid, OSError) as e:
-            raise StoreError(f"{self.records}: cannot read the dataset: {e} (run `xfid doctor`)") from None
+            bad = self.find_unreadable(self.part_files(filters.get("fidelity")))
+            where = bad[0] if bad else self.records
+            raise StoreError(f"{where}: cannot read this part of the store: {bad[1] if bad else e} (run `xfid doctor`)") from None
+        if "fidelity" in cols:
+            i = t.column_names.index("fidelity")
+            t = t.set_column(i, SCHEMA.field("fidelity"), t.column(i).cast(SCHEMA.field("fidelity").type))
         return t
+
+    @staticmethod
+    def find_unreadable(files: Sequence[Path]) -> tuple[Path, str] | None:
+        """The first part file that fails a full, checksum-verified read, and why."""
+        for f in files:
+            try:
+                pq.ParquetFile(f, page_checksum_verification=True).read()
+            except (pa.ArrowInvalid, OSError) as e:
+                return f, str(e)
+        return None
 
     def sources(self) -> list[dict[str, Any]]:
         rows = self.conn.execute("SELECT * FROM sources ORDER BY ingested_at, path").fetchall()
