@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import types
+from collections.abc import Callable
 from datetime import UTC, date, datetime, time
 from typing import Any
 
@@ -27,6 +29,18 @@ def resolve_after(section: dict[str, Any], override: int | None, where: str) -> 
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ConfigError(f"{where}: [tracker] resolve_after must be an integer >= 1, got {k!r}")
     return k
+
+
+def _engine() -> Callable[..., Any]:
+    """`xfid.engine.correlate`, also when the submodule of that name has shadowed the function."""
+    import xfid.engine
+
+    fn = getattr(xfid.engine, "correlate", None)
+    if isinstance(fn, types.ModuleType):
+        fn = getattr(fn, "correlate", None)
+    if not callable(fn):
+        raise TrackerError("this installation has no correlation engine (xfid.engine.correlate)")
+    return fn
 
 
 def parse_as_of(text: str | None) -> datetime | None:
@@ -63,10 +77,7 @@ def cli(app: App, target, run, as_of, actor_opt, label, resolve_after_opt, fmt) 
     Over-tolerance, bound-violation and config-mismatch rows file issues (XF-N); missing
     references are counted only. Prints new / reopened / resolved / still open counts.
     """
-    try:
-        from xfid.engine import correlate
-    except ImportError:
-        raise TrackerError("this installation has no correlation engine (xfid.engine.correlate)") from None
+    correlate = _engine()
     from xfid.tracker import Tracker
     from xfid.tracker.render import check_text
 

@@ -82,7 +82,7 @@ def record(tr: Tracker, corr: Correlation, *, actor: str, now: datetime, label: 
                 " rows_file, n_rows) VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (stamp(now), actor, label, corr.config_hash or "", dumps(corr.sources or []), "{}",
                  dumps(_comparisons(corr)), dumps(corr.settings or {}), None, len(rows)))
-            cid = summary.check_id = int(cur.lastrowid)
+            cid = summary.check_id = int(cur.lastrowid or 0)
             unwaived = set(tr._expire(now, actor=actor, check_id=cid))
             existing = {r["fingerprint"]: dict(r) for r in conn.execute("SELECT * FROM issues")}
             for row in filed.to_dict("records"):

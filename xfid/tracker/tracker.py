@@ -200,7 +200,7 @@ class Tracker:
         if kind is not None and kind not in FILING_KINDS:
             raise TrackerError(f"unknown issue kind {kind!r}; kinds: {', '.join(FILING_KINDS)}")
         self._expire_on_read(now)
-        q, args = "SELECT * FROM issues WHERE 1=1", []
+        q, args = "SELECT * FROM issues WHERE 1=1", list[Any]()
         for col, v in (("state", state), ("target", target), ("kind", kind)):
             if v is not None:
                 q += f" AND {col}=?"
