@@ -160,7 +160,7 @@ BLOCK_BYTES = 1 << 27
 
 
 def stream_csv(ctx: ReadContext, header: Header, types: dict[str, pa.DataType],
-               block_size: int = BLOCK_BYTES) -> Iterator[tuple[int, pa.RecordBatch]]:
+               block_size: int | None = None) -> Iterator[tuple[int, pa.RecordBatch]]:
     """Stream the CSV after `header` with pyarrow: (physical line of the first row, batch).
 
     Only the columns in `types` are converted. Blank lines are kept as all-empty rows so that
@@ -182,7 +182,7 @@ def stream_csv(ctx: ReadContext, header: Header, types: dict[str, pa.DataType],
         try:
             reader = pcsv.open_csv(
                 f,
-                read_options=pcsv.ReadOptions(block_size=block_size),
+                read_options=pcsv.ReadOptions(block_size=block_size or BLOCK_BYTES),
                 parse_options=pcsv.ParseOptions(newlines_in_values=False, ignore_empty_lines=False,
                                                 invalid_row_handler=on_invalid),
                 convert_options=pcsv.ConvertOptions(column_types=types, include_columns=list(types),
