@@ -79,7 +79,7 @@ class DcgmAdapter(Adapter):
                                       else "relative: sample index x interval_ms (dmon prints no times)"),
                         **ctx.meta})
                 elif cols[1:] != header:
-                    raise ctx.error(loc, f"header {' '.join(cols)!r} differs from the first one",
+                    raise ctx.error(loc, f"header {line.strip()!r} differs from the first one",
                                     "one dmon run per file (the same -e fields throughout)")
                 expect_units = True
                 continue

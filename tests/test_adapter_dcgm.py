@@ -1,0 +1,117 @@
+"""dcgm adapter: dmon columns and units row, sentinels, repeated headers, MIG, timing, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from xfid.adapters import detect
+from xfid.adapters.dcgm import DcgmAdapter
+
+DIR = "measured/dcgm"
+
+
+def rows(xfid_cli, path, *args):
+    r = xfid_cli("ingest", path, *args)
+    assert r.exit_code == 0, r.output
+    return [json.loads(x) for x in xfid_cli("export").output.splitlines()]
+
+
+def pick(recs, metric, stat="value", op="gpu0", loc=None):
+    hits = [r for r in recs if r["metric"] == metric and r["stat"] == stat and r["op"] == op
+            and (loc is None or r["source_loc"].startswith(loc))]
+    assert len(hits) == 1, (metric, stat, op, loc, hits)
+    return hits[0]
+
+
+GPU0_W = [98.31, 412.77, 655.40, 671.02, 668.93, 660.15, 402.88, 101.20]
+
+
+def test_fields_units_and_timing(xfid_cli, fixtures):
+    recs = rows(xfid_cli, fixtures / DIR / "h100x2_dmon_1s.txt")
+    p = pick(recs, "power", loc="line 3,")
+    assert p["value"] == 98.31 and p["unit"] == "W" and p["source_loc"] == "line 3, POWER (sample 0, t=0.000 s)"
+    assert p["timestamp"] == "2026-03-01T00:00:00Z" and p["flags"] is None and p["software"] == "dcgmi dmon"
+    cfg = json.loads(p["config"])
+    assert cfg["fields"] == {"POWER": 155, "TOTEC": 156, "SMCLK": 100, "SMACT": 1002, "TENSO": 1004, "DRAMA": 1005}
+    assert cfg["interval_ms"] == 1000 and cfg["time_base"].startswith("start option 2026-03-01T00:00:00+00:00")
+    # after the repeated header (lines 13-14) the sample count goes on
+    late = pick(recs, "power", loc="line 15,")
+    assert late["value"] == 660.15 and late["timestamp"] == "2026-03-01T00:00:05Z"
+    assert pick(recs, "clock", loc="line 5,")["value"] == 1.98e9
+    assert pick(recs, "dcgm:sm_active", loc="line 9,")["value"] == 0.951
+    assert pick(recs, "dcgm:tensor_active", loc="line 9,")["value"] == 0.462
+    assert pick(recs, "dcgm:dram_active", loc="line 9,")["value"] == 0.618
+    assert not [r for r in recs if r["metric"] == "dcgm:total_energy"]  # the raw counter is not a sample
+
+
+def test_sentinels_are_null_with_reason(xfid_cli, fixtures):
+    recs = rows(xfid_cli, fixtures / DIR / "h100x2_dmon_1s.txt")
+    p = pick(recs, "power", op="gpu1", loc="line 12,")
+    assert p["value"] is None and p["null_reason"] == "DCGM blank sentinel 140737488355328"
+    d = pick(recs, "dcgm:dram_active", op="gpu1", loc="line 8,")
+    assert d["value"] is None and d["null_reason"] == "DCGM blank sentinel 9223372036854775792"
+
+
+def test_energy_trapezoid_and_totec(xfid_cli, fixtures):
+    recs = rows(xfid_cli, fixtures / DIR / "h100x2_dmon_1s.txt")
+    e = pick(recs, "energy")
+    assert e["value"] == pytest.approx(sum((a + b) / 2 for a, b in zip(GPU0_W, GPU0_W[1:], strict=False)))
+    assert e["n_samples"] == 8 and e["source_loc"] == "line 3..line 19: trapezoid of POWER over 7.000 s"
+    t = pick(recs, "dcgm:totec_energy")
+    assert t["value"] == pytest.approx((915916583 - 912345678) / 1000) and t["unit"] == "J"
+    assert t["source_loc"] == "line 3..line 19: TOTEC last - first"
+    assert pick(recs, "power", "mean")["value"] == pytest.approx(sum(GPU0_W) / 8)
+    assert pick(recs, "power", "mean", op="gpu1")["n_samples"] == 7
+
+
+def test_mig_entities_and_relative_time(xfid_cli, fixtures):
+    recs = rows(xfid_cli, fixtures / DIR / "a100_mig_dmon_500ms.txt")
+    assert {r["op"] for r in recs} == {"gpu0", "gpu-i1", "gpu-i2"}
+    na = pick(recs, "power", op="gpu-i1", loc="line 7,")
+    assert na["value"] is None and na["null_reason"] == "N/A in file"
+    assert na["source_loc"] == "line 7, POWER (sample 1, t=0.500 s)"
+    assert {r["flags"] for r in recs} == {"relative_time"}
+    assert pick(recs, "memory_used", op="gpu-i2", loc="line 5,")["value"] == 9712e6
+    assert pick(recs, "energy")["value"] == pytest.approx(0.5 * ((210.44 + 388.10) / 2 + (388.10 + 391.67) / 2
+                                                                  + (391.67 + 205.30) / 2))
+
+
+def test_sniff(fixtures):
+    assert detect(fixtures / DIR / "h100x2_dmon_1s.txt") is DcgmAdapter
+    assert detect(fixtures / DIR / "a100_mig_dmon_500ms.txt") is DcgmAdapter
+
+
+HEAD = "#Entity   POWER    SMACT\nID        W\n"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (HEAD + "GPU 0     120.5    0.5\nGPU 0     121.5", "line 4: expected an entity (2 tokens) and 2 values, got 3"),
+        ("Entity POWER\nGPU 0 12\n", "line 1: expected the '#Entity ...' header first"),
+        (HEAD + "GPU 0     120.5    0.5\n#Entity   POWER    TENSO\n", "line 4: header '#Entity   POWER    TENSO' differs"),
+        (HEAD + "GPU 0     120.5    0.5   7\n", "line 3: expected an entity (2 tokens) and 2 values, got 5"),
+        (HEAD + "GPU 0     hot      0.5\n", "line 3, POWER: 'hot' is not a number"),
+        (HEAD + "GPU x     120.5    0.5\n", "line 3: entity GPU 'x' is not like 'GPU 0'"),
+        (HEAD, "no samples after the header"),
+        ("timestamp, index, power.draw [W]\n2026/03/01 00:00:00.000, 0, 1 W\n", "line 1: expected the '#Entity"),
+    ],
+)
+def test_bad_input(xfid_cli, tmp_path, snapshot, fixtures, content, message):
+    assert xfid_cli("ingest", fixtures / DIR / "a100_mig_dmon_500ms.txt").exit_code == 0
+    f = tmp_path / "bad.txt"
+    f.write_text(content)
+    before = snapshot(xfid_cli.store)
+    r = xfid_cli("ingest", f, "--adapter", "dcgm", "--target", "h100-sxm", "--workload", "w")
+    assert r.exit_code == 2 and r.output.startswith(f"Error: {f}") and message in r.output, r.output
+    assert snapshot(xfid_cli.store) == before
+
+
+@pytest.mark.parametrize(("opt", "message"), [("interval_ms=fast", "option interval_ms: 'fast' is not a number"),
+                                              ("interval_ms=0", "must be > 0"),
+                                              ("start=monday", "option start: 'monday' is not an ISO 8601 time")])
+def test_bad_options(xfid_cli, fixtures, opt, message):
+    r = xfid_cli("ingest", fixtures / DIR / "a100_mig_dmon_500ms.txt", "--option", opt)
+    assert r.exit_code == 2 and message in r.output, r.output
