@@ -1,0 +1,253 @@
+"""Alignment of one comparison pair: per-row errors, tolerances, bounds, kinds and severities."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from xfid.config import Config
+from xfid.engine.keys import combine
+from xfid.engine.mismatch import MismatchChecker
+from xfid.engine.select import Selected
+from xfid.errors import ConfigError
+
+LOWER_BOUND = frozenset({"latency", "cycles", "ttft", "tpot", "itl", "e2e_latency", "duration"})
+"""Metrics for which a roofline number is a lower bound (time-like)."""
+UPPER_BOUND = frozenset({"throughput_tokens", "throughput_total_tokens", "throughput_requests",
+                         "throughput_samples", "tokens_per_joule"})
+"""Metrics for which a roofline number is an upper bound (rate-like)."""
+KINDS = ("ok", "over_tolerance", "bound_violation", "config_mismatch", "missing_reference")
+OK, OVER, BOUND, MISMATCH, MISSING = range(5)
+CONVERSIONS = {"cycles->latency": ("cycles", "latency", "s"), "latency->cycles": ("latency", "cycles", "cycles")}
+
+
+@dataclass
+class Pair:
+    """A comparison pair and its per-pair options from `[[compare]]`."""
+
+    candidate: str
+    reference: str
+    convert: str | None = None
+    bounds: str | None = None  # "bound" | "tolerance" (roofline candidates only)
+    origin: str = "default"
+
+    @property
+    def label(self) -> str:
+        return f"{self.candidate}->{self.reference}"
+
+
+@dataclass
+class PairRows:
+    """The aligned rows of one pair as arrays (one element per candidate key)."""
+
+    pair: Pair
+    cand: np.ndarray  # entry index into Selected
+    ref: np.ndarray  # entry index, -1 when missing
+    metric: np.ndarray  # metric code after conversion
+    unit: np.ndarray  # object: unit string
+    cand_value: np.ndarray
+    ref_value: np.ndarray
+    rel: np.ndarray
+    log_ratio: np.ndarray
+    tol: np.ndarray
+    tol_abs: np.ndarray
+    within: np.ndarray  # bool (False for missing)
+    kind: np.ndarray  # int8 code into KINDS
+    severity: np.ndarray
+    efficiency: np.ndarray
+    note: np.ndarray  # object
+    counts: dict[str, Any] = field(default_factory=dict)
+
+
+def add_note(notes: np.ndarray, idx: np.ndarray, text: Any) -> None:
+    """Append `text` (a string or an array aligned with idx) to notes[idx], '; '-separated."""
+    if not len(idx):
+        return
+    texts = [text] * len(idx) if isinstance(text, str) else list(text)
+    for i, t in zip(idx.tolist(), texts, strict=True):
+        notes[i] = f"{notes[i]}; {t}" if notes[i] else t
+
+
+def _side(sel: Selected, fid: int, conv: tuple[str, str, str] | None, clocks: np.ndarray,
+          units: np.ndarray, cards: list[int]):
+    """Entries of one fidelity: (entry idx, key, metric code, value, ref value, unit, converted)."""
+    e = np.flatnonzero(sel.codes["fid"] == fid)
+    c = sel.codes
+    m = c["metric"][e].copy()
+    val = sel.value[e].copy()
+    okv = sel.ref_value[e].copy()
+    unit = units[e].copy()
+    conv_mask = np.zeros(len(e), bool)
+    if conv is not None:
+        src_m, dst_m = sel.dims["metric"].index(conv[0]), sel.dims["metric"].index(conv[1])
+        dst_unit = conv[2]
+        clk = clocks[c["target"][e]]
+        conv_mask = (m == src_m) & ~np.isnan(clk)
+        factor = 1.0 / clk if conv[0] == "cycles" else clk
+        val = np.where(conv_mask, val * factor, val)
+        okv = np.where(conv_mask, okv * factor, okv)
+        m[conv_mask] = dst_m
+        unit[conv_mask] = dst_unit
+    key, _ = combine([c["target"][e], m, c["stat"][e], c["workload"][e], c["op"][e]], cards)
+    if conv is not None and conv_mask.any():
+        # a native number of the converted metric wins over a converted one
+        order = np.lexsort((conv_mask, key))
+        key, e, m, val, okv, unit, conv_mask = (a[order] for a in (key, e, m, val, okv, unit, conv_mask))
+        dup = np.r_[False, key[1:] == key[:-1]]
+        keep = ~dup
+        key, e, m, val, okv, unit, conv_mask = (a[keep] for a in (key, e, m, val, okv, unit, conv_mask))
+    return e, key, m, val, okv, unit, conv_mask
+
+
+def align_pair(sel: Selected, pair: Pair, config: Config, settings: dict[str, Any],
+               units: np.ndarray, mismatch: MismatchChecker) -> PairRows | None:
+    """Align candidate entries with reference entries for one pair; None if a side is absent."""
+    fids = sel.fidelities
+    if pair.candidate not in fids or pair.reference not in fids:
+        return None
+    cf, rf = fids.index(pair.candidate), fids.index(pair.reference)
+    conv = None
+    if pair.convert:
+        if pair.convert not in CONVERSIONS:
+            raise ConfigError(f"[[compare]] {pair.label}: convert = {pair.convert!r} is not known; "
+                              f"use one of {', '.join(CONVERSIONS)}")
+        conv = CONVERSIONS[pair.convert]
+    tn = sel.dims["target"]
+    clocks = np.array([config.targets[t].clock_hz if t in config.targets and config.targets[t].clock_hz
+                       else np.nan for t in tn], dtype=np.float64)
+    cards = [len(tn), len(sel.dims["metric"]), len(sel.dims["stat"]), len(sel.dims["workload"]),
+             len(sel.dims["op"])]
+    ce, ck, cm, cv, _, cu, cconv = _side(sel, cf, conv, clocks, units, cards)
+    re_, rk, _rm, _rv, rok, _ru, rconv = _side(sel, rf, conv, clocks, units, cards)
+    W = len(sel.dims["workload"])
+    tw_r = sel.codes["target"][re_] * W + sel.codes["workload"][re_]
+    present = np.zeros(len(tn) * W, bool)
+    present[tw_r] = True
+    tw_c = sel.codes["target"][ce] * W + sel.codes["workload"][ce]
+    active = present[tw_c]
+    counts = {"candidate_keys": len(ce), "outside_reference_workloads": int((~active).sum())}
+    ce, ck, cm, cv, cu, cconv = ce[active], ck[active], cm[active], cv[active], cu[active], cconv[active]
+    pos_c, hit = _lookup(rk, ck)
+    alt_stat = np.full(len(ck), -1, np.int64)
+    sn = sel.dims["stat"]
+    if "value" in sn and len(rk):
+        for alt in settings["value_matches"]:
+            if alt not in sn:
+                continue
+            todo = np.flatnonzero(~hit & (sel.codes["stat"][ce] == sn.index("value")))
+            if not len(todo):
+                break
+            e = ce[todo]
+            k2, _ = combine([sel.codes["target"][e], cm[todo], np.full(len(e), sn.index(alt)),
+                             sel.codes["workload"][e], sel.codes["op"][e]], cards)
+            p2, h2 = _lookup(rk, k2)
+            pos_c[todo[h2]] = p2[h2]
+            hit[todo[h2]] = True
+            alt_stat[todo[h2]] = sn.index(alt)
+    pos = pos_c
+    ref = np.where(hit, re_[pos_c] if len(re_) else -1, -1)
+    counts["value_stat_fallback"] = int((alt_stat >= 0).sum())
+    refv = np.where(hit, rok[pos_c] if len(rok) else np.nan, np.nan)
+    ref_conv = np.where(hit, rconv[pos_c] if len(rconv) else False, False)
+    flagged_ref = hit & np.isnan(refv)
+    missing = ~hit | flagged_ref
+    counts["reference_only_keys"] = int(len(rk) - np.unique(pos[hit]).size) if len(rk) else 0
+    n = len(ce)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(refv != 0, (cv - refv) / refv, np.nan)
+        lr = np.where((cv > 0) & (refv > 0), np.log(cv) - np.log(refv), np.nan)
+    tol, tol_abs = _tolerances(sel, pair, config, cm, sel.codes["op"][ce], sel.codes["stat"][ce])
+    diff = np.abs(cv - refv)
+    within = ~missing & ((np.abs(rel) <= tol) | (diff <= tol_abs))
+    kind = np.where(missing, MISSING, np.where(within, OK, OVER)).astype(np.int8)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        severity = np.where(missing, 0.0, np.abs(rel) / np.maximum(tol, 1e-12))
+    efficiency = np.full(n, np.nan)
+    notes = np.full(n, "", dtype=object)
+    if pair.candidate in settings["bound_fidelities"]:
+        _apply_bounds(sel, pair, settings, cm, cv, refv, rel, missing, tol, within, kind, severity,
+                      efficiency, notes)
+    mm_idx, mm_text = mismatch.check(sel, ce, ref, missing)
+    if len(mm_idx):
+        kind[mm_idx] = MISMATCH
+        within[mm_idx] = False
+        severity[mm_idx] = 100.0 + np.minimum(np.nan_to_num(severity[mm_idx] % 1000.0, nan=0.0), 899.0)
+        add_note(notes, mm_idx, mm_text)
+    _notes(sel, pair, ce, ref, hit, flagged_ref, cconv, ref_conv, notes)
+    for code in np.unique(alt_stat[alt_stat >= 0]):
+        add_note(notes, np.flatnonzero(alt_stat == code), f"stat value compared with the reference {sn[code]}")
+    counts.update(aligned=int((~missing).sum()), missing_reference=int(missing.sum()),
+                  flagged_reference=int(flagged_ref.sum()))
+    return PairRows(pair, ce, ref, cm, cu, cv, refv, rel, lr, tol, tol_abs, within, kind, severity,
+                    efficiency, notes, counts)
+
+
+def _lookup(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of keys in sorted_keys (clipped) and whether they were found."""
+    if not len(sorted_keys):
+        return np.zeros(len(keys), np.int64), np.zeros(len(keys), bool)
+    pos = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+    return pos, sorted_keys[pos] == keys
+
+
+def _tolerances(sel: Selected, pair: Pair, config: Config, m, o, s):
+    """Relative and absolute tolerance per row (first matching [[tolerance]] rule, then default)."""
+    mos, _ = combine([m, o, s], [len(sel.dims["metric"]), len(sel.dims["op"]), len(sel.dims["stat"])])
+    uniq, inv = np.unique(mos, return_inverse=True)
+    rel = np.empty(len(uniq))
+    ab = np.empty(len(uniq))
+    mn, on, sn = sel.dims["metric"], sel.dims["op"], sel.dims["stat"]
+    first = np.zeros(len(uniq), np.int64)
+    first[inv[::-1]] = np.arange(len(inv))[::-1]
+    for j, i in enumerate(first):
+        t = config.tolerance_for(pair.candidate, pair.reference, mn[m[i]], on[o[i]], sn[s[i]])
+        rel[j], ab[j] = t.rel, t.abs
+    return rel[inv], ab[inv]
+
+
+def _apply_bounds(sel, pair, settings, cm, cv, refv, rel, missing, tol, within, kind, severity,
+                  efficiency, notes) -> None:
+    """Roofline candidates are bounds: flag violations; in "bound" mode only violations count."""
+    mn = sel.dims["metric"]
+    lower = np.array([x in LOWER_BOUND for x in mn], bool)[cm]
+    upper = np.array([x in UPPER_BOUND for x in mn], bool)[cm]
+    bt = float(settings["bound_tolerance"])
+    mode = pair.bounds or settings["roofline_tolerance"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eff = np.where(lower, cv / refv, np.where(upper, refv / cv, np.nan))
+        viol = ~missing & ((lower & (refv < cv * (1 - bt))) | (upper & (refv > cv * (1 + bt))))
+    bound_rows = (lower | upper) & ~missing
+    efficiency[:] = np.where(lower | upper, eff, np.nan)
+    if mode == "bound":
+        tol[bound_rows] = bt
+        within[bound_rows] = ~viol[bound_rows]
+        kind[bound_rows] = OK
+        minimum = settings.get("roofline_min_efficiency")
+        if minimum is not None:
+            low = bound_rows & ~viol & (eff < float(minimum))
+            kind[low] = OVER
+            within[low] = False
+            severity[low] = float(minimum) / np.maximum(eff[low], 1e-12)
+            add_note(notes, np.flatnonzero(low), f"efficiency below roofline_min_efficiency {minimum}")
+        severity[bound_rows & ~viol & ~(kind == OVER)] = 0.0
+    kind[viol] = BOUND
+    within[viol] = False
+    severity[viol] = 1000.0 + np.abs(rel[viol]) / max(bt, 1e-12)
+    add_note(notes, np.flatnonzero(viol), "reference beyond the roofline bound")
+
+
+def _notes(sel, pair, ce, ref, hit, flagged_ref, cconv, ref_conv, notes) -> None:
+    if pair.convert:
+        add_note(notes, np.flatnonzero(cconv), f"candidate converted {pair.convert} with the target clock_hz")
+        add_note(notes, np.flatnonzero(ref_conv), f"reference converted {pair.convert} with the target clock_hz")
+    add_note(notes, np.flatnonzero(flagged_ref), "reference flagged invalid/failed_test: not used")
+    add_note(notes, np.flatnonzero(sel.flagged[ce]), "candidate flagged invalid/failed_test")
+    for side, idx in (("candidate", ce), ("reference", np.where(hit, ref, -1))):
+        ok = idx >= 0
+        multi = np.flatnonzero(ok & (sel.n[np.where(ok, idx, 0)] > 1))
+        add_note(notes, multi, [f"{side}: median of {sel.n[idx[i]]} records" for i in multi])
+        if sel.notes:
+            rows = np.flatnonzero(ok & np.isin(idx, np.fromiter(sel.notes, np.int64)))
+            add_note(notes, rows, [f"{side}: {sel.notes[int(idx[i])]}" for i in rows])

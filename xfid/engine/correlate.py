@@ -1,0 +1,226 @@
+"""`correlate()`: store + config -> Correlation (rows, comparisons, discrepancies, coverage)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from xfid.config import Config
+from xfid.engine.align import KINDS, MISSING, OK, PairRows, align_pair
+from xfid.engine.contract import COMPARISON_COLUMNS, ROW_COLUMNS, Correlation
+from xfid.engine.fingerprint import fingerprint
+from xfid.engine.keys import combine, raw_codes
+from xfid.engine.mismatch import MismatchChecker
+from xfid.engine.opmap import COVERAGE_EXTRA
+from xfid.engine.pairs import parse_as_of, parse_run, resolve_pairs
+from xfid.engine.select import ADDITIVE, Selected, load, select
+from xfid.engine.stats import BOOTSTRAP_EXACT_MAX_N, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, grouped_stats
+from xfid.store import Store
+
+ROW_EXTRA = ("efficiency",)
+"""Added row column: achieved fraction of a roofline bound (bound/ref for times, ref/bound for rates)."""
+
+
+def engine_settings(config: Config) -> dict[str, Any]:
+    """Engine settings from `[settings]` with their defaults."""
+    s = config.settings
+    return {
+        "bound_tolerance": float(s.get("bound_tolerance", 0.02)),
+        "roofline_tolerance": str(s.get("roofline_tolerance", "bound")),
+        "roofline_min_efficiency": s.get("roofline_min_efficiency"),
+        "bound_fidelities": list(s.get("bound_fidelities", ["roofline"])),
+        "value_matches": list(s.get("value_matches", ["median", "mean"])),
+        "bootstrap_resamples": int(s.get("bootstrap_resamples", BOOTSTRAP_RESAMPLES)),
+        "bootstrap_seed": int(s.get("bootstrap_seed", BOOTSTRAP_SEED)),
+        "bootstrap_exact_max_n": int(s.get("bootstrap_exact_max_n", BOOTSTRAP_EXACT_MAX_N)),
+    }
+
+
+def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Sequence[str] | None = None,
+              as_of: Any = None, targets: Iterable[str] | None = None, pairs: Iterable[Any] | None = None,
+              include_missing: bool = False, kendall: bool = True, bootstrap: bool = True,
+              fingerprints: str = "all") -> Correlation:
+    """Align the fidelities in `store` and compute errors, aggregates and discrepancies.
+
+    Args:
+        store: the store to read.
+        config: the effective configuration (targets, tolerances, op maps, pairs, settings).
+        run: prefer this run (`"R"`, or `{"archmodel": "R"}` / `["archmodel=R"]`) over the latest.
+        as_of: ignore records newer than this date (whole day) or date-time.
+        targets: only these targets.
+        pairs: `"cand->ref"` strings (default: `[[compare]]`, else the DESIGN.md defaults).
+        include_missing: list missing_reference rows among the discrepancies too.
+        kendall / bootstrap: compute Kendall tau and the bootstrap CIs (both on by default).
+        fingerprints: "all" rows, or only "discrepancies" (faster on huge stores; None elsewhere).
+
+    Returns:
+        A Correlation with the contract columns (xfid.engine.contract) plus ROW_EXTRA.
+
+    Raises:
+        EngineError, ConfigError: a malformed pair/run/date or an unknown target.
+    """
+    targets = list(targets or [])
+    for t in targets:
+        if t not in config.targets:
+            config.target(t)  # raises a ConfigError listing the configured targets
+    settings = engine_settings(config)
+    prefer = parse_run(run)
+    when = parse_as_of(as_of)
+    table = load(store, targets=targets or None, as_of=when.to_pydatetime() if when is not None else None)
+    sel = select(table, config, run=prefer)
+    pair_list = resolve_pairs(config, pairs, sel.fidelities)
+    units_code, unit_names = raw_codes(table.column("unit")) if table.num_rows else (np.zeros(0, np.int64), [])
+    unit_arr = np.array([("" if u is None else u) for u in unit_names] + [""], dtype=object)
+    units = unit_arr[np.where(units_code[sel.rep] < 0, -1, units_code[sel.rep])] if len(sel.rep) else np.zeros(0, object)
+    checker = MismatchChecker(table, config)
+    results: list[PairRows] = []
+    pair_info = []
+    for p in pair_list:
+        pr = align_pair(sel, p, config, settings, units, checker)
+        info = {"candidate": p.candidate, "reference": p.reference, "origin": p.origin,
+                "convert": p.convert, "bounds": p.bounds if p.bounds else (
+                    settings["roofline_tolerance"] if p.candidate in settings["bound_fidelities"] else None)}
+        if pr is None:
+            info["skipped"] = "a fidelity of the pair has no records"
+        else:
+            info.update(pr.counts)
+            results.append(pr)
+        pair_info.append(info)
+    rows = _rows_frame(sel, results, table, fingerprints)
+    comparisons = _comparisons(sel, results, settings, kendall, bootstrap)
+    disc = rows[rows["kind"] != "ok"] if include_missing else rows[~rows["kind"].isin(["ok", "missing_reference"])]
+    disc = disc.sort_values(["severity", "fingerprint"], ascending=[False, True], kind="stable").reset_index(drop=True)
+    if fingerprints != "all" and len(disc):
+        disc = disc.copy()
+    clocks = {t: config.targets[t].clock_hz for t in sel.dims["target"] if t in config.targets}
+    out_settings = {
+        **settings, "run": prefer, "as_of": when.isoformat() if when is not None else None,
+        "targets": targets or sorted(sel.dims["target"]), "pairs": pair_info,
+        "clock_hz": {t: c for t, c in clocks.items() if any(p.convert for p in pair_list)},
+        "counts": sel.counts, "additive_metrics": sorted(ADDITIVE), "op_map_rules": len(config.op_maps),
+        "kendall": kendall, "bootstrap": bootstrap, "fingerprints": fingerprints,
+        "ci_method": (f"percentile bootstrap, {settings['bootstrap_resamples']} resamples, seed "
+                      f"{settings['bootstrap_seed']}, exact up to n={settings['bootstrap_exact_max_n']}, "
+                      "normal approximation of the bootstrap above") if bootstrap else None,
+    }
+    sources = [{"source_id": s["source_id"], "path": s["path"], "adapter": s["adapter"],
+                "content_hash": s["content_hash"]} for s in store.sources()]
+    cov = sel.coverage
+    return Correlation(rows, comparisons, disc, cov, sources, config.hash(), out_settings)
+
+
+def _cat(codes: np.ndarray, names: Sequence[Any]) -> pd.Categorical:
+    return pd.Categorical.from_codes(codes, categories=pd.Index(list(names), dtype=object))
+
+
+def _text(table: pa.Table, name: str, idx: np.ndarray) -> pd.Categorical:
+    codes, names = raw_codes(table.column(name)) if table.num_rows else (np.zeros(0, np.int64), [])
+    safe = np.where(idx >= 0, idx, 0)
+    c = codes[safe] if len(codes) else np.full(len(idx), -1)
+    c = np.where(idx >= 0, c, -1)
+    uniq = [("" if v is None else v) for v in names]
+    # dictionaries from several files may repeat a value: map through unique categories
+    cats, inv = np.unique(np.array(uniq, dtype=object), return_inverse=True) if uniq else (np.array([], object), np.zeros(0, np.int64))
+    c = np.where(c >= 0, inv[np.maximum(c, 0)] if len(inv) else -1, -1)
+    return _cat(c, cats)
+
+
+def _rows_frame(sel: Selected, results: list[PairRows], table: pa.Table, fingerprints: str) -> pd.DataFrame:
+    if not results:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in (*ROW_COLUMNS, *ROW_EXTRA)})
+    cat = lambda k: np.concatenate([getattr(r, k) for r in results])  # noqa: E731
+    cand, ref = cat("cand"), cat("ref")
+    c = sel.codes
+    labels = [f"{r.pair.candidate}\x00{r.pair.reference}" for r in results]
+    pair_code = np.repeat(np.arange(len(results)), [len(r.cand) for r in results])
+    fids = sorted({r.pair.candidate for r in results} | {r.pair.reference for r in results})
+    cand_code = np.array([fids.index(lbl.split("\x00")[0]) for lbl in labels])[pair_code]
+    ref_code = np.array([fids.index(lbl.split("\x00")[1]) for lbl in labels])[pair_code]
+    kind = cat("kind")
+    rep_c = sel.rep[cand]
+    rep_r = np.where(ref >= 0, sel.rep[np.maximum(ref, 0)], -1)
+    ref_n = pd.array(np.where(ref >= 0, sel.n[np.maximum(ref, 0)], 0), dtype="Int64")
+    ref_n[ref < 0] = pd.NA
+    loc = table.column("source_loc")
+    locs = loc.take(pa.array(np.concatenate([rep_c, np.maximum(rep_r, 0)]))).to_pylist()
+    m = len(cand)
+    ref_loc = locs[m:]
+    for i in np.flatnonzero(rep_r < 0):
+        ref_loc[i] = None
+    df = pd.DataFrame({
+        "fingerprint": None,
+        "target": _cat(c["target"][cand], sel.dims["target"]),
+        "workload": _cat(c["workload"][cand], sel.dims["workload"]),
+        "op": _cat(c["op"][cand], sel.dims["op"]),
+        "metric": _cat(cat("metric"), sel.dims["metric"]),
+        "stat": _cat(c["stat"][cand], sel.dims["stat"]),
+        "candidate": _cat(cand_code, fids), "reference": _cat(ref_code, fids),
+        "candidate_value": cat("cand_value"), "reference_value": cat("ref_value"),
+        "unit": pd.Categorical(cat("unit")),
+        "rel_error": cat("rel"), "log_ratio": cat("log_ratio"),
+        "tolerance": cat("tol"), "tolerance_abs": cat("tol_abs"), "within": cat("within").astype(bool),
+        "kind": _cat(kind.astype(np.int64), KINDS), "severity": cat("severity"),
+        "candidate_n": sel.n[cand], "reference_n": ref_n,
+        "candidate_run": _text(table, "run", rep_c), "reference_run": _text(table, "run", rep_r),
+        "candidate_source_path": _text(table, "source_path", rep_c), "candidate_source_loc": locs[:m],
+        "reference_source_path": _text(table, "source_path", rep_r), "reference_source_loc": ref_loc,
+        "candidate_config": _text(table, "config", rep_c), "reference_config": _text(table, "config", rep_r),
+        "note": cat("note"), "efficiency": cat("efficiency"),
+    })
+    want = np.ones(m, bool) if fingerprints == "all" else (kind != OK)
+    fp = np.full(m, None, dtype=object)
+    tn, wn, on, mn, sn = (sel.dims[k] for k in ("target", "workload", "op", "metric", "stat"))
+    t, w, o, s, mm = c["target"][cand], c["workload"][cand], c["op"][cand], c["stat"][cand], cat("metric")
+    for i in np.flatnonzero(want).tolist():
+        fp[i] = fingerprint(tn[t[i]], wn[w[i]], on[o[i]], mn[mm[i]], sn[s[i]], fids[cand_code[i]], fids[ref_code[i]])
+    df["fingerprint"] = fp
+    return df
+
+
+def _comparisons(sel: Selected, results: list[PairRows], settings: dict[str, Any], kendall: bool,
+                 bootstrap: bool) -> pd.DataFrame:
+    frames = []
+    c = sel.codes
+    for r in results:
+        ok = (r.kind != MISSING) & np.isfinite(r.rel) & np.isfinite(r.log_ratio)
+        idx = np.flatnonzero(ok)
+        if not len(idx):
+            continue
+        e = r.cand[idx]
+        t, m, s, w = c["target"][e], r.metric[idx], c["stat"][e], c["workload"][e]
+        cards = [len(sel.dims["target"]), len(sel.dims["metric"]), len(sel.dims["stat"]), len(sel.dims["workload"])]
+        for level in ("target", "workload"):
+            parts = [t, m, s] + ([w] if level == "workload" else [])
+            key, _ = combine(parts, cards[:len(parts)])
+            uniq, first, gid = np.unique(key, return_index=True, return_inverse=True)
+            st = grouped_stats(gid, len(uniq), r.rel[idx], r.log_ratio[idx], r.cand_value[idx],
+                               r.ref_value[idx], r.within[idx], kendall=kendall, bootstrap=bootstrap,
+                               resamples=settings["bootstrap_resamples"], seed=settings["bootstrap_seed"],
+                               exact_max_n=settings["bootstrap_exact_max_n"])
+            f = pd.DataFrame({
+                "target": [sel.dims["target"][x] for x in t[first]],
+                "workload": [sel.dims["workload"][x] for x in w[first]] if level == "workload" else None,
+                "candidate": r.pair.candidate, "reference": r.pair.reference,
+                "metric": [sel.dims["metric"][x] for x in m[first]],
+                "stat": [sel.dims["stat"][x] for x in s[first]],
+                **{k: st[k] for k in ("n", "mape", "median_ape", "bias", "log_rmse", "pearson_log",
+                                      "spearman", "kendall", "within_tolerance")},
+            })
+            ci_ok = (st["n"] >= 3) & np.isfinite(st["mape_ci_low"])
+            f["mape_ci"] = [[float(a), float(b)] if k else None
+                            for a, b, k in zip(st["mape_ci_low"], st["mape_ci_high"], ci_ok, strict=True)]
+            f["bias_ci"] = [[float(a), float(b)] if k else None
+                            for a, b, k in zip(st["bias_ci_low"], st["bias_ci_high"], ci_ok, strict=True)]
+            frames.append(f)
+    if not frames:
+        return pd.DataFrame({k: pd.Series(dtype=object) for k in COMPARISON_COLUMNS})
+    out = pd.concat(frames, ignore_index=True)
+    out["_lvl"] = out["workload"].notna()
+    out = out.sort_values(["_lvl", "target", "workload", "candidate", "reference", "metric", "stat"],
+                          kind="stable", na_position="first").drop(columns="_lvl").reset_index(drop=True)
+    out["workload"] = out["workload"].astype(object).where(out["workload"].notna(), None)
+    return out[list(COMPARISON_COLUMNS)]

@@ -1,0 +1,226 @@
+"""Which numbers: load records, apply op maps, pick the latest run per key, aggregate duplicates."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from xfid.config import Config
+from xfid.engine.keys import combine, encode, group_ids, raw_codes, run_starts
+from xfid.engine.opmap import apply_op_maps
+from xfid.errors import EngineError
+from xfid.schema import FLAG_NO_REFERENCE
+from xfid.store import PARTITIONING, Store
+
+LOAD_COLUMNS = ("fidelity", "target", "workload", "op", "metric", "stat", "value", "unit", "source",
+                "source_path", "source_loc", "run", "timestamp", "config", "flags")
+_DICT_READ = ("source_path", "run", "config", "flags", "unit")
+ADDITIVE = frozenset({"latency", "cycles", "bytes", "flops", "energy"})
+"""Metrics summed when several raw ops map to one canonical op within one run of one key."""
+CONVERTIBLE = ("cycles", "latency")
+KEY_DIMS = ("target", "metric", "stat", "workload", "op")
+"""Key components, most significant first: groups (target, metric, stat[, workload]) are contiguous."""
+
+
+@dataclass
+class Selected:
+    """One entry per (fidelity, key): the number that represents it, sorted by (key, fidelity)."""
+
+    table: pa.Table
+    dims: dict[str, list[str]]
+    fidelities: list[str]
+    codes: dict[str, np.ndarray]  # per entry: target, metric, stat, workload, op, fid
+    key: np.ndarray  # combined (target, metric, stat, workload, op), sorted; fid breaks ties
+    value: np.ndarray  # median over the chosen run's records (all of them)
+    ref_value: np.ndarray  # the same without records flagged invalid / failed_test
+    n: np.ndarray  # records behind the value
+    rep: np.ndarray  # row of `table` whose provenance represents the entry
+    flagged: np.ndarray  # bool: some record of the entry carries a no-reference flag
+    notes: dict[int, str]
+    coverage: Any
+    counts: dict[str, Any] = field(default_factory=dict)
+
+
+def load(store: Store, *, targets: Sequence[str] | None = None, as_of: Any = None) -> pa.Table:
+    """Read the columns the engine needs; low-cardinality strings come as dictionaries."""
+    files = store.part_files()
+    if not files:
+        return pa.table({c: pa.array([], pa.string()) for c in LOAD_COLUMNS})
+    fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=set(_DICT_READ)))
+    dset = ds.dataset([str(f) for f in files], format=fmt, partitioning=PARTITIONING,
+                      partition_base_dir=str(store.records))
+    expr = None
+    if targets:
+        expr = pc.field("target").isin(list(targets))
+    if as_of is not None:
+        e = pc.field("timestamp") <= pa.scalar(as_of, pa.timestamp("us", tz="UTC"))
+        expr = e if expr is None else expr & e
+    return dset.to_table(columns=list(LOAD_COLUMNS), filter=expr)
+
+
+def _run_rank(fid: np.ndarray, run: np.ndarray, run_names: list[Any], ts: np.ndarray,
+              prefer: Mapping[str, str] | None, fid_names: list[str]) -> np.ndarray:
+    """Rank of each record's run within its fidelity: by the run's latest timestamp, then name."""
+    nr = max(len(run_names), 1)
+    fr = fid * (nr + 1) + (run + 1)
+    order = np.argsort(fr, kind="stable")
+    starts = run_starts(fr[order])
+    run_ts = np.maximum.reduceat(ts[order], starts) if len(order) else ts[:0]
+    uniq = fr[order][starts]
+    names = [str(run_names[u % (nr + 1) - 1]) if u % (nr + 1) else "" for u in uniq]
+    # rank over (preferred, timestamp, name): a --run choice beats every timestamp
+    pref = np.zeros(len(uniq), np.int64)
+    if prefer:
+        for i, u in enumerate(uniq):
+            want = prefer.get(fid_names[u // (nr + 1)], prefer.get("*"))
+            pref[i] = int(want is not None and names[i] == want)
+    name_rank = np.argsort(np.argsort(np.array(names, dtype=object), kind="stable"), kind="stable")
+    rank_of_uniq = np.lexsort((name_rank, run_ts, pref)).argsort()
+    return rank_of_uniq[np.searchsorted(uniq, fr)]
+
+
+def select(table: pa.Table, config: Config, *, run: Mapping[str, str] | None = None) -> Selected:
+    """Pick, per fidelity and key, the latest run that has the key and aggregate it.
+
+    Duplicates within that run are aggregated by their median (NaN ignored), with the
+    count kept. Several raw ops that the op maps turn into one canonical op are summed for
+    ADDITIVE metrics and otherwise represented by their median. Keys whose chosen records
+    are all null are not compared (counted in `counts["null_keys"]`).
+
+    Raises:
+        EngineError: a fidelity label the schema does not know.
+    """
+    n = table.num_rows
+    f, fid_names = encode(table.column("fidelity"))
+    t, tn = encode(table.column("target"))
+    w, wn = encode(table.column("workload"))
+    mt, mn = encode(table.column("metric"), CONVERTIBLE)
+    st, sn = encode(table.column("stat"))
+    src, src_names = raw_codes(table.column("source"))
+    o_raw, raw_names = encode(table.column("op"))
+    o, on, merges, coverage = apply_op_maps(src, src_names, o_raw, raw_names, config.op_maps)
+    runc, run_names = raw_codes(table.column("run"))
+    ts = pc.fill_null(table.column("timestamp").cast(pa.int64()), 0).to_numpy()
+    value = table.column("value").to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+    flagged_rec = _no_reference(table.column("flags"))
+    rr = _run_rank(f, runc, run_names, ts, run, fid_names) if n else np.zeros(0, np.int64)
+    dims = {"target": tn, "metric": mn, "stat": sn, "workload": wn, "op": on}
+    cards = [len(tn), len(mn), len(sn), len(wn), len(on), len(fid_names)]
+    fk, _ = combine([t, mt, st, w, o, f], cards)
+    nrr = int(rr.max()) + 1 if n else 1
+    sk, _ = combine([fk, rr], [int(fk.max()) + 1 if n else 1, nrr])
+    order = np.argsort(sk, kind="stable")
+    sfk = fk[order]
+    starts = run_starts(sfk)
+    gid = group_ids(starts, n)
+    last = np.r_[starts[1:], n] - 1 if n else starts
+    keep = rr[order] == rr[order][last][gid]
+    sel = order[keep]
+    counts: dict[str, Any] = {"records": n, "history_records": int(n - len(sel)),
+                              "null_records": int(np.isnan(value).sum())}
+    if merges:
+        sub = combine([fk[sel], o_raw[sel]], [int(fk.max()) + 1, len(raw_names)])[0]
+        o2 = np.argsort(sub, kind="stable")
+        sel, sub = sel[o2], sub[o2]
+    else:
+        sub = fk[sel]
+    e_starts = run_starts(sub)
+    val, ok_val, cnt, rep = _median_groups(value[sel], flagged_rec[sel], e_starts, sel)
+    efk = fk[sel][e_starts]
+    anyflag = np.logical_or.reduceat(flagged_rec[sel], e_starts) if len(sel) else np.zeros(0, bool)
+    notes: dict[int, str] = {}
+    if merges:
+        val, ok_val, cnt, rep, anyflag, efk, notes = _merge_raw(
+            val, ok_val, cnt, rep, anyflag, efk, o_raw, raw_names, mt, mn)
+    good = ~np.isnan(val)
+    counts["null_keys"] = int((~good).sum())
+    counts["flagged_records"] = int(flagged_rec.sum())
+    if not good.all():
+        idx = np.flatnonzero(good)
+        remap = {int(np.searchsorted(idx, k)): v for k, v in notes.items() if good[k]}
+        val, ok_val, cnt, rep, anyflag, efk, notes = (val[idx], ok_val[idx], cnt[idx], rep[idx],
+                                                      anyflag[idx], efk[idx], remap)
+    codes = {"target": t[rep], "metric": mt[rep], "stat": st[rep], "workload": w[rep],
+             "op": o[rep], "fid": f[rep]}
+    for name in fid_names:
+        _check_fidelity(name)
+    key = efk // len(fid_names) if len(fid_names) else efk
+    return Selected(table, dims, fid_names, codes, key, val, ok_val, cnt, rep, anyflag, notes,
+                    coverage, counts)
+
+
+def _check_fidelity(name: str) -> None:
+    from xfid.schema import fidelity_rank
+
+    try:
+        fidelity_rank(name)
+    except Exception as e:  # SchemaError
+        raise EngineError(f"store holds an unknown fidelity label {name!r}: {e}") from None
+
+
+def _no_reference(flags: pa.ChunkedArray) -> np.ndarray:
+    codes, names = raw_codes(flags)
+    bad = np.array([bool(v) and any(x.strip() in FLAG_NO_REFERENCE for x in str(v).split(","))
+                    for v in names] + [False], dtype=bool)
+    return bad[np.where(codes < 0, len(names), codes)]
+
+
+def _median_groups(v: np.ndarray, flagged: np.ndarray, starts: np.ndarray, rows: np.ndarray):
+    """Median per contiguous group (NaN ignored), the same without flagged, count, representative."""
+    m = len(v)
+    sizes = np.diff(np.r_[starts, m])
+    val = v[starts].copy() if m else v[:0].copy()
+    ok = np.where(flagged[starts], np.nan, val) if m else val.copy()
+    rep = rows[starts].copy() if m else rows[:0].copy()
+    cnt = sizes.astype(np.int64)
+    multi = np.flatnonzero(sizes > 1)
+    if len(multi):
+        gid = group_ids(starts, m)
+        in_multi = np.isin(gid, multi)
+        pos = np.flatnonzero(in_multi)
+        for vals, target, with_rep in ((v, val, True), (np.where(flagged, np.nan, v), ok, False)):
+            sub_v = vals[pos]
+            sub_g = gid[pos]
+            o2 = np.lexsort((sub_v, sub_g))
+            sv, sg = sub_v[o2], sub_g[o2]
+            gs = run_starts(sg)
+            c = np.add.reduceat((~np.isnan(sv)).astype(np.int64), gs)
+            lo = gs + np.maximum(c - 1, 0) // 2
+            hi = gs + c // 2
+            med = np.where(c > 0, (sv[lo] + sv[np.minimum(hi, len(sv) - 1)]) / 2, np.nan)
+            target[sg[gs]] = med
+            if with_rep:
+                rep[sg[gs]] = rows[pos[o2[lo]]]
+                cnt[sg[gs]] = c
+    return val, ok, cnt, rep
+
+
+def _merge_raw(val, ok_val, cnt, rep, anyflag, efk, o_raw, raw_names, mt, mn):
+    """Combine entries of several raw ops that map to one canonical key (sum or median)."""
+    starts = run_starts(efk)
+    sizes = np.diff(np.r_[starts, len(efk)])
+    additive = np.array([m in ADDITIVE for m in mn], dtype=bool)[mt[rep]]
+    out_v = val[starts].copy()
+    out_ok = ok_val[starts].copy()
+    notes: dict[int, str] = {}
+    for gi in np.flatnonzero(sizes > 1):
+        s, e = starts[gi], starts[gi] + sizes[gi]
+        names = [raw_names[o_raw[r]] for r in rep[s:e]]
+        if additive[s]:
+            out_v[gi] = np.nansum(val[s:e]) if not np.isnan(val[s:e]).all() else np.nan
+            out_ok[gi] = np.sum(ok_val[s:e])
+            how = "sum"
+        else:
+            out_v[gi] = np.nanmedian(val[s:e]) if not np.isnan(val[s:e]).all() else np.nan
+            out_ok[gi] = np.median(ok_val[s:e])
+            how = "median"
+        shown = ", ".join(names[:3]) + (f", ... ({len(names)} in all)" if len(names) > 3 else "")
+        notes[int(gi)] = f"{how} of {len(names)} raw ops: {shown}"
+    return (out_v, out_ok, np.add.reduceat(cnt, starts), rep[starts],
+            np.logical_or.reduceat(anyflag, starts), efk[starts], notes)

@@ -1,0 +1,198 @@
+"""Grouped error statistics in numpy: every group at once, ranks from one sort per variable."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from xfid.engine.keys import run_starts
+
+Z95 = 1.959963984540054
+BOOTSTRAP_RESAMPLES = 1000
+BOOTSTRAP_SEED = 0
+BOOTSTRAP_EXACT_MAX_N = 200
+
+
+def _sums(gid: np.ndarray, x: np.ndarray, ng: int) -> np.ndarray:
+    return np.bincount(gid, weights=x, minlength=ng)
+
+
+def grouped_ranks(gid: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Average ranks (1-based) of x within groups, plus per-position tie-run ids and run lengths.
+
+    Returns (ranks aligned with x, order used, run start flags in that order).
+    """
+    order = np.lexsort((x, gid))
+    xs, gs = x[order], gid[order]
+    n = len(x)
+    new_run = np.r_[True, (xs[1:] != xs[:-1]) | (gs[1:] != gs[:-1])] if n else np.zeros(0, bool)
+    new_group = np.r_[True, gs[1:] != gs[:-1]] if n else np.zeros(0, bool)
+    pos = np.arange(n)
+    rs = np.flatnonzero(new_run)
+    re_ = np.r_[rs[1:], n] - 1
+    run_id = np.cumsum(new_run) - 1
+    gstart = np.maximum.accumulate(np.where(new_group, pos, 0))
+    avg = (rs[run_id] + re_[run_id]) / 2.0 - gstart + 1.0
+    ranks = np.empty(n)
+    ranks[order] = avg
+    return ranks, order, new_run
+
+
+def _tie_pairs(gid_sorted: np.ndarray, new_run: np.ndarray, ng: int) -> np.ndarray:
+    """Sum over tie runs of t(t-1)/2 per group, from a sorted order's run starts."""
+    rs = np.flatnonzero(new_run)
+    if not len(rs):
+        return np.zeros(ng)
+    t = np.diff(np.r_[rs, len(new_run)]).astype(np.float64)
+    return np.bincount(gid_sorted[rs], weights=t * (t - 1) / 2, minlength=ng)
+
+
+def grouped_inversions(keys: np.ndarray, groups_of: np.ndarray, ng: int) -> np.ndarray:
+    """Per group, the pairs i<j with keys[i] > keys[j] (strict), by a bottom-up merge count.
+
+    `keys` must be offset by group (group * K + rank) so cross-group pairs are never inverted;
+    `groups_of(key)` is recovered as key // K by the caller through `groups_of` (an array
+    aligned with keys is not enough, since elements move): pass K as groups_of[0].
+    """
+    k_div = int(groups_of[0])
+    n = len(keys)
+    a = keys.astype(np.int64, copy=True)
+    inv = np.zeros(ng)
+    sentinel = int(a.max()) + 1 if n else 0
+    w = 1
+    while w < n:
+        rows = -(-n // (2 * w))
+        pad = rows * 2 * w - n
+        A = np.concatenate([a, np.full(pad, sentinel, np.int64)]).reshape(rows, 2 * w)
+        order = np.argsort(A, axis=1, kind="stable")
+        where = np.empty_like(order)
+        np.put_along_axis(where, order, np.broadcast_to(np.arange(2 * w), order.shape), axis=1)
+        greater = w - (where[:, w:] - np.arange(w))
+        right = A[:, w:]
+        real = right != sentinel
+        inv += np.bincount((right[real] // k_div), weights=greater[real], minlength=ng)
+        a = np.take_along_axis(A, order, axis=1).ravel()[:n]
+        w *= 2
+    return inv
+
+
+def grouped_stats(gid: np.ndarray, ng: int, rel: np.ndarray, lr: np.ndarray, cand: np.ndarray,
+                  ref: np.ndarray, within: np.ndarray, *, kendall: bool = True, bootstrap: bool = True,
+                  resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
+                  exact_max_n: int = BOOTSTRAP_EXACT_MAX_N) -> dict[str, Any]:
+    """Aggregate errors of rows grouped by `gid` (0..ng-1). Rows must have finite rel and lr.
+
+    Returns a dict of arrays (length ng): n, mape, median_ape, bias, log_rmse, pearson_log,
+    spearman, kendall, within_tolerance, mape_ci_low/high, bias_ci_low/high. NaN where a
+    statistic is undefined (n < 2, constant values; CIs need n >= 3).
+    """
+    n = np.bincount(gid, minlength=ng).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ape = np.abs(rel)
+        out: dict[str, Any] = {"n": n.astype(np.int64)}
+        out["mape"] = _sums(gid, ape, ng) / n
+        mlr = _sums(gid, lr, ng) / n
+        out["bias"] = np.exp(mlr)
+        out["log_rmse"] = np.sqrt(_sums(gid, lr * lr, ng) / n)
+        out["within_tolerance"] = _sums(gid, within.astype(np.float64), ng) / n
+        order = np.lexsort((ape, gid))
+        gs = gid[order]
+        starts = run_starts(gs)
+        cnt = np.diff(np.r_[starts, len(gs)])
+        srt = ape[order]
+        med = np.full(ng, np.nan)
+        if len(starts):
+            med[gs[starts]] = (srt[starts + (cnt - 1) // 2] + srt[starts + cnt // 2]) / 2
+        out["median_ape"] = med
+        lx, ly = np.log(cand), np.log(ref)
+        out["pearson_log"] = _pearson(gid, lx, ly, n, ng)
+        rx, ox, nrx = grouped_ranks(gid, lx)
+        ry, oy, nry = grouped_ranks(gid, ly)
+        out["spearman"] = _pearson(gid, rx, ry, n, ng)
+        out["kendall"] = _kendall(gid, lx, ry, n, ng, gid[ox], nrx, gid[oy], nry) if kendall else np.full(ng, np.nan)
+    small = n < 2
+    for k in ("pearson_log", "spearman", "kendall"):
+        out[k] = np.where(small, np.nan, out[k])
+    lo_m, hi_m, lo_b, hi_b = _bootstrap(gid, ng, ape, lr, resamples, seed, exact_max_n) if bootstrap \
+        else (np.full(ng, np.nan),) * 4
+    out.update(mape_ci_low=lo_m, mape_ci_high=hi_m, bias_ci_low=lo_b, bias_ci_high=hi_b)
+    return out
+
+
+def _pearson(gid, x, y, n, ng):
+    mx, my = _sums(gid, x, ng) / n, _sums(gid, y, ng) / n
+    dx, dy = x - mx[gid], y - my[gid]
+    sxy, sxx, syy = _sums(gid, dx * dy, ng), _sums(gid, dx * dx, ng), _sums(gid, dy * dy, ng)
+    tiny = 1e-24
+    r = sxy / np.sqrt(sxx * syy)
+    r = np.where((sxx <= tiny * np.maximum(n, 1)) | (syy <= tiny * np.maximum(n, 1)), np.nan, r)
+    return np.clip(r, -1.0, 1.0)
+
+
+def _kendall(gid, x, ry, n, ng, gx_sorted, new_run_x, gy_sorted, new_run_y):
+    """Kendall tau-b per group (ties handled as scipy.stats.kendalltau does)."""
+    m = len(gid)
+    order = np.lexsort((ry, x, gid))
+    gs = gid[order]
+    xs, ys = x[order], ry[order]
+    joint_new = np.r_[True, (xs[1:] != xs[:-1]) | (ys[1:] != ys[:-1]) | (gs[1:] != gs[:-1])] if m else np.zeros(0, bool)
+    # y ranks are half-integers at most; 2*rank is an exact integer in [2, 2*group size]
+    k = 2 * max(m, 1) + 2
+    keys = gs.astype(np.int64) * k + np.rint(2 * ys).astype(np.int64)
+    dis = grouped_inversions(keys, np.array([k]), ng)
+    n0 = n * (n - 1) / 2
+    n1 = _tie_pairs(gx_sorted, new_run_x, ng)
+    n2 = _tie_pairs(gy_sorted, new_run_y, ng)
+    n3 = _tie_pairs(gs, joint_new, ng)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau = (n0 - n1 - n2 + n3 - 2 * dis) / np.sqrt((n0 - n1) * (n0 - n2))
+    return np.clip(tau, -1.0, 1.0)
+
+
+def _bootstrap(gid, ng, ape, lr, resamples, seed, exact_max_n):
+    """Seeded percentile bootstrap (95%) of MAPE and bias per group with n >= 3.
+
+    Groups up to `exact_max_n` rows are resampled exactly: the same resample index matrix
+    (from seed and n alone) for every group of that size, so a group's CI depends only on its
+    own rows. Larger groups use the normal approximation of the bootstrap distribution of a
+    mean (mean ± 1.96·sd/√n), to which the percentile bootstrap converges.
+    """
+    lo_m, hi_m, lo_b, hi_b = (np.full(ng, np.nan) for _ in range(4))
+    order = np.argsort(gid, kind="stable")
+    gs = gid[order]
+    starts = run_starts(gs)
+    if not len(starts):
+        return lo_m, hi_m, lo_b, hi_b
+    groups = gs[starts]
+    sizes = np.diff(np.r_[starts, len(gs)])
+    a, l_ = ape[order], lr[order]
+    for size in np.unique(sizes[(sizes >= 3) & (sizes <= exact_max_n)]):
+        sel = np.flatnonzero(sizes == size)
+        rng = np.random.default_rng([seed, int(size)])
+        idx = rng.integers(0, size, size=(resamples, size))
+        counts = np.bincount((np.arange(resamples)[:, None] * size + idx).ravel(),
+                             minlength=resamples * size).reshape(resamples, size).astype(np.float64)
+        pos = starts[sel][:, None] + np.arange(size)
+        for vals, lo, hi, f in ((a, lo_m, hi_m, None), (l_, lo_b, hi_b, np.exp)):
+            means = vals[pos] @ counts.T / size
+            q = np.percentile(means, [2.5, 97.5], axis=1)
+            if f is not None:
+                q = f(q)
+            lo[groups[sel]], hi[groups[sel]] = q[0], q[1]
+    big = np.flatnonzero(sizes > exact_max_n)
+    if len(big):
+        g = groups[big]
+        n = sizes[big].astype(np.float64)
+        gid_s = np.repeat(np.arange(len(starts)), sizes)
+        for vals, lo, hi, f in ((a, lo_m, hi_m, None), (l_, lo_b, hi_b, np.exp)):
+            mean = np.bincount(gid_s, weights=vals)[big] / n
+            var = np.bincount(gid_s, weights=vals * vals)[big] / n - mean * mean
+            half = Z95 * np.sqrt(np.maximum(var, 0) / n)
+            low, high = mean - half, mean + half
+            if f is None:
+                low = np.maximum(low, 0.0)
+            else:
+                low, high = f(low), f(high)
+            lo[g], hi[g] = low, high
+    return lo_m, hi_m, lo_b, hi_b
