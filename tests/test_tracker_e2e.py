@@ -37,9 +37,13 @@ def check(xfid_cli, *args):
 def test_ingest_check_fix_regress(engine, xfid_cli, tmp_path):
     rtl = records(tmp_path / "rtl.csv", "rtl", "rtl-a", "2026-11-01T00:00:00Z", (1000, 2000))
     arch1 = records(tmp_path / "arch1.csv", "archmodel", "model-v1", "2026-11-01T00:00:00Z", (1250, 2010))
-    assert xfid_cli("ingest", rtl, arch1).exit_code == 0
+    extra = tmp_path / "arch-extra.csv"  # a tile RTL has no number for: counted, never filed
+    extra.write_text(HEAD + 'archmodel,t100-a0,gemm-sweep,"gemm_tile[m=512,n=128,k=256]",cycles,value,4000,'
+                            'cycles,model-v1,2026-11-01T00:00:00Z\n')
+    assert xfid_cli("ingest", rtl, arch1, extra).exit_code == 0
     s1 = check(xfid_cli, "--label", "week 1")
     assert (s1["new"], s1["still_open"], s1["counts"]["total_open"]) == (["XF-1"], [], 1)  # +25% vs +0.5%
+    assert (s1["missing_reference"], s1["rows"]) == (1, 3)
     d = json.loads(xfid_cli("issues", "show", "XF-1", "--format", "json").output)
     assert (d["kind"], d["candidate"], d["reference"], d["metric"], d["op"]) == (
         "over_tolerance", "archmodel", "rtl", "cycles", "gemm_tile[m=128,n=128,k=256]")
@@ -60,3 +64,14 @@ def test_ingest_check_fix_regress(engine, xfid_cli, tmp_path):
     listed = json.loads(xfid_cli("issues", "list", "--format", "json").output)
     assert [(i["id"], i["state"], i["candidate_value"]) for i in listed] == [
         ("XF-1", "reopened", 700.0), ("XF-2", "open", 2500.0)]
+    from xfid.store import Store
+    from xfid.tracker import Tracker
+
+    with Store(xfid_cli.store) as s:
+        tr = Tracker(s)
+        checks = tr.checks()
+        assert [c["label"] for c in checks] == ["week 1", None, None]
+        assert {Path(x["path"]).name for x in checks[0]["sources"]} >= {"rtl.csv", "arch1.csv"}
+        assert all(x["content_hash"] for x in checks[0]["sources"])
+        rows = tr.check_rows(checks[1]["id"])
+        assert sorted(rows["kind"]) == ["missing_reference", "ok", "ok"]
