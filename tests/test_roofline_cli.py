@@ -122,3 +122,19 @@ def test_real_llmcompass_sweep_never_beats_roofline(xfid_cli, path, target):
         best = min(ratios, key=ratios.get)
         assert best == "gemm[m=8192,n=16384,k=16384]"
         assert ratios[best] == pytest.approx(1.0647, abs=1e-3)
+
+
+def test_help_and_model_config(xfid_cli, tmp_path):
+    assert "--gemm-file" in xfid_cli("roofline", "--help").output
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32,
+                               "num_key_value_heads": 8, "intermediate_size": 8192, "vocab_size": 128256}))
+    r = xfid_cli("roofline", "--target", "h100-sxm", "--workload", "llama3.2-1b/decode/bs1/ctx1024/bf16",
+                 "--model-config", cfg, "--format", "json")
+    assert r.exit_code == 0, r.output
+    qkv = next(x for x in json.loads(r.output) if x["op"] == "attn.qkv_proj" and x["metric"] == "bytes")
+    assert qkv["value"] == 2048 * (2048 + 2 * 512) * 2 + 2048 * 2 + 3072 * 2
+    assert json.loads(qkv["config"])["count"] == 16
+    cfg.write_text("{not json")
+    r = xfid_cli("roofline", "--target", "h100-sxm", "--workload", "x/decode/bs1/ctx8/bf16", "--model-config", cfg)
+    assert r.exit_code == 2 and r.output.startswith(f"Error: {cfg}: not valid JSON")
