@@ -108,7 +108,7 @@ class GenaiPerfAdapter(Adapter):
 
     @staticmethod
     def _emit(out: Columns, key: str, vals: dict[str, float | None], unit: str, loc: str,
-              base: dict[str, Any]) -> None:
+              base: dict[str, Any], sep: str = ".") -> None:
         metric = _metric(key)
         if key == "energy_consumption":  # a counter since driver load, sampled: max - min is the energy
             if vals.get("max") is not None and vals.get("min") is not None:
@@ -116,7 +116,7 @@ class GenaiPerfAdapter(Adapter):
             return
         for k, v in vals.items():
             stat = "value" if key in COUNTS else _stat(k)
-            out.add(metric, stat, v, unit, f"{loc}.{k}", null_reason=None if v is not None else "null in file",
+            out.add(metric, stat, v, unit, f"{loc}{sep}{k}", null_reason=None if v is not None else "null in file",
                     **base)
 
     # --- CSV -------------------------------------------------------------------------------
@@ -153,7 +153,7 @@ class GenaiPerfAdapter(Adapter):
                     rowbase["op"] = cell.strip()
                     continue
                 vals["avg" if col == "Value" else col] = _csv_number(ctx, cell, f"{loc}, {col}")
-            self._emit(out, key, vals, unit, loc, rowbase)
+            self._emit(out, key, vals, unit, f"{loc}, {row[0].strip()}", rowbase, sep=", ")
         _per_joule(out, base)
 
 

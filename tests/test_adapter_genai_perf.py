@@ -1,0 +1,115 @@
+"""genai-perf adapter: JSON metric objects and telemetry, the sectioned CSV, tokens/J, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from xfid.adapters import detect
+from xfid.adapters.genai_perf import GenaiPerfAdapter
+
+DIR = "measured/genai-perf"
+JSON = "h100_llama3-8b_c8_genai_perf.json"
+CSV = "h200x2_llama3-70b_c64_genai_perf.csv"
+
+
+def rows(xfid_cli, path):
+    r = xfid_cli("ingest", path)
+    assert r.exit_code == 0, r.output
+    return [json.loads(x) for x in xfid_cli("export").output.splitlines()]
+
+
+def pick(recs, metric, stat="value", op=""):
+    hits = [r for r in recs if r["metric"] == metric and r["stat"] == stat and r["op"] == op]
+    assert len(hits) == 1, (metric, stat, op, hits)
+    return hits[0]
+
+
+def test_json_metrics(xfid_cli, fixtures):
+    recs = rows(xfid_cli, fixtures / DIR / JSON)
+    ttft = pick(recs, "ttft", "mean")
+    assert ttft["value"] == pytest.approx(0.09844) and ttft["unit"] == "s"
+    assert ttft["source_loc"] == "$.time_to_first_token.avg" and ttft["run"] == "example-genai-perf-c8"
+    assert pick(recs, "ttft", "p1")["value"] == pytest.approx(0.0442)
+    assert pick(recs, "ttft", "p99")["value"] == pytest.approx(0.2519)
+    assert pick(recs, "ttft", "std")["value"] == pytest.approx(0.03715)
+    assert pick(recs, "itl", "p50")["value"] == pytest.approx(0.008)
+    assert pick(recs, "e2e_latency", "max")["value"] == pytest.approx(2.8019)
+    assert pick(recs, "throughput_tokens", "mean")["value"] == 947.11
+    assert pick(recs, "throughput_requests", "mean")["value"] == 3.7142
+    assert pick(recs, "requests_completed")["value"] == 200
+    assert pick(recs, "genai_perf:time_to_second_token", "mean")["value"] == pytest.approx(0.00891)
+    assert pick(recs, "genai_perf:output_token_throughput_per_user", "p90")["value"] == 134.6
+    assert pick(recs, "genai_perf:output_sequence_length", "mean")["value"] == 255.0
+    cfg = json.loads(ttft["config"])
+    assert cfg["model_names"] == "meta-llama/Meta-Llama-3-8B-Instruct"
+    assert cfg["endpoint.type"] == "chat" and cfg["perf_analyzer.stimulus.concurrency"] == 8
+    assert cfg["input.synthetic_tokens.mean"] == 550
+
+
+def test_json_telemetry_energy_and_tokens_per_joule(xfid_cli, fixtures):
+    recs = rows(xfid_cli, fixtures / DIR / JSON)
+    p = pick(recs, "power", "mean", op="gpu0")
+    assert p["value"] == 512.36 and p["source_loc"] == "$.telemetry_stats.gpu_power_usage.gpu0.avg"
+    assert pick(recs, "power", "p99", op="gpu0")["value"] == 684.5
+    assert pick(recs, "utilization", "mean", op="gpu0")["value"] == pytest.approx(0.814)
+    assert pick(recs, "memory_used", "max", op="gpu0")["value"] == pytest.approx(76.95e9)
+    assert pick(recs, "genai_perf:gpu_power_limit", "mean", op="gpu0")["value"] == 700.0
+    e = pick(recs, "energy", op="gpu0")
+    assert e["value"] == pytest.approx((1.86431 - 1.80125) * 1e6) and e["unit"] == "J"
+    assert e["source_loc"] == "$.telemetry_stats.energy_consumption.gpu0: max - min"
+    tpj = pick(recs, "tokens_per_joule")
+    assert tpj["value"] == pytest.approx(947.11 / 512.36)
+
+
+def test_csv_sections(xfid_cli, fixtures):
+    recs = rows(xfid_cli, fixtures / DIR / CSV)
+    assert {r["target"] for r in recs} == {"h200-sxm"}
+    ttft = pick(recs, "ttft", "mean")
+    assert ttft["value"] == pytest.approx(1.21248) and ttft["source_loc"] == "line 2, Time To First Token (ms), avg"
+    assert pick(recs, "ttft", "max")["value"] == pytest.approx(2.95461)
+    assert pick(recs, "e2e_latency", "p25")["value"] == pytest.approx(13.48071)
+    assert pick(recs, "genai_perf:input_sequence_length", "mean")["value"] == 2048.0
+    assert pick(recs, "throughput_tokens", "mean")["value"] == 2205.87
+    assert pick(recs, "throughput_requests", "mean")["value"] == 4.32
+    assert pick(recs, "requests_completed")["value"] == 512
+    assert pick(recs, "power", "mean", op="gpu1")["value"] == 598.04
+    assert pick(recs, "utilization", "p50", op="gpu0")["value"] == pytest.approx(0.96)
+    assert pick(recs, "energy", op="gpu1")["value"] == pytest.approx((3.0459 - 2.9638) * 1e6)
+    assert pick(recs, "tokens_per_joule")["value"] == pytest.approx(2205.87 / (601.22 + 598.04))
+
+
+def test_sniff(fixtures):
+    assert detect(fixtures / DIR / JSON) is GenaiPerfAdapter
+    assert detect(fixtures / DIR / CSV) is GenaiPerfAdapter
+
+
+CSV_HEAD = "Metric,avg,min,max,p99\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("t.csv", CSV_HEAD + "Time To First Token (ms),1.0,0.5,2.0,1.9\nRequest Latency (ms),3.0,2",
+         "line 3: expected 5 fields like the header, got 3"),
+        ("t.csv", "Metric,average,min\nTime To First Token (ms),1,2\n", "line 1: unknown column 'average'"),
+        ("t.csv", CSV_HEAD + "Time To First Token (ms),1.0,0.5,2.0,1.9,7\n", "line 2: expected 5 fields"),
+        ("t.csv", CSV_HEAD + "Time To First Token (ms),fast,0.5,2.0,1.9\n", "line 2, avg: 'fast' is not a number"),
+        ("t.csv", CSV_HEAD + "Time To First Token,1.0,0.5,2.0,1.9\n", "line 2: metric label 'Time To First Token'"),
+        ("t.csv", "Time To First Token (ms),1.0\n", "line 1: expected a 'Metric,...' header row"),
+        ("t.json", '{"time_to_first_token": {"unit": "ms", "avg": "x"}}', "$.time_to_first_token.avg: 'avg' must be"),
+        ("t.json", '{"time_to_first_token": {"avg": 1.0}}', "$.time_to_first_token: metric object has no 'unit'"),
+        ("t.json", '{"time_to_first_token": {"unit": "ms", "av', "not valid JSON"),
+        ("t.csv", "timestamp, index, power.draw [W]\n2026/03/01 00:00:00.000, 0, 1 W\n",
+         "line 1: expected a 'Metric,...' header row"),
+    ],
+)
+def test_bad_input(xfid_cli, tmp_path, snapshot, fixtures, name, content, message):
+    assert xfid_cli("ingest", fixtures / DIR / CSV).exit_code == 0
+    f = tmp_path / name
+    f.write_text(content)
+    before = snapshot(xfid_cli.store)
+    r = xfid_cli("ingest", f, "--adapter", "genai-perf", "--target", "h100-sxm", "--workload", "w")
+    assert r.exit_code == 2 and r.output.startswith(f"Error: {f}") and message in r.output, r.output
+    assert snapshot(xfid_cli.store) == before
