@@ -18,7 +18,7 @@ from xfid.adapters.base import ReadContext
 PREAMBLE_LINES = 400
 """How far into a file the CSV header may start (tool messages and program output come first)."""
 PREAMBLE_PREFIXES = ("==PROF==", "==WARNING==", "==ERROR==", "==DEBUG==", "Generating SQLite",
-                     "Processing [", "Exporting ", "NOTICE:")
+                     "Processing [", "Exporting ", "NOTICE:", "SKIPPED:")
 _NUM = re.compile(r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d*)?(?:[eE][+-]?\d+)?$")
 
 

@@ -1,0 +1,212 @@
+"""nsys adapter: kernel summaries, per-launch traces (streamed), exact lines, and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from xfid.adapters import detect, nvcsv, sniff_all
+from xfid.adapters.base import ReadContext
+from xfid.adapters.nsys import NsysAdapter
+
+NSYS = Path(__file__).resolve().parent.parent / "fixtures/measured/nsys"
+CUT = "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(Params)"
+AMP = "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_tn"
+HTOD = "[CUDA memcpy Host-to-Device]"
+CTX = ("--target", "h100-sxm", "--workload", "w")
+TRACE_HEADER = ("Start (ns),Duration (ns),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Reg/Trd,StcSMem (MB),DymSMem (MB),"
+                "Bytes (MB),Throughput (MB/s),SrcMemKd,DstMemKd,Device,Ctx,GreenCtx,Strm,Name")
+
+
+def rows(xfid_cli, path, *args):
+    r = xfid_cli("ingest", path, *args)
+    assert r.exit_code == 0, r.output
+    return [json.loads(x) for x in xfid_cli("export").output.splitlines()], r.output
+
+
+def pick(recs, op, metric, stat="value", line=None):
+    hits = [r for r in recs if r["op"] == op and r["metric"] == metric and r["stat"] == stat
+            and (line is None or r["source_loc"] == line)]
+    assert len(hits) == 1, (op, metric, stat, hits)
+    return hits[0]
+
+
+def test_kern_sum_stats_with_instances(xfid_cli):
+    recs, _ = rows(xfid_cli, NSYS / "h100_decode_kern_sum.csv")
+    assert len(recs) == 35 and {r["target"] for r in recs} == {"h100-sxm"}
+    assert {r["stat"] for r in recs if r["metric"] == "latency"} == {"sum", "mean", "median", "min", "max", "std"}
+    mean = pick(recs, CUT, "latency", "mean")
+    assert mean["value"] == pytest.approx(694612.8e-9) and mean["unit"] == "s"
+    assert mean["n_samples"] == 512 and mean["source_loc"] == "line 4" and mean["hardware"] is None
+    assert json.loads(mean["config"]) == {"tool": "nsys", "report": "cuda_gpu_kern_sum", "nsys_version": "2024.5.1"}
+    assert mean["software"] == "nsys stats cuda_gpu_kern_sum"
+    assert pick(recs, CUT, "latency", "median")["value"] == pytest.approx(694560e-9)
+    assert pick(recs, CUT, "latency", "min")["value"] == pytest.approx(692544e-9)
+    assert pick(recs, CUT, "latency", "max")["value"] == pytest.approx(701216e-9)
+    assert pick(recs, CUT, "latency", "std")["value"] == pytest.approx(1220.4e-9)
+    assert pick(recs, CUT, "latency", "sum")["value"] == pytest.approx(0.355641754)
+    share = pick(recs, CUT, "nsys:time_fraction")
+    assert share["value"] == pytest.approx(0.489) and share["unit"] == "ratio" and share["n_samples"] is None
+    assert pick(recs, AMP, "latency", "mean")["n_samples"] == 2560
+    elt = [r for r in recs if r["op"].startswith("void at::native::(anonymous namespace)::elementwise_kernel<128, 2,")]
+    assert len(elt) == 7 and elt[0]["op"].endswith("::[lambda(int) (instance 1)]>(int, T3)")
+
+
+def test_gpukernsum_2022_grid_and_block(xfid_cli):
+    recs, _ = rows(xfid_cli, NSYS / "a100_gpukernsum_2022.4.csv")
+    assert {r["target"] for r in recs} == {"a100-sxm"} and len(recs) == 28
+    big = pick(recs, AMP, "latency", "mean", "line 4")
+    small = pick(recs, AMP, "latency", "mean", "line 5")
+    assert big["value"] == pytest.approx(118240.1e-9) and small["value"] == pytest.approx(61233.7e-9)
+    assert json.loads(big["config"]) == {"tool": "nsys", "report": "gpukernsum", "nsys_version": "2022.4.2",
+                                         "grid": "132,1,1", "block": "256,1,1"}
+    assert json.loads(small["config"])["grid"] == "66,1,1"
+
+
+def test_gpu_trace_one_latency_per_launch(xfid_cli):
+    recs, out = rows(xfid_cli, NSYS / "h100_decode_gpu_trace.csv")
+    assert sum(r["metric"] == "latency" for r in recs) == 15
+    assert {r["stat"] for r in recs} == {"value"} and {r["n_samples"] for r in recs} == {None}
+    h2d = pick(recs, HTOD, "latency")
+    assert h2d["value"] == pytest.approx(1312448e-9) and h2d["source_loc"] == "line 4"
+    assert h2d["hardware"] == "NVIDIA H100 80GB HBM3 (0)" and h2d["software"] == "nsys stats cuda_gpu_trace"
+    assert json.loads(h2d["config"]) == {"tool": "nsys", "report": "cuda_gpu_trace", "nsys_version": "2024.5.1",
+                                         "src_mem": "Pageable", "dst_mem": "Device"}
+    assert pick(recs, HTOD, "bytes")["value"] == pytest.approx(16.777e6)
+    bw = pick(recs, HTOD, "bandwidth")
+    assert bw["value"] == pytest.approx(12783.104e6) and bw["unit"] == "B/s" and bw["source_loc"] == "line 4"
+    assert json.loads(pick(recs, "[CUDA memset]", "bytes")["config"]) == {
+        "tool": "nsys", "report": "cuda_gpu_trace", "nsys_version": "2024.5.1", "dst_mem": "Device"}
+    amp = pick(recs, AMP, "latency", line="line 7")
+    assert amp["value"] == pytest.approx(117661e-9)
+    assert json.loads(amp["config"]) == {"tool": "nsys", "report": "cuda_gpu_trace", "nsys_version": "2024.5.1",
+                                         "grid": "132,1,1", "block": "256,1,1"}
+    assert json.loads(pick(recs, AMP, "latency", line="line 15")["config"])["green_ctx"] == "2"
+    assert "metrics: bandwidth 3, bytes 3, latency 15" in out
+
+
+def test_old_gputrace_without_greenctx_mbps(xfid_cli):
+    recs, _ = rows(xfid_cli, NSYS / "a100_gputrace_2022.4.csv")
+    assert {r["target"] for r in recs} == {"a100-sxm"}
+    assert pick(recs, HTOD, "bandwidth")["value"] == pytest.approx(12783.104e6)
+    rms = [r for r in recs if r["op"].startswith("void vllm::rms_norm_kernel") and r["source_loc"] == "line 6"]
+    assert rms[0]["value"] == pytest.approx(3174e-9) and rms[0]["hardware"] == "NVIDIA A100-SXM4-80GB (0)"
+    assert json.loads(rms[0]["config"]) == {"tool": "nsys", "report": "gputrace", "nsys_version": "2022.4.2",
+                                            "grid": "8,1,1", "block": "1024,1,1"}
+    assert all("green_ctx" not in r["config"] for r in recs)
+
+
+def test_directory_ingest_with_sidecar(xfid_cli):
+    r = xfid_cli("ingest", NSYS)
+    assert r.exit_code == 0, r.output
+    assert "105 new rows from 4 file(s)" in r.output
+
+
+def _trace_file(path: Path, n: int, blank_every: int = 0) -> dict[int, int]:
+    """A trace whose Duration encodes the physical line; returns {line: duration}."""
+    lines = ["Generating SQLite file r.sqlite from r.nsys-rep", TRACE_HEADER]
+    want = {}
+    for i in range(n):
+        if blank_every and i % blank_every == blank_every - 1:
+            lines.append("")
+        line = len(lines) + 1
+        want[line] = line * 10
+        lines.append(f"{i},{line * 10},{i},1,1,1,128,1,1,20,0.000,0.000,,,,,GPU (0),1,,7,\"k<{i % 3}, 2>(int)\"")
+    path.write_text("\n".join(lines) + "\n\n")
+    return want
+
+
+def test_trace_streams_batches_with_exact_lines(tmp_path, monkeypatch):
+    f = tmp_path / "t.csv"
+    want = _trace_file(f, 5000, blank_every=997)
+    monkeypatch.setattr(nvcsv, "BLOCK_BYTES", 16 << 10)
+    ctx = ReadContext(path=f, target="h100-sxm", workload="w")
+    tables = [t for t in NsysAdapter().read(ctx) if isinstance(t, pa.Table)]
+    assert len(tables) > 10  # streamed, never one table
+    got = {}
+    for t in tables:
+        for loc, v in zip(t.column("source_loc").to_pylist(), t.column("value").to_pylist(), strict=True):
+            got[int(loc.split()[1])] = v
+    assert got == want
+    assert set(tables[0].column("op").to_pylist()) == {"k<0, 2>(int)", "k<1, 2>(int)", "k<2, 2>(int)"}
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in NSYS.glob("*.csv")))
+def test_sniff_only_nsys(name):
+    assert sniff_all(NSYS / name) == ["nsys"]
+    assert detect(NSYS / name) is NsysAdapter
+
+
+def test_sniff_rejects_other_nsys_reports_and_ncu():
+    assert not NsysAdapter.sniff(Path("x.csv"), b"Time (%),Total Time (ns),Num Calls,Avg (ns),Med (ns),Name\n")
+    assert not NsysAdapter.sniff(Path("x.csv"), b"Time (%),Total Time (ns),Instances,Avg (ns),Style,Range\n")
+    assert not NsysAdapter.sniff(Path("x.csv"), b'"ID","Process ID","Process Name","Host Name","Kernel Name"\n')
+
+
+def _lines(text: str, n: int) -> str:
+    return "".join(text.splitlines(keepends=True)[:n])
+
+
+TRACE_BAD = [
+    ("truncated", lambda t: _lines(t, 9) + t.splitlines(keepends=True)[9][:40],
+     "line 10: expected 21 fields, got 11 (every row needs one field per header column; the file may be truncated)"),
+    ("preamble only", lambda t: _lines(t, 2), "line 2: the file ends before the nsys stats CSV header (truncated?)"),
+    ("header only", lambda t: _lines(t, 3), "line 3: no trace rows after the header (truncated?)"),
+    ("wrong header", lambda t: t.replace("Start (ns),Duration (ns),CorrId", "Begin (ns),Duration (ns),CorrId", 1),
+     "line 3: not a nsys stats CSV header: 'Begin (ns),Duration (ns),CorrId"),
+    ("field count", lambda t: t.replace(",Pageable,Device,", ",Pageable,Device,extra,", 1),
+     "line 4: expected 21 fields, got 22"),
+    ("non-numeric", lambda t: t.replace("1062528277,117661,", "1062528277,117k61,", 1),
+     "line 7: 'Duration (ns)' value '117k61' is not a number"),
+    ("second report", lambda t: t + "Processing [r.sqlite] with [/opt/nvidia/reports/cuda_gpu_kern_sum.py]... \n",
+     "line 19: expected 21 fields, got 1 (one report per file: write them with `nsys stats -f csv -o PREFIX`)"),
+    ("skipped report", lambda t: _lines(t, 2) + "SKIPPED: /tmp/nsys/decode_bs8.sqlite does not contain CUDA kernel data.\n",
+     "the file ends before the nsys stats CSV header (the tool says 'SKIPPED: /tmp/nsys/decode_bs8.sqlite does not"),
+]
+SUM_BAD = [
+    ("truncated", lambda t: _lines(t, 5) + t.splitlines(keepends=True)[5][:20], "line 6: expected 9 fields, got 4"),
+    ("field count", lambda t: t.replace("5.9,42882253,1024,", "5.9,42882253,", 1), "line 6: expected 9 fields, got 8"),
+    ("non-numeric", lambda t: t.replace(",118213.4,", ",fast,", 1), "line 5: 'Avg (ns)' value 'fast' is not a number"),
+    ("instances", lambda t: t.replace("41.6,302626304,2560,", "41.6,302626304,25.5,", 1),
+     "line 5: 'Instances' must be a whole number, got '25.5'"),
+    ("time unit", lambda t: t.replace("Total Time (ns)", "Total Time (MB)", 1),
+     "line 3: 'Total Time' unit 'MB' is not a time unit"),
+]
+
+
+@pytest.mark.parametrize(("fixture", "case", "edit", "message"),
+                         [("h100_decode_gpu_trace.csv", *b) for b in TRACE_BAD]
+                         + [("h100_decode_kern_sum.csv", *b) for b in SUM_BAD],
+                         ids=[f"trace-{b[0]}" for b in TRACE_BAD] + [f"sum-{b[0]}" for b in SUM_BAD])
+def test_bad_nsys_input(xfid_cli, tmp_path, snapshot, fixture, case, edit, message):
+    assert xfid_cli("ingest", NSYS / "a100_gputrace_2022.4.csv").exit_code == 0
+    f = tmp_path / "bad.csv"
+    f.write_text(edit((NSYS / fixture).read_text()))
+    before = snapshot(xfid_cli.store)
+    r = xfid_cli("ingest", f, "--adapter", "nsys", *CTX)
+    assert r.exit_code == 2 and r.output.startswith(f"Error: {f}"), r.output
+    assert message in r.output, r.output
+    assert snapshot(xfid_cli.store) == before
+
+
+@pytest.mark.parametrize(("other", "message"), [
+    ("ncu/h100_decode_long.csv", 'line 7: not a nsys stats CSV header: \'"ID","Process ID"'),
+    ("vllm/h100_llama3-8b_decode_bs8.json", "line 1: not a nsys stats CSV header: '{'"),
+])
+def test_other_format_with_explicit_adapter(xfid_cli, snapshot, other, message):
+    assert xfid_cli("ingest", NSYS / "a100_gputrace_2022.4.csv").exit_code == 0
+    f = NSYS.parent / other
+    before = snapshot(xfid_cli.store)
+    r = xfid_cli("ingest", f, "--adapter", "nsys", *CTX)
+    assert r.exit_code == 2 and r.output.startswith(f"Error: {f}, {message}"), r.output
+    assert snapshot(xfid_cli.store) == before
+
+
+def test_target_required(xfid_cli, tmp_path):
+    f = tmp_path / "t.csv"
+    f.write_bytes((NSYS / "h100_decode_gpu_trace.csv").read_bytes())
+    r = xfid_cli("ingest", f)
+    assert r.exit_code == 2 and r.output.startswith(f"Error: {f}: no target: Nsight Systems CSVs do not name")
