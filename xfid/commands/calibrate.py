@@ -1,0 +1,79 @@
+"""`xfid calibrate`: fit a model's efficiency factors on a target and report transfer error."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from xfid.app import App
+from xfid.commands.correlate import write_output
+
+
+def _pct(v) -> str:
+    return "—" if v is None or v != v else f"{100 * v:.1f}%"
+
+
+def render_text(res) -> str:
+    """Terminal text: summary, factors, cross-validated error by op class, limiter and size."""
+    s = res.summary
+    lines = [f"calibration {s['candidate']} -> {s['reference']} on {s['target']}: {s['n']} numbers, "
+             f"{s['n_workloads']} workload(s)",
+             f"cross-validation: {s['cv_method']}",
+             f"MAPE before {_pct(s['mape_before'])}, after {_pct(s['mape_after'])}", "",
+             f"{'op_class':<24} {'limiter':<12} {'factor':>8} {'n':>5}"]
+    for r in res.factors.itertuples():
+        lines.append(f"{r.op_class:<24} {r.limiter:<12} {r.factor:>8.3f} {r.n:>5}")
+    lines += ["", f"{'by':<9} {'group':<24} {'n':>5} {'before':>8} {'after':>8}"]
+    for r in res.cv.itertuples():
+        lines.append(f"{r.group_by:<9} {str(r.group):<24} {r.n:>5} {_pct(r.mape_before):>8} {_pct(r.mape_after):>8}")
+    return "\n".join(lines) + "\n"
+
+
+def render_json(res) -> str:
+    from xfid.engine.output import records
+
+    doc = {"summary": res.summary,
+           "factors": records(res.factors, ("op_class", "limiter", "factor", "n")),
+           "cv": records(res.cv, ("group_by", "group", "n", "mape_before", "mape_after")),
+           "predictions": res.predictions.num_rows}
+    return json.dumps(doc, indent=2, default=str, allow_nan=False) + "\n"
+
+
+@click.command("calibrate")
+@click.option("--candidate", required=True, help="Model fidelity to calibrate, e.g. roofline.")
+@click.option("--reference", required=True, help="Fidelity to fit against, e.g. measured.")
+@click.option("--target", required=True, help="Hardware target the fit is made on, e.g. h100-sxm.")
+@click.option("--label", help="Fidelity label of the calibrated numbers (default CANDIDATE-cal).")
+@click.option("--run", "runs", multiple=True, metavar="RUN|FIDELITY=RUN", help="Prefer this run over the latest.")
+@click.option("--as-of", metavar="DATE", help="Ignore records newer than DATE.")
+@click.option("--write-back", is_flag=True, help="Ingest the calibrated predictions as a new fidelity label.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")
+@click.pass_obj
+def cli(app: App, candidate, reference, target, label, runs, as_of, write_back, fmt, output) -> None:
+    """Fit model efficiency factors and report transfer error.
+
+    Factors are geometric means of reference/candidate per op class and limiter; the error
+    before and after is cross-validated leave-one-workload-out (leave-one-op-out when there is
+    a single workload), broken down by op class, limiter and size.
+    """
+    from xfid.engine.calibrate import calibrate
+    from xfid.engine.calibrate import write_back as do_write_back
+    from xfid.engine.pairs import parse_pair
+
+    parse_pair(f"{candidate}->{reference}", "--candidate/--reference")
+    if label is not None:
+        from xfid.errors import EngineError
+        from xfid.schema import is_valid_fidelity
+
+        if not is_valid_fidelity(label) or label == label.split("-", 1)[0]:
+            raise EngineError(f"--label {label!r} must be a derived label like roofline-cal")
+    store = app.store(create=False)
+    res = calibrate(store, app.config, candidate, reference, target, run=list(runs) or None, as_of=as_of, label=label)
+    write_output(render_json(res) if fmt == "json" else render_text(res), output)
+    if write_back:
+        rep = do_write_back(store, res)
+        f = rep.files[0]
+        msg = "already ingested" if f.already else f"{f.rows} rows"
+        click.echo(f"wrote back {res.summary['label']} predictions: {msg} ({f.path})", err=True)

@@ -1,0 +1,57 @@
+"""`xfid correlate`: align the fidelities in the store and print errors and discrepancies."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import click
+
+from xfid.app import App
+
+FORMATS = ("table", "json", "markdown", "csv")
+
+
+def write_output(text: str, output: str | None) -> None:
+    """Print, or write `output` atomically (temp file + rename)."""
+    if not output:
+        click.echo(text, nl=False)
+        return
+    path = Path(output)
+    from xfid.errors import XfidError
+
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".xfid-", dir=path.parent if str(path.parent) else ".")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise XfidError(f"cannot write {path}: {e.strerror} (check -o)") from None
+    click.echo(f"wrote {path}", err=True)
+
+
+@click.command("correlate")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")
+@click.option("--target", multiple=True, help="Only this target (repeatable).")
+@click.option("--pair", "pairs", multiple=True, metavar="CAND->REF",
+              help="Compare only these pairs, e.g. roofline->measured (repeatable).")
+@click.option("--run", "runs", multiple=True, metavar="RUN|FIDELITY=RUN",
+              help="Prefer this run over the latest (for every fidelity, or one).")
+@click.option("--as-of", metavar="DATE", help="Ignore records newer than DATE (YYYY-MM-DD: the whole day).")
+@click.option("--include-missing", is_flag=True, help="List keys without a reference among the discrepancies.")
+@click.pass_obj
+def cli(app: App, fmt, output, target, pairs, runs, as_of, include_missing) -> None:
+    """Align fidelities and report errors and discrepancies.
+
+    For every fidelity and key the latest run that has the key is used; each candidate
+    fidelity is compared with a higher one (DESIGN.md defaults, or [[compare]] in xfid.toml).
+    Errors are relative: (candidate - reference) / reference.
+    """
+    from xfid.engine.correlate import correlate
+    from xfid.engine.output import render
+
+    corr = correlate(app.store(create=False), app.config, run=list(runs) or None, as_of=as_of,
+                     targets=list(target) or None, pairs=list(pairs) or None, include_missing=include_missing)
+    write_output(render(corr, fmt), output)

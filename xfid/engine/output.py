@@ -1,0 +1,174 @@
+"""Render a Correlation as JSON, markdown, a terminal table or CSV (shared by compare and report)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from xfid.engine.contract import COMPARISON_COLUMNS, COVERAGE_COLUMNS, Correlation
+
+DISCREPANCY_FIELDS = (
+    "fingerprint", "target", "workload", "op", "metric", "stat", "candidate", "reference",
+    "candidate_value", "reference_value", "unit", "rel_error", "log_ratio", "tolerance", "tolerance_abs",
+    "kind", "severity", "efficiency", "candidate_n", "reference_n", "candidate_run", "reference_run",
+    "candidate_source_path", "candidate_source_loc", "reference_source_path", "reference_source_loc", "note",
+)
+"""Discrepancy keys in JSON (errors as fractions)."""
+FORMATS = ("table", "json", "markdown", "csv")
+
+
+def clean(v: Any) -> Any:
+    """A JSON-safe Python value: NaN/NA -> None, numpy scalars -> Python, lists recursively."""
+    if v is None:
+        return None
+    if isinstance(v, (list, tuple)):
+        return [clean(x) for x in v]
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+        try:
+            v = v.item()
+        except (ValueError, AttributeError):
+            pass
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    try:
+        import pandas as pd
+
+        if v is pd.NA or v is pd.NaT:
+            return None
+    except ImportError:  # pragma: no cover
+        pass
+    return v
+
+
+def records(df, columns) -> list[dict[str, Any]]:
+    """DataFrame rows as JSON-safe dicts with exactly `columns` (missing ones -> None)."""
+    cols = [c for c in columns if c in df.columns]
+    data = {c: df[c].astype(object).tolist() for c in cols}
+    n = len(df)
+    return [{c: clean(data[c][i]) if c in data else None for c in columns} for i in range(n)]
+
+
+def to_dict(corr: Correlation) -> dict[str, Any]:
+    """The JSON document: comparisons, discrepancies, coverage, settings, sources, config_hash."""
+    return {
+        "comparisons": records(corr.comparisons, COMPARISON_COLUMNS),
+        "discrepancies": records(corr.discrepancies, DISCREPANCY_FIELDS),
+        "coverage": records(corr.coverage, (*COVERAGE_COLUMNS, "has_rules")),
+        "settings": json.loads(json.dumps(corr.settings, default=str)),
+        "sources": corr.sources,
+        "config_hash": corr.config_hash,
+    }
+
+
+def to_json(corr: Correlation) -> str:
+    return json.dumps(to_dict(corr), indent=2, allow_nan=False, default=str) + "\n"
+
+
+def to_csv(corr: Correlation) -> str:
+    """The aligned rows (one per key and pair), every contract column."""
+    return corr.rows.to_csv(index=False, float_format="%.10g")
+
+
+def pct(v: Any) -> str:
+    v = clean(v)
+    return "—" if v is None else f"{100 * v:.1f}%"
+
+
+def num(v: Any, digits: int = 3) -> str:
+    v = clean(v)
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        return f"{v:.{digits}g}" if abs(v) < 1e5 else f"{v:.4g}"
+    return str(v)
+
+
+def ci(v: Any, as_pct: bool) -> str:
+    v = clean(v)
+    if not v:
+        return "—"
+    return f"[{pct(v[0])}, {pct(v[1])}]" if as_pct else f"[{num(v[0])}, {num(v[1])}]"
+
+
+def md_escape(text: Any) -> str:
+    """Untrusted text for a markdown table cell (also safe when the markdown becomes HTML)."""
+    s = "" if text is None else str(text)
+    for a, b in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("\\", "\\\\"), ("|", "\\|"),
+                 ("`", "\\`"), ("*", "\\*"), ("_", "\\_"), ("[", "\\["), ("]", "\\]")):
+        s = s.replace(a, b)
+    return s.replace("\r", " ").replace("\n", " ")
+
+
+def comparison_rows(corr: Correlation, workloads: bool = False, arrow: str = "->") -> list[list[str]]:
+    df = corr.comparisons
+    df = df[df["workload"].notna()] if workloads else df[df["workload"].isna()]
+    out = []
+    for r in records(df, COMPARISON_COLUMNS):
+        out.append([r["target"], *( [r["workload"]] if workloads else []), f"{r['candidate']}{arrow}{r['reference']}",
+                    r["metric"], r["stat"], str(r["n"]), pct(r["mape"]), ci(r["mape_ci"], True),
+                    num(r["bias"]), ci(r["bias_ci"], False), num(r["spearman"]), num(r["kendall"]),
+                    pct(r["within_tolerance"])])
+    return out
+
+
+COMP_HEAD = ["target", "pair", "metric", "stat", "n", "MAPE", "MAPE 95% CI", "bias", "bias 95% CI",
+             "spearman", "kendall", "within"]
+DISC_HEAD = ["severity", "kind", "target", "workload", "op", "metric", "pair", "candidate", "reference",
+             "error"]
+
+
+def discrepancy_rows(corr: Correlation, limit: int | None = None, arrow: str = "->") -> list[list[str]]:
+    out = []
+    for r in records(corr.discrepancies.head(limit) if limit else corr.discrepancies, DISCREPANCY_FIELDS):
+        out.append([f"{clean(r['severity']) or 0:.1f}", r["kind"], r["target"], r["workload"], r["op"] or "(end-to-end)",
+                    f"{r['metric']}/{r['stat']}", f"{r['candidate']}{arrow}{r['reference']}",
+                    num(r["candidate_value"], 4), num(r["reference_value"], 4), pct(r["rel_error"])])
+    return out
+
+
+def to_markdown(corr: Correlation, limit: int = 50) -> str:
+    """Markdown: target-level comparisons, then the most severe discrepancies, then coverage gaps."""
+    def table(head, rows):
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows]
+        return "\n".join(lines)
+
+    parts = ["# xfid correlation", "", "## Comparisons", "", table(COMP_HEAD, comparison_rows(corr, arrow=" → ")), ""]
+    n = len(corr.discrepancies)
+    parts += [f"## Discrepancies ({n})", ""]
+    parts += [table(DISC_HEAD, discrepancy_rows(corr, limit, arrow=" → ")) if n else "None.", ""]
+    if n > limit:
+        parts += [f"{n - limit} more not shown (use --format json).", ""]
+    cov = corr.coverage
+    gaps = cov[~cov["matched"].astype(bool) & cov["has_rules"].astype(bool)] if len(cov) else cov
+    if len(gaps):
+        parts += ["## Raw ops no op map matched", "",
+                  table(["source", "raw op", "records"], [[r.source, r.raw_op, str(r.records)] for r in gaps.itertuples()]), ""]
+    return "\n".join(parts)
+
+
+def _plain(head: list[str], rows: list[list[str]]) -> str:
+    w = [max(len(str(x)) for x in col) for col in zip(head, *rows, strict=False)] if rows else [len(h) for h in head]
+    fmt = "  ".join(f"{{:<{x}}}" for x in w)
+    return "\n".join([fmt.format(*head), *(fmt.format(*map(str, r)) for r in rows)])
+
+
+def to_table(corr: Correlation, limit: int = 20) -> str:
+    """A terminal summary: comparisons per target and pair, the worst discrepancies, counts."""
+    lines = ["comparisons (target level; MAPE and bias with bootstrap 95% CIs)"]
+    rows = comparison_rows(corr)
+    lines.append(_plain(COMP_HEAD, rows) if rows else "  none: no two fidelities share a key")
+    n = len(corr.discrepancies)
+    lines += ["", f"discrepancies: {n}" + (f" (worst {limit} shown)" if n > limit else "")]
+    if n:
+        lines.append(_plain(DISC_HEAD, discrepancy_rows(corr, limit)))
+    miss = int((corr.rows["kind"] == "missing_reference").sum()) if len(corr.rows) else 0
+    gaps = int(((~corr.coverage["matched"]) & corr.coverage["has_rules"]).sum()) if len(corr.coverage) else 0
+    lines += ["", f"keys without a reference: {miss}; raw ops no op map matched: {gaps}"]
+    return "\n".join(lines) + "\n"
+
+
+def render(corr: Correlation, fmt: str) -> str:
+    """One of FORMATS."""
+    return {"json": to_json, "markdown": to_markdown, "csv": to_csv, "table": to_table}[fmt](corr)
