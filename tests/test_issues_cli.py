@@ -182,3 +182,12 @@ def test_check_as_of_is_parsed_for_the_engine(xfid_cli, monkeypatch):
     assert (r.exit_code, r.output) == (2, "Error: --as-of: bad date 'last week'; use YYYY-MM-DD or "
                                           "YYYY-MM-DDTHH:MM[:SS][+HH:MM]\n")
     assert store_snapshot(xfid_cli.store) == before
+
+
+@pytest.mark.parametrize("cmd", [("check",), ("issues",), ("issues", "list"), ("issues", "show"), ("issues", "ack"),
+                                 ("issues", "resolve"), ("issues", "reopen"), ("issues", "waive"), ("issues", "note")])
+def test_every_command_has_help(xfid_cli, cmd):
+    r = xfid_cli(*cmd, "--help")
+    assert r.exit_code == 0 and r.output.startswith(f"Usage: cli {' '.join(cmd)}")
+    if cmd[-1] not in ("issues",):
+        assert "--actor" in r.output

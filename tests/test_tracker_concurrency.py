@@ -75,3 +75,33 @@ def test_eight_processes_checks_and_transitions(tmp_path):
         assert sum(c["counts"]["still_open"] for c in checks) >= PROCS * ROUNDS
         assert sorted(p.name for p in (store / "checks").iterdir()) == sorted(
             f"check-{c['id']}.parquet" for c in checks)
+
+
+@pytest.mark.slow
+def test_eight_cli_processes_change_states_at_once(tmp_path):
+    """`xfid issues note/ack` from 8 processes at once: all succeed, no transition is lost."""
+    import os
+    import subprocess
+    import sys
+
+    from xfid.store import Store
+    from xfid.tracker import Tracker
+
+    store = tmp_path / "store"
+    with Store(store) as s:
+        Tracker(s).record_check(corr(*[row(2.0, op=f"op{i}") for i in range(PROCS)]), actor="setup", now=T0)
+    env = {**os.environ, "XFID_STORE": str(store)}
+    # each process runs two commands through the real click entry point (one import, two commands)
+    script = ("import sys\nfrom xfid.cli import cli\ni = sys.argv[1]\n"
+              "cli.main(['issues', 'note', 'XF-1', '--note', 'n' + i, '--actor', 'p' + i], standalone_mode=False)\n"
+              "cli.main(['issues', 'ack', 'XF-%d' % (int(i) + 1), '--owner', 'o' + i], standalone_mode=False)\n")
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(i)], env=env, cwd=tmp_path,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(PROCS)]
+    results = [p.communicate(timeout=240) for p in procs]
+    assert [p.returncode for p in procs] == [0] * PROCS, results
+    assert all("locked" not in err for _, err in results), results
+    with Store(store) as s:
+        tr = Tracker(s)
+        notes = [h for h in tr.issue("XF-1", now=T0)["history"] if h["action"] == "note"]
+        assert sorted((h["actor"], h["note"]) for h in notes) == sorted((f"p{i}", f"n{i}") for i in range(PROCS))
+        assert [(i["state"], i["owner"]) for i in tr.issues(now=T0)] == [("acknowledged", f"o{i}") for i in range(PROCS)]
