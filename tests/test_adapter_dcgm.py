@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -57,7 +58,7 @@ def test_sentinels_are_null_with_reason(xfid_cli, fixtures):
 def test_energy_trapezoid_and_totec(xfid_cli, fixtures):
     recs = rows(xfid_cli, fixtures / DIR / "h100x2_dmon_1s.txt")
     e = pick(recs, "energy")
-    assert e["value"] == pytest.approx(sum((a + b) / 2 for a, b in zip(GPU0_W, GPU0_W[1:], strict=False)))
+    assert e["value"] == pytest.approx(sum((a + b) / 2 for a, b in itertools.pairwise(GPU0_W)))
     assert e["n_samples"] == 8 and e["source_loc"] == "line 3..line 19: trapezoid of POWER over 7.000 s"
     t = pick(recs, "dcgm:totec_energy")
     assert t["value"] == pytest.approx((915916583 - 912345678) / 1000) and t["unit"] == "J"

@@ -150,6 +150,7 @@ def test_dcgm_with_start_pairs_and_relative_does_not(xfid_cli, tmp_path):
     vllm(tmp_path / "b.json", T0 + timedelta(seconds=15), 10.0, tokens=2105)
     r = xfid_cli("ingest", tmp_path / "d.txt", tmp_path / "b.json", *CTX)
     assert r.exit_code == 0 and "[derived-energy]" not in r.output
+    assert "has no wall-clock times" in r.output and "pass --option start=ISO-TIME" in r.output, r.output
     r = xfid_cli("ingest", tmp_path / "d.txt", *CTX, "--option", "start=2026-03-01T12:00:00Z")
     assert r.exit_code == 0 and "[derived-energy]" in r.output, r.output
     d = derived(export(xfid_cli))

@@ -139,6 +139,7 @@ def derive(records: Any, only: Iterable[str] | None = None) -> list[Derived]:
     only_set = set(only) if only is not None else None
     bench: dict[str, dict[str, Any]] = {}
     logs: dict[str, dict[str, Any]] = {}
+    relative: dict[str, dict[str, Any]] = {}
     for i in range(t.num_rows):
         src, sid, run, metric, stat = (data[k][i] for k in ("source", "source_id", "run", "metric", "stat"))
         if src in BENCH_SOURCES and stat == "value" and metric in ("duration", "output_tokens"):
@@ -147,8 +148,10 @@ def derive(records: Any, only: Iterable[str] | None = None) -> list[Derived]:
             b[metric] = data["value"][i]
             if metric == "duration":
                 b["end_us"] = data["timestamp"][i]
+        elif src in POWER_SOURCES and metric == "power" and RELATIVE_TIME in (data["flags"][i] or ""):
+            relative.setdefault(sid, {"run": run, "path": data["source_path"][i]})
         elif (src in POWER_SOURCES and metric == "power" and stat == "value" and data["value"][i] is not None
-              and data["timestamp"][i] is not None and RELATIVE_TIME not in (data["flags"][i] or "")):
+              and data["timestamp"][i] is not None):
             lg = logs.setdefault(sid, {"run": run, "path": data["source_path"][i], "hw": data["hardware"][i],
                                        "gpus": defaultdict(list)})
             lg["gpus"][data["op"][i]].append((data["timestamp"][i] / 1e6, data["value"][i]))
@@ -160,6 +163,11 @@ def derive(records: Any, only: Iterable[str] | None = None) -> list[Derived]:
             sid = hashlib.sha256(f"{DERIVED}\0{bsid}\0{lsid}".encode()).hexdigest()
             path = f"{b['path']} + {lg['path']}"
             out.append(_pair(sid, path, (bsid, lsid), b, lg))
+        for lsid, lg in sorted(relative.items()):
+            if lg["run"] == b["run"] and (only_set is None or {bsid, lsid} & only_set):
+                out.append(Derived("", "", (bsid, lsid), None,
+                                   f"run {b['run']!r}: power log {lg['path']} has no wall-clock times, so it cannot "
+                                   f"be matched to {b['path']}'s window (dcgm: pass --option start=ISO-TIME)"))
     return out
 
 

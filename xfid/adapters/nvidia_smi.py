@@ -94,23 +94,24 @@ class NvidiaSmiAdapter(Adapter):
                     else cell
             dev.update(gpu_index=int(row["index"]), tool="nvidia-smi --query-gpu")
             devices.setdefault(op, dev)
-            base = {"op": op, "timestamp": ts.astimezone(UTC).isoformat(), "config": None,
+            base = {"op": op, "timestamp": ts.astimezone(UTC).isoformat(), "config": canonical_json(dev),
                     "hardware": dev.get("name"), "software": _software(dev)}
             for (name, unit), cell in zip(fields, cells, strict=True):
                 if name in ("timestamp", "index") or name in CONFIG_FIELDS:
                     continue
-                metric = METRICS.get(name) or f"nvidia_smi:{name}"
-                where = f"{loc}, {name}" + (f" [{unit}]" if unit else "")
-                if _SENTINEL.match(cell):
-                    out.add(metric, "value", None, _unit(metric, unit), where, null_reason=f"{cell} in file",
-                            **{**base, "config": canonical_json(dev)})
-                    continue
                 if name not in METRICS and not unit:
                     continue  # a text field nvidia-smi prints without unit (e.g. display_mode)
+                metric = METRICS.get(name) or f"nvidia_smi:{name}"
+                if metric == "power" and name != power_field:  # both power.draw and .instant queried
+                    metric = f"nvidia_smi:{name}"
+                where = f"{loc}, {name}" + (f" [{unit}]" if unit else "")
+                if _SENTINEL.match(cell):
+                    out.add(metric, "value", None, _unit(metric, unit), where, null_reason=f"{cell} in file", **base)
+                    continue
                 v, had_unit = _number(ctx, cell, unit, where)
                 if nounits is None:
                     nounits = not had_unit
-                out.add(metric, "value", v, _unit(metric, unit), where, **{**base, "config": canonical_json(dev)})
+                out.add(metric, "value", v, _unit(metric, unit), where, **base)
                 if name == power_field:
                     s = series.setdefault(op, Series(first_loc=loc))
                     s.t.append(ts.timestamp())
