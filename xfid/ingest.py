@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import time
@@ -135,6 +136,8 @@ def _merge_meta(table: pa.Table, meta: Mapping[str, str]) -> pa.Table:
 def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool) -> PreparedSource | FileResult | str:
     """Read one file into temp parts. Returns a prepared source, a FileResult when it is
     already ingested, or a skip reason (str) for a file found in a directory that nothing reads."""
+    if not explicit and path.name in _IGNORED_NAMES:
+        return "not a data file"
     side = load_sidecar(path)
     if side.get("skip"):
         return "skipped by xfid-source.toml"
@@ -142,14 +145,12 @@ def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool) -> Pr
     if name:
         cls = adapters.get_adapter(name)
     else:
-        if not explicit and path.name in _IGNORED_NAMES:
-            return "not a data file"
         try:
             cls = adapters.detect(path)
-        except AdapterError as e:
+        except AdapterError:
             if explicit:
                 raise
-            return str(e).split(": ", 1)[-1]
+            return "no adapter recognises it"
     ctx = ReadContext(
         path=path,
         target=opts.target or side.get("target"),
@@ -195,7 +196,7 @@ def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool) -> Pr
     except XfidError:
         raise
     except (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError, UnicodeError,
-            pa.ArrowException) as e:
+            csv.Error, pa.ArrowException) as e:
         raise InputError(path, None, f"{cls.name} could not read this file: {type(e).__name__}: {e}",
                          f"check that it is a {cls.formats} file") from None
     prep.summary = {"metrics": dict(metrics), "nulls": dict(nulls), "warnings": ctx.warnings,

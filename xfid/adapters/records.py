@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
+from xfid.adapters import jsonutil
 from xfid.adapters.base import Adapter, ReadContext, head_text
 from xfid.errors import InputError
 from xfid.schema import COLUMNS, REQUIRED
@@ -140,10 +141,7 @@ class RecordsAdapter(Adapter):
             for lineno, line in enumerate(f, 1):
                 if not line.strip():
                     continue
-                try:
-                    obj = json.loads(line, parse_constant=_reject_constant)
-                except ValueError as e:
-                    raise ctx.error(f"line {lineno}", f"not valid JSON: {e}") from None
+                obj = jsonutil.loads(ctx, line, f"line {lineno}")
                 if not isinstance(obj, dict):
                     raise ctx.error(f"line {lineno}", "each line must be one JSON object")
                 if lineno == 1 or not rows and not locs:

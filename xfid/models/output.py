@@ -74,15 +74,15 @@ def ingest_records(store: Any, records: list[dict[str, Any]], path: str | Path |
                    name: str) -> Any:
     """Ingest the records through `xfid.ingest.ingest` with the xfid-records adapter.
 
-    Without `path` the records go through a temporary CSV called `name` (deterministic bytes:
-    the same bounds are recognised as already ingested).
+    Without `path` the records are kept as `<store>/generated/<name>` (deterministic bytes:
+    the same bounds are recognised as already ingested), so the file every number came from
+    still exists after the command.
     """
     from xfid.ingest import IngestOptions, ingest
 
     opts = IngestOptions(adapter="xfid-records", run=run)
-    if path is not None:
-        return ingest(store, [path], opts)
-    with tempfile.TemporaryDirectory(prefix="xfid-roofline-") as d:
-        p = Path(d) / name
-        p.write_text(csv_text(records), encoding="utf-8")
-        return ingest(store, [p], opts)
+    if path is None:
+        gen = Path(store.root) / "generated"
+        gen.mkdir(parents=True, exist_ok=True)
+        path = write_records(records, gen / name)
+    return ingest(store, [path], opts)
