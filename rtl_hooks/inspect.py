@@ -7,6 +7,7 @@ import math
 import re
 import shutil
 import tempfile
+import warnings
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -54,9 +55,17 @@ class Module:
         return {p.name: p.value for p in self.params if not p.local}
 
 
+def _import_pyverilog() -> None:
+    """Import pyverilog quietly: its __init__ leaves its VERSION file open (a ResourceWarning)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        import pyverilog.vparser.parser  # noqa: F401
+
+
 @lru_cache(maxsize=1)
 def _parser() -> Any:
     """The pyverilog parser, built once per process; its tables go to a temp dir, never the cwd."""
+    _import_pyverilog()
     from pyverilog.vparser.parser import VerilogParser
 
     out = tempfile.mkdtemp(prefix="xfid-pyverilog-")
@@ -70,6 +79,7 @@ def parse_file(path: str | Path) -> list[Module]:
     Raises:
         RTLError: the file is missing, not text, or has a syntax error (with its line).
     """
+    _import_pyverilog()
     from pyverilog.vparser import ast
     from pyverilog.vparser.parser import ParseError
 

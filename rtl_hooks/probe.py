@@ -86,6 +86,7 @@ class Probe:
         self.block = block or os.environ.get(ENV_BLOCK) or _dut_name(dut)
         self.workload = workload or f"block/{self.block}"
         self.counters = dict(counters or {})
+        self._cc_name = cycle_counter if isinstance(cycle_counter, str) else _name(cycle_counter)
         if isinstance(cycle_counter, str):
             cycle_counter = getattr(dut, cycle_counter, None) if _has(dut, cycle_counter) else None
         self.cycle_counter = cycle_counter
@@ -114,7 +115,7 @@ class Probe:
         dt_ps = t1 - self._t0
         if self.cycle_counter is not None:
             cycles: int | None = _delta(self._c0, _read(self.cycle_counter), self.cycle_counter)
-            how = f"rtl_counter:{_name(self.cycle_counter)}"
+            how = f"rtl_counter:{self._cc_name}"
         elif self.clock_period_ns:
             cycles = round(dt_ps / (self.clock_period_ns * 1000.0))
             how = f"sim_time/{self.clock_period_ns}ns"

