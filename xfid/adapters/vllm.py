@@ -47,7 +47,7 @@ class VllmAdapter(Adapter):
         t = head_text(head)
         return t.lstrip().startswith("{") and '"request_throughput"' in t and (
             '"e2el' in t or "_e2el_ms" in t or '"endpoint_type"' in t or '"median_ttft_ms"' in t
-        ) and "_e2e_latency_ms" not in t
+        ) and "_e2e_latency_ms" not in t and '"time_to_first_token"' not in t
 
     def read(self, ctx: ReadContext) -> dict[str, list[Any]]:
         cols: dict[str, list[Any]] = {k: [] for k in ("metric", "stat", "value", "unit", "n_samples", "source_loc",
