@@ -147,12 +147,14 @@ def test_target_and_workload_come_from_context(xfid_cli, tmp_path):
 
 def _cut_mid_row(text: str) -> str:
     lines = text.splitlines(keepends=True)
-    return "".join(lines[:30]) + lines[30][:90]
+    return "".join(lines[:30]) + '","'.join(lines[30].split('","')[:5]) + '"'  # cut after the 5th field
 
 
 BAD = [
     ("truncated", lambda t: _cut_mid_row(t), "line 31: expected 20 fields, got 5 (every row needs one field per "
      "header column; the file may be truncated)"),
+    ("cut in a quoted name", lambda t: t[: t.index('"127.0.0.1","ampere_fp16') + 30],
+     "line 29: the file ends inside a quoted field (truncated?)"),
     ("preamble only", lambda t: "".join(t.splitlines(keepends=True)[:6]),
      "line 6: the file ends before the Nsight Compute CSV header (truncated?)"),
     ("header only", lambda t: "".join(t.splitlines(keepends=True)[:7]), "line 7: no metric rows after the header"),

@@ -153,6 +153,8 @@ def _lines(text: str, n: int) -> str:
 TRACE_BAD = [
     ("truncated", lambda t: _lines(t, 9) + t.splitlines(keepends=True)[9][:40],
      "line 10: expected 21 fields, got 11 (every row needs one field per header column; the file may be truncated)"),
+    ("cut in a quoted name", lambda t: t[: t.index('"void flash_fwd') + 30],
+     "line 8: the file ends inside a quoted field (truncated?)"),
     ("preamble only", lambda t: _lines(t, 2), "line 2: the file ends before the nsys stats CSV header (truncated?)"),
     ("header only", lambda t: _lines(t, 3), "line 3: no trace rows after the header (truncated?)"),
     ("wrong header", lambda t: t.replace("Start (ns),Duration (ns),CorrId", "Begin (ns),Duration (ns),CorrId", 1),
@@ -168,6 +170,7 @@ TRACE_BAD = [
 ]
 SUM_BAD = [
     ("truncated", lambda t: _lines(t, 5) + t.splitlines(keepends=True)[5][:20], "line 6: expected 9 fields, got 4"),
+    ("cut in a quoted name", lambda t: t[: t.index('"ampere') + 10], "line 5: the file ends inside a quoted field"),
     ("field count", lambda t: t.replace("5.9,42882253,1024,", "5.9,42882253,", 1), "line 6: expected 9 fields, got 8"),
     ("non-numeric", lambda t: t.replace(",118213.4,", ",fast,", 1), "line 5: 'Avg (ns)' value 'fast' is not a number"),
     ("instances", lambda t: t.replace("41.6,302626304,2560,", "41.6,302626304,25.5,", 1),

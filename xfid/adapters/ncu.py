@@ -75,6 +75,7 @@ class NcuAdapter(Adapter):
         target = ctx.require("target", "Nsight Compute CSVs do not name the hardware target")
         workload = ctx.require("workload", "Nsight Compute CSVs do not name the workload")
         hdr = nvcsv.find_header(ctx, _is_header, "Nsight Compute CSV", EXPECTED, FIX)
+        nvcsv.check_tail(ctx)
         cols = [c.strip() for c in hdr.fields]
         present = [c for c in LONG if c in cols]
         if present and len(present) < len(LONG):

@@ -63,6 +63,7 @@ class NsysAdapter(Adapter):
         target = ctx.require("target", "Nsight Systems CSVs do not name the hardware target")
         workload = ctx.require("workload", "Nsight Systems CSVs do not name the workload")
         hdr = nvcsv.find_header(ctx, _is_header, "nsys stats CSV", f"{EXPECTED_SUM!r} or {EXPECTED_TRACE!r}", FIX)
+        nvcsv.check_tail(ctx)
         meta = _preamble_meta(hdr.preamble)
         fixed = {"target": target, "workload": workload}
         if _is_trace(hdr.fields):

@@ -211,3 +211,24 @@ def locate_bad_row(ctx: ReadContext, header: Header, types: dict[str, pa.DataTyp
             if v and not is_number(v):
                 return ctx.error(f"line {line}", f"{names[i]!r} value {fields[i]!r} is not a number")
     return ctx.error(None, f"not a readable CSV: {err}", "the file may be truncated inside a quoted field")
+
+
+def check_tail(ctx: ReadContext) -> None:
+    """Reject a file cut inside a quoted field: CSV readers would take the cut name as whole.
+
+    Raises:
+        InputError: the last line has an unbalanced quote (the file was truncated).
+    """
+    size = ctx.path.stat().st_size
+    with ctx.path.open("rb") as f:
+        f.seek(max(0, size - (1 << 20)))
+        tail = f.read()
+        if tail.endswith(b"\n"):
+            return
+        last = tail.rsplit(b"\n", 1)[-1]
+        if last.count(b'"') % 2 == 0:
+            return
+        f.seek(0)
+        lines = 1 + sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 24), b""))
+    raise ctx.error(f"line {lines}", "the file ends inside a quoted field (truncated?)",
+                    "export the report again; the last row is incomplete")
