@@ -165,7 +165,7 @@ class NcuAdapter(Adapter):
         where = ", ".join(x for x in (f"device {kinfo['device']}" if kinfo["device"] else "",
                                       f"CC {kinfo['cc']}" if kinfo["cc"] else "") if x)
         hardware = (f"{display} ({where})" if where else display) if display else (where or None)
-        cfg: dict[str, Any] = {"tool": "ncu", **{k: v for k, v in kinfo.items() if k != "op" and v}}
+        cfg: dict[str, Any] = {k: v for k, v in kinfo.items() if k != "op" and v}
         config = canonical_json(cfg)
         parsed: dict[str, tuple[float, str]] = {}
         for line, section, name, unit, text in entries:

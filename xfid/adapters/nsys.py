@@ -82,8 +82,8 @@ class NsysAdapter(Adapter):
         stats = [(i, SUM_STATS[b], u or total_unit) for i, (b, u) in enumerate(parsed) if b in SUM_STATS]
         grid_ix, block_ix = ix.get("GridXYZ"), ix.get("BlockXYZ")
         report = meta.get("report") or ("gpukernsum" if grid_ix is not None else "cuda_gpu_kern_sum")
-        base_cfg = {"tool": "nsys", "report": report, **({"nsys_version": meta["version"]} if "version" in meta else {})}
-        software = f"nsys stats {report}"
+        base_cfg: dict[str, str] = {}  # tool and version go to `software`; config keeps launch conditions
+        software = _software(report, meta)
         cols: dict[str, list[Any]] = {k: [] for k in ("op", "metric", "stat", "value", "unit", "n_samples",
                                                       "source_loc", "null_reason", "config")}
 
@@ -147,8 +147,8 @@ def _trace(ctx: ReadContext, hdr: nvcsv.Header, fixed: dict[str, str], meta: dic
     if "Device" in by_base:
         types[by_base["Device"]] = _DICT
     report = meta.get("report", "cuda_gpu_trace")
-    base_cfg = {"tool": "nsys", "report": report, **({"nsys_version": meta["version"]} if "version" in meta else {})}
-    software = f"nsys stats {report}"
+    base_cfg: dict[str, str] = {}  # tool and version go to `software`; config keeps launch conditions
+    software = _software(report, meta)
     rows = 0
     for first, batch in nvcsv.stream_csv(ctx, hdr, types):
         t = pa.Table.from_batches([batch])
@@ -243,6 +243,11 @@ def _num(ctx: ReadContext, line: int, column: str, text: str) -> float | None:
         return nvcsv.number(t)
     except ValueError:
         raise ctx.error(f"line {line}", f"{column!r} value {text!r} is not a number") from None
+
+
+def _software(report: str, meta: dict[str, str]) -> str:
+    """`nsys 2024.5.1 stats cuda_gpu_trace` (the version when the preamble names it)."""
+    return f"nsys {meta['version']} stats {report}" if "version" in meta else f"nsys stats {report}"
 
 
 def _preamble_meta(preamble: list[str]) -> dict[str, str]:
