@@ -199,3 +199,14 @@ def test_raw_page_without_units_row(xfid_cli, tmp_path):
     f.write_text("".join(lines[:3] + lines[4:]))
     r = xfid_cli("ingest", f, "--adapter", "ncu", *CTX)
     assert r.exit_code == 2 and "line 4: expected the units row of `--page raw` (empty ID), got ID '0'" in r.output
+
+
+def test_dram_part_with_a_non_byte_unit(xfid_cli, tmp_path):
+    f = tmp_path / "mix.csv"
+    f.write_text("\n".join([
+        HEADER,
+        long_row(0, "k", "Command line profiler metrics", "dram__bytes_read.sum", "%", "1.50"),
+        long_row(0, "k", "Command line profiler metrics", "dram__bytes_write.sum", "byte", "500"),
+    ]) + "\n")
+    r = xfid_cli("ingest", f, "--adapter", "ncu", *CTX)
+    assert r.exit_code == 2 and f"Error: {f}, line 2: dram__bytes_read.sum: unit '%' (ratio) does not belong" in r.output

@@ -200,7 +200,10 @@ class NcuAdapter(Adapter):
                     ctx.skip(f"line {line}", f"{name}: unit {unit!r} is not one xfid converts")
                     continue
             if value is not None and key in DRAM_PARTS:
-                parsed[key] = (units.convert(value, unit, "bytes"), str(line))
+                try:
+                    parsed[key] = (units.convert(value, unit, "bytes"), str(line))
+                except UnitError as e:
+                    raise ctx.error(f"line {line}", f"{name}: {e}") from None
             row_cfg = canonical_json({**cfg, "memory": "dram"}) if metric == "bytes" else config
             out.add(kinfo["op"], metric, value, unit, f"line {line}", reason, hardware, row_cfg)
         if "dram__bytes.sum" not in lines_of and all(p in parsed for p in DRAM_PARTS):
