@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import json
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -28,8 +31,63 @@ def sha256_file(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def _env_json(name: str) -> dict[str, Any]:
-    raw = os.environ.get(name)
+@dataclass(frozen=True)
+class _Context:
+    """What the runner passes through the environment, parsed once per distinct environment."""
+
+    block: str | None
+    target: str | None
+    clock_ns: float | None
+    out: Path
+    params_json: str
+    sources_json: str
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return json.loads(self.params_json)
+
+    @property
+    def sources(self) -> dict[str, Any]:
+        return json.loads(self.sources_json)
+
+
+_GET_SIM_TIME: list[Any] = [None]
+_CTX: list[_Context | None] = [None]
+
+
+def _snapshot_context() -> _Context:
+    """The environment's context, read once per process (the runner sets it before the sim starts)."""
+    _CTX[0] = _context(*(os.environ.get(k) for k in _ENV_KEYS))
+    return _CTX[0]
+
+
+def reset() -> None:
+    """Forget cached context, handles and static record parts (for tests that change the environment)."""
+    _CTX[0] = None
+    for cache in (_STATIC, _HANDLES, _WIDTHS, _PARAM_CACHE, _TEST_PART):
+        cache.clear()
+    _flush_all()
+_ENV_KEYS = (ENV_BLOCK, ENV_TARGET, ENV_CLOCK_NS, ENV_OUT, ENV_PARAMS, ENV_SOURCES)
+# Caches keyed by id(); each entry also holds the object itself, so an id is never reused
+# while its entry lives.
+_STATIC: dict[tuple[Any, ...], tuple[Any, dict[str, Any], str]] = {}
+_FILES: dict[str, Any] = {}
+_HANDLES: dict[tuple[int, str], tuple[Any, Any]] = {}
+_WIDTHS: dict[int, tuple[Any, int]] = {}
+
+
+@lru_cache(maxsize=64)
+def _context(block: str | None, target: str | None, clock: str | None, out: str | None,
+             params: str | None, sources: str | None) -> _Context:
+    try:
+        clock_ns = float(clock) if clock else None
+    except ValueError:
+        clock_ns = None
+    return _Context(block or None, target or None, clock_ns, Path(out or DEFAULT_OUT),
+                    json.dumps(_json_obj(params), sort_keys=True), json.dumps(_json_obj(sources), sort_keys=True))
+
+
+def _json_obj(raw: str | None) -> dict[str, Any]:
     if not raw:
         return {}
     try:
@@ -39,12 +97,60 @@ def _env_json(name: str) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
+FLUSH_S = 0.25
+"""Records reach the file at most this long after their op (and always at exit)."""
+_last_flush = [0.0]
+
+
+def _write(path: Path, line: str) -> None:
+    f = _writer(path)
+    f.write(line + "\n")
+    now = time.monotonic()
+    if now - _last_flush[0] > FLUSH_S:
+        _flush_all()
+        _last_flush[0] = now
+
+
+def _flush_all() -> None:
+    for f in _FILES.values():
+        if not f.closed:
+            f.flush()
+
+
+def _writer(path: Path) -> Any:
+    """An append-mode file kept open for the process (one open per output, not per op)."""
+    key = str(path)
+    f = _FILES.get(key)
+    if f is None or f.closed:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        f = _FILES[key] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed at exit
+    return f
+
+
+@atexit.register
+def _close_all() -> None:
+    for f in _FILES.values():
+        f.close()
+    _FILES.clear()
+
+
+def _sub_handle(dut: Any, name: str) -> Any:
+    key = (id(dut), name)
+    if key not in _HANDLES:
+        _HANDLES[key] = (dut, getattr(dut, name) if _has(dut, name) else None)
+    return _HANDLES[key][1]
+
+
 def _read(handle: Any) -> int:
     return int(handle.value)
 
 
 def _sim_ps() -> int:
-    from cocotb.simtime import get_sim_time
+    get_sim_time = _GET_SIM_TIME[0]
+    if get_sim_time is None:
+        from cocotb.simtime import get_sim_time
+
+        _GET_SIM_TIME[0] = get_sim_time
 
     return round(get_sim_time("ps"))
 
@@ -81,25 +187,32 @@ class Probe:
                  counters: Mapping[str, Any] | None = None, cycle_counter: Any = "cycle_count",
                  clock_period_ns: float | None = None, params: Mapping[str, Any] | None = None,
                  out: str | Path | None = None, extra: Mapping[str, Any] | None = None):
+        ctx = _CTX[0] or _snapshot_context()
         self.dut = dut
         self.op = op
-        self.block = block or os.environ.get(ENV_BLOCK) or _dut_name(dut)
+        self.block = block or ctx.block or _dut_name(dut)
         self.workload = workload or f"block/{self.block}"
-        self.counters = dict(counters or {})
-        self._cc_name = cycle_counter if isinstance(cycle_counter, str) else _name(cycle_counter)
+        self.counters = counters or {}
         if isinstance(cycle_counter, str):
-            cycle_counter = getattr(dut, cycle_counter, None) if _has(dut, cycle_counter) else None
+            self._cc_name = cycle_counter
+            cycle_counter = _sub_handle(dut, cycle_counter)
+        else:
+            self._cc_name = _name(cycle_counter)
         self.cycle_counter = cycle_counter
-        env_clk = os.environ.get(ENV_CLOCK_NS)
-        self.clock_period_ns = clock_period_ns if clock_period_ns is not None else (float(env_clk) if env_clk else None)
-        self.params = dict(params) if params is not None else _env_json(ENV_PARAMS)
-        self.out = Path(out or os.environ.get(ENV_OUT) or DEFAULT_OUT)
-        self.extra = dict(extra or {})
+        self.clock_period_ns = clock_period_ns if clock_period_ns is not None else ctx.clock_ns
+        self._params_arg = params
+        self._ctx = ctx
+        self.out = Path(out) if out else ctx.out
+        self.extra = extra or {}
         self.record: dict[str, Any] | None = None
         self._t0 = 0
         self._c0 = 0
         self._k0: dict[str, int] = {}
         self._wall0 = 0.0
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self._params_arg) if self._params_arg is not None else dict(self._ctx.params)
 
     def __enter__(self) -> Probe:
         self._wall0 = time.perf_counter()
@@ -111,8 +224,7 @@ class Probe:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        t1 = _sim_ps()
-        dt_ps = t1 - self._t0
+        dt_ps = _sim_ps() - self._t0
         if self.cycle_counter is not None:
             cycles: int | None = _delta(self._c0, _read(self.cycle_counter), self.cycle_counter)
             how = f"rtl_counter:{self._cc_name}"
@@ -122,42 +234,38 @@ class Probe:
         else:
             cycles, how = None, "none (no cycle counter and no clock period)"
         counts = {k: _delta(self._k0[k], _read(h), h) for k, h in self.counters.items()}
-        self.record = self._make(cycles, how, dt_ps, counts, exc)
-        self.out.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.out, "a", encoding="utf-8") as f:
-            f.write(json.dumps(self.record, sort_keys=True, default=str) + "\n")
-
-    def _make(self, cycles: int | None, how: str, dt_ps: int, counts: dict[str, int],
-              exc: BaseException | None) -> dict[str, Any]:
-        import cocotb
-
-        params, params_from = _check_params(self.dut, self.params)
-        return {
-            "format": FORMAT,
-            "block": self.block,
-            "toplevel": _dut_name(self.dut),
-            "target": os.environ.get(ENV_TARGET) or None,
-            "workload": self.workload,
-            "op": self.op,
-            "test": _test_name(),
-            "passed": exc is None,
+        static, static_json = self._static()
+        dynamic = {
+            "format": FORMAT, "op": self.op, "passed": exc is None,
             "error": None if exc is None else f"{type(exc).__name__}: {exc}"[:500],
-            "cycles": cycles,
-            "cycles_from": how,
-            "sim_time_ps": dt_ps,
-            "counters": counts,
-            "params": params,
-            "params_from": params_from,
-            "simulator": getattr(cocotb, "SIM_NAME", None),
-            "simulator_version": getattr(cocotb, "SIM_VERSION", None),
-            "cocotb_version": cocotb.__version__,
-            "seed": _regression_seed(),
-            "test_seed": getattr(cocotb, "RANDOM_SEED", None),
-            "sources": _env_json(ENV_SOURCES),
-            "extra": self.extra,
-            "wall_s": round(time.perf_counter() - self._wall0, 6),
+            "cycles": cycles, "cycles_from": how, "sim_time_ps": dt_ps, "counters": counts,
+            "extra": self.extra, "wall_s": round(time.perf_counter() - self._wall0, 6),
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
+        test, test_json = _test_part()
+        self.record = {**dynamic, **test, **static}
+        line = json.dumps(dynamic, default=str)[:-1] + ", " + test_json[1:-1] + ", " + static_json[1:]
+        _write(self.out, line)
+
+    def _static(self) -> tuple[dict[str, Any], str]:
+        """The fields that are the same for every op of this DUT and context, serialized once."""
+        key = (id(self.dut), self.block, self.workload, self._ctx,
+               None if self._params_arg is None else json.dumps(dict(self._params_arg), sort_keys=True, default=str))
+        hit = _STATIC.get(key)
+        if hit is None:
+            import cocotb
+
+            params, params_from = _check_params(self.dut, self.params)
+            static = {
+                "block": self.block, "toplevel": _dut_name(self.dut), "target": self._ctx.target,
+                "workload": self.workload, "params": params, "params_from": params_from,
+                "simulator": getattr(cocotb, "SIM_NAME", None),
+                "simulator_version": getattr(cocotb, "SIM_VERSION", None),
+                "cocotb_version": cocotb.__version__, "seed": _regression_seed(),
+                "sources": dict(self._ctx.sources),
+            }
+            hit = _STATIC[key] = (self.dut, static, json.dumps(static, sort_keys=True, default=str))
+        return hit[1], hit[2]
 
 
 def probe(dut: Any, op: str, **kwargs: Any) -> Probe:
@@ -185,10 +293,15 @@ def probed(op: str | Callable[..., str], **kwargs: Any) -> Callable[[Callable[..
 
 
 def _delta(start: int, end: int, handle: Any) -> int:
-    try:
-        width = len(handle)
-    except TypeError:
-        width = 64
+    hit = _WIDTHS.get(id(handle))
+    if hit is not None:
+        width = hit[1]
+    else:
+        try:
+            width = len(handle)
+        except TypeError:
+            width = 64
+        _WIDTHS[id(handle)] = (handle, width)
     return (end - start) % (1 << width) if width else end - start
 
 
@@ -206,6 +319,23 @@ def _name(handle: Any) -> str:
 
 def _dut_name(dut: Any) -> str:
     return str(getattr(dut, "_name", None) or "dut")
+
+
+_TEST_PART: dict[str, tuple[dict[str, Any], str]] = {}
+
+
+def _test_part() -> tuple[dict[str, Any], str]:
+    """The running test's name and seed, serialized once per test."""
+    import cocotb
+
+    name = _test_name()
+    seed = getattr(cocotb, "RANDOM_SEED", None)
+    key = f"{name}\x00{seed}"
+    hit = _TEST_PART.get(key)
+    if hit is None:
+        part = {"test": name, "test_seed": seed}
+        hit = _TEST_PART[key] = (part, json.dumps(part))
+    return hit
 
 
 def _regression_seed() -> int | None:
@@ -236,7 +366,7 @@ def _test_name() -> str | None:
     return name[5:] if name.startswith("Test ") else name
 
 
-_PARAM_CACHE: dict[tuple[int, str], int | None] = {}
+_PARAM_CACHE: dict[tuple[int, str], tuple[Any, int | None]] = {}
 
 
 def _check_params(dut: Any, params: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -247,11 +377,12 @@ def _check_params(dut: Any, params: dict[str, Any]) -> tuple[dict[str, Any], str
         key = (id(dut), k)
         if key not in _PARAM_CACHE:
             try:
-                _PARAM_CACHE[key] = int(getattr(dut, k).value)
+                _PARAM_CACHE[key] = (dut, int(getattr(dut, k).value))
             except Exception:  # simulators that do not expose parameters: keep the runner's value
-                _PARAM_CACHE[key] = None
-        if _PARAM_CACHE[key] is not None:
-            out[k] = _PARAM_CACHE[key]
+                _PARAM_CACHE[key] = (dut, None)
+        v = _PARAM_CACHE[key][1]
+        if v is not None:
+            out[k] = v
             seen += 1
     how = "dut" if params and seen == len(params) else "runner" if not seen else "dut+runner"
     return out, how

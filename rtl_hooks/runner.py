@@ -15,8 +15,15 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from rtl_hooks.inspect import get_module, resolve_params
-from rtl_hooks.probe import (ENV_BLOCK, ENV_CLOCK_NS, ENV_OUT, ENV_PARAMS, ENV_SOURCES, ENV_TARGET,
-                             sha256_file)
+from rtl_hooks.probe import (
+    ENV_BLOCK,
+    ENV_CLOCK_NS,
+    ENV_OUT,
+    ENV_PARAMS,
+    ENV_SOURCES,
+    ENV_TARGET,
+    sha256_file,
+)
 from xfid.errors import RTLError
 
 SIMULATORS = ("verilator", "icarus")
@@ -138,7 +145,9 @@ def build_key(sources: dict[str, str], params: Mapping[str, int], sim: Simulator
 
 def run_block(block: str | Path, params: Mapping[str, str | int] | None = None, *, sim: str | None = None,
               out: str | Path | None = None, build_root: str | Path | None = None, seed: int | None = None,
-              target: str | None = None, testcase: str | None = None, clock_ns: float = 10.0) -> RunResult:
+              target: str | None = None, testcase: str | None = None, clock_ns: float = 10.0,
+              test_module: str | None = None, tests_dir: str | Path | None = None,
+              extra_env: Mapping[str, str] | None = None) -> RunResult:
     """Build (cached) and run a block's cocotb testbench; the probe writes JSON lines to `out`.
 
     Args:
@@ -151,6 +160,9 @@ def run_block(block: str | Path, params: Mapping[str, str | int] | None = None, 
         target: the target recorded by the probe (the adapter's default is t100-a0).
         testcase: run only tests whose names end with this.
         clock_ns: the testbench clock period, for probes without an RTL cycle counter.
+        test_module, tests_dir: another cocotb test module (and its folder) to run instead of
+            the block's tests/test_<block>.py (benchmarks use this).
+        extra_env: more environment variables for the testbench.
 
     Raises:
         RTLError: unknown block/parameter/simulator, no top module, a build that fails (with
@@ -166,7 +178,9 @@ def run_block(block: str | Path, params: Mapping[str, str | int] | None = None, 
         raise RTLError(f"{bdir / 'hdl'}: no {name}.v holding the top module {name!r} (name the file after the block)")
     mod = get_module(top_file, name)
     resolved = resolve_params(mod, dict(params or {}))
-    test_file = bdir / "tests" / f"test_{name}.py"
+    tests = Path(tests_dir).resolve() if tests_dir else bdir / "tests"
+    module = test_module or f"test_{name}"
+    test_file = tests / f"{module}.py"
     if not test_file.is_file():
         raise RTLError(f"{test_file}: no cocotb testbench for block {name!r}")
     simulator = find_simulator(sim)
@@ -179,10 +193,11 @@ def run_block(block: str | Path, params: Mapping[str, str | int] | None = None, 
            ENV_SOURCES: json.dumps(sources), ENV_CLOCK_NS: str(clock_ns)}
     if target:
         env[ENV_TARGET] = target
+    env.update(extra_env or {})
     from cocotb_tools.runner import get_runner
 
     result = RunResult(name, simulator.name, resolved, build_dir, out_path, results, sources=sources)
-    with _environment(simulator.path_dirs, env, [str(bdir / "tests"), str(Path(__file__).resolve().parent.parent)]):
+    with _environment(simulator.path_dirs, env, [str(tests), str(Path(__file__).resolve().parent.parent)]):
         runner = get_runner(simulator.name)
         if simulator.name == "icarus" or not (build_dir / BUILD_STAMP).exists():
             _build(runner, hdl, name, resolved, build_dir)
@@ -190,12 +205,11 @@ def run_block(block: str | Path, params: Mapping[str, str | int] | None = None, 
         for stale in (out_path, results):
             stale.unlink(missing_ok=True)
         out_path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            runner.test(test_module=f"test_{name}", hdl_toplevel=name, hdl_toplevel_lang="verilog", build_dir=build_dir,
+        # a non-zero simulator exit is a sys.exit in cocotb's runner; results.xml (if any) says what happened
+        with contextlib.suppress(SystemExit):
+            runner.test(test_module=module, hdl_toplevel=name, hdl_toplevel_lang="verilog", build_dir=build_dir,
                         test_dir=build_dir, results_xml=str(results), seed=seed, testcase=testcase,
                         parameters=resolved, log_file=build_dir / "sim.log")
-        except SystemExit:
-            pass  # the simulator exited non-zero; results.xml (if any) says what happened
     if not results.is_file():
         raise RTLError(f"simulation of {name} left no results.xml; see {build_dir / 'sim.log'}:\n"
                        + _tail(build_dir / "sim.log"))

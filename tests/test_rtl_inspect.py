@@ -86,3 +86,9 @@ def test_parser_writes_nothing_into_cwd(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     get_module(RTL / "dma" / "hdl" / "dma.v")
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("args", [("rtl", "--help"), ("rtl", "run", "--help"), ("rtl", "inspect", "--help")])
+def test_rtl_commands_have_help(xfid_cli, args):
+    r = xfid_cli(*args)
+    assert r.exit_code == 0 and "Usage: " in r.output and len(r.output.splitlines()) > 3

@@ -9,6 +9,7 @@ import json
 import pytest
 
 import rtl_hooks
+
 probe_mod = importlib.import_module("rtl_hooks.probe")  # the module; rtl_hooks.probe is also the function
 
 
@@ -36,11 +37,13 @@ class Dut:
 def clock(monkeypatch):
     t = {"ps": 0}
     monkeypatch.setattr(probe_mod, "_sim_ps", lambda: t["ps"])
-    probe_mod._PARAM_CACHE.clear()
-    return t
+    probe_mod.reset()
+    yield t
+    probe_mod.reset()
 
 
 def lines(path):
+    probe_mod._flush_all()  # records are buffered up to FLUSH_S (and flushed at exit)
     return [json.loads(x) for x in path.read_text().splitlines()]
 
 
@@ -118,6 +121,7 @@ def test_adapter_reads_what_the_probe_writes(tmp_path, clock):
                          out=out):
         dut.cycle_count.value += 7
         dut.bytes_moved.value += 4
+    probe_mod._flush_all()
     t = CocotbAdapter().read(ReadContext(path=out))
     got = dict(zip(t.column("metric").to_pylist(), t.column("value").to_pylist(), strict=True))
     assert got == {"cycles": 7.0, "sim_time": 0.0, "bytes": 4.0, "rtl:beats": 4.0}

@@ -55,7 +55,7 @@ def read_results(path: str | Path) -> list[TestCase]:
         line = getattr(e, "position", (None,))[0]
         raise InputError(path, f"line {line}" if line else None, f"not well-formed XML: {e}") from None
     suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
-    if root.tag not in ("testsuite", "testsuites") or not suites and root.tag != "testsuites":
+    if root.tag not in ("testsuite", "testsuites"):
         raise InputError(path, None, f"not a JUnit results file (root element <{root.tag}>)",
                          "pass the results.xml written by cocotb")
     cases = []

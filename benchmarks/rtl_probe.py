@@ -1,0 +1,147 @@
+"""Benchmark: the rtl_hooks probe's overhead on the dma block, against bare cocotb testbenches.
+
+Run: `python benchmarks/rtl_probe.py [--rounds 21] [--ops 30]`. The script builds the dma
+block (cached under build/rtl), then runs this same file as a cocotb test module. In one
+simulation it times, per round and in turn, the same sweep of DMA transfers waited for in
+three ways:
+
+  timer   the bare baseline: start, one `Timer` of the op's known length, no probe;
+  edge    start, one `RisingEdge(dut.done)`, no probe (how the example testbenches wait);
+  probe   `edge` inside `rtl_hooks.probe(...)` with two counters, writing JSON lines.
+
+Rounds are short and the three ways alternate, so load from other processes hits all
+three alike. It prints simulated cycles per wall second (median of the rounds) and the
+probe's overhead ratio, probe/edge - 1 (median and minimum of the per-round ratios).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SIZES = tuple(int(x) for x in os.environ.get("BENCH_SIZES", "256,1024,4096").split(","))
+CLOCK_NS = 10
+
+
+def _env_int(name: str, default: int) -> int:
+    return int(os.environ.get(name, default))
+
+
+try:  # the cocotb side: only defines tests when imported by the simulator
+    import cocotb
+    from cocotb.clock import Clock
+    from cocotb.triggers import ClockCycles, RisingEdge, Timer
+except ImportError:  # pragma: no cover - cocotb is an xfid dependency
+    cocotb = None
+
+if cocotb is not None:
+
+    async def _start(dut, nbytes: int) -> None:
+        dut.src_beat.value, dut.dst_beat.value, dut.length.value, dut.salt.value = 0, 0, nbytes, 1
+        dut.start.value = 1
+        await RisingEdge(dut.clk)
+        dut.start.value = 0
+
+    async def _sweep(dut, mode: str, ops: int, known: dict[int, int]) -> tuple[float, int]:
+        import rtl_hooks
+
+        cyc0 = int(dut.cycle_count.value)
+        t0 = time.perf_counter()
+        for i in range(ops):
+            n = SIZES[i % len(SIZES)]
+            if mode == "timer":
+                await _start(dut, n)
+                await Timer(known[n] * CLOCK_NS, unit="ns")
+            elif mode == "edge":
+                await _start(dut, n)
+                await RisingEdge(dut.done)
+            else:
+                with rtl_hooks.probe(dut, op=f"dma[bytes={n}]",
+                                     counters={"bytes": dut.bytes_moved, "stall_cycles": dut.stall_cycles}):
+                    await _start(dut, n)
+                    await RisingEdge(dut.done)
+        wall = time.perf_counter() - t0
+        return wall, (int(dut.cycle_count.value) - cyc0) % (1 << 32)
+
+    @cocotb.test()
+    async def bench_probe_overhead(dut):
+        """Time the three ways of waiting, interleaved per round."""
+        rounds, ops = _env_int("BENCH_ROUNDS", 21), _env_int("BENCH_OPS", 30)
+        cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
+        dut.rst_n.value = 0
+        dut.start.value = 0
+        await ClockCycles(dut.clk, 2)
+        dut.rst_n.value = 1
+        await RisingEdge(dut.clk)
+        known = {}
+        for n in SIZES:  # each op's length, for the Timer baseline (+1 cycle for the start edge)
+            c0 = int(dut.cycle_count.value)
+            await _start(dut, n)
+            await RisingEdge(dut.done)
+            known[n] = int(dut.cycle_count.value) - c0 + 1
+        await _sweep(dut, "probe", ops // 4, known)  # warm-up
+        res: dict[str, list[tuple[float, int]]] = {"timer": [], "edge": [], "probe": []}
+        order = ["timer", "edge", "probe"]
+        for i in range(rounds):
+            for mode in order[i % 3:] + order[:i % 3]:  # rotate who goes first
+                res[mode].append(await _sweep(dut, mode, ops, known))
+        Path(os.environ["BENCH_OUT"]).write_text(json.dumps(res))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Build, run the cocotb benchmark in one simulation, print the figures."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=21)
+    ap.add_argument("--ops", type=int, default=30, help="ops per sweep")
+    ap.add_argument("--sizes", default="256,1024,4096", help="DMA transfer sizes in bytes, cycled through")
+    ap.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="dma parameter override")
+    args = ap.parse_args(argv)
+    root = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(root))
+    from rtl_hooks.runner import run_block
+
+    with tempfile.TemporaryDirectory() as tmp:
+        bench_out = Path(tmp) / "bench.json"
+        t0 = time.perf_counter()
+        params = dict(p.split("=", 1) for p in args.param)
+        res = run_block("dma", params, out=Path(tmp) / "probe.jsonl", build_root=root / "build" / "rtl",
+                        test_module="rtl_probe", tests_dir=Path(__file__).resolve().parent,
+                        extra_env={"BENCH_OUT": str(bench_out), "BENCH_ROUNDS": str(args.rounds),
+                                   "BENCH_SIZES": args.sizes,
+                                   "BENCH_OPS": str(args.ops)})
+        total = time.perf_counter() - t0
+        if res.failed or not bench_out.is_file():
+            sys.exit(f"benchmark simulation failed; see {res.build_dir / 'sim.log'}")
+        data = json.loads(bench_out.read_text())
+        n_records = res.records
+    rate = {m: [c / w for w, c in v] for m, v in data.items()}
+    wall = {m: [w for w, _ in v] for m, v in data.items()}
+    ratios = [p / e for p, e in zip(wall["probe"], wall["edge"], strict=True)]
+    cyc = data["probe"][0][1]
+    print(f"dma block ({' '.join(f'{k}={v}' for k, v in res.params.items())}), sizes {args.sizes} B")
+    print(f"simulator {res.simulator}, {args.rounds} rounds x {args.ops} ops "
+          f"({cyc} simulated cycles per sweep), run {'rebuilt' if res.rebuilt else 'cached'} in {total:.1f} s")
+    print(f"{'wait style':<34} {'median cycles/s':>16} {'min..max':>22}")
+    names = {"timer": "bare: one Timer per op", "edge": "bare: RisingEdge(done) per op",
+             "probe": "probe + RisingEdge(done) per op"}
+    for m in ("timer", "edge", "probe"):
+        r = rate[m]
+        print(f"{names[m]:<34} {statistics.median(r):>16,.0f} {min(r):>10,.0f}..{max(r):<10,.0f}")
+    print(f"probe overhead vs edge, per-round ratio: median {statistics.median(ratios) - 1:+.1%}, "
+          f"min {min(ratios) - 1:+.1%}, max {max(ratios) - 1:+.1%}")
+    per_op = (statistics.median(wall["probe"]) - statistics.median(wall["edge"])) / args.ops
+    print(f"probe cost per op (median wall difference): {per_op * 1e6:.0f} us; "
+          f"bare op: {statistics.median(wall['edge']) / args.ops * 1e6:.0f} us")
+    print(f"probe cycles/s vs the bare Timer testbench: "
+          f"{statistics.median(rate['probe']) / statistics.median(rate['timer']):.2f}x")
+    print(f"probe records written: {n_records}")
+
+
+if __name__ == "__main__":
+    main()
