@@ -189,7 +189,7 @@ def _module(d: Any, path: str) -> Module:
             v = port.first
             direction = type(v).__name__.lower()
             width_expr = f"[{_text(v.width.msb)}:{_text(v.width.lsb)}]" if v.width is not None else ""
-            width = 1
+            width: int | None = 1
             if v.width is not None:
                 msb, lsb = _eval(v.width.msb, env), _eval(v.width.lsb, env)
                 width = abs(msb - lsb) + 1 if msb is not None and lsb is not None else None
@@ -261,9 +261,9 @@ def format_table(mod: Module) -> str:
     if not mod.params:
         lines.append("  (none)")
     lines += ["", "ports:"]
-    w = max([len(p.name) for p in mod.ports] + [4])
-    for p in mod.ports:
-        width = "?" if p.width is None else str(p.width)
-        lines.append(f"  {p.direction:<6}  {p.name:<{w}}  {width:>4} bit{'s' if p.width != 1 else ' '}"
-                     f"{'  signed' if p.signed else ''}{'  ' + p.width_expr if p.width_expr else ''}")
+    w = max([len(q.name) for q in mod.ports] + [4])
+    for q in mod.ports:
+        width = "?" if q.width is None else str(q.width)
+        lines.append(f"  {q.direction:<6}  {q.name:<{w}}  {width:>4} bit{'s' if q.width != 1 else ' '}"
+                     f"{'  signed' if q.signed else ''}{'  ' + q.width_expr if q.width_expr else ''}")
     return "\n".join(lines)

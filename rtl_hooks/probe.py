@@ -57,8 +57,8 @@ _CTX: list[_Context | None] = [None]
 
 def _snapshot_context() -> _Context:
     """The environment's context, read once per process (the runner sets it before the sim starts)."""
-    _CTX[0] = _context(*(os.environ.get(k) for k in _ENV_KEYS))
-    return _CTX[0]
+    ctx = _CTX[0] = _context(*(os.environ.get(k) for k in _ENV_KEYS))
+    return ctx
 
 
 def reset() -> None:
@@ -360,7 +360,7 @@ def _test_name() -> str | None:
     try:
         from cocotb.task import current_task
 
-        name = str(current_task().name)
+        name = str(current_task().get_name())
     except (ImportError, AttributeError, RuntimeError):
         return None
     return name[5:] if name.startswith("Test ") else name

@@ -29,6 +29,8 @@ from xfid.errors import RTLError
 SIMULATORS = ("verilator", "icarus")
 BUILD_STAMP = ".xfid-build-ok"
 BUILD_ARGS: dict[str, list[str]] = {"verilator": [], "icarus": []}
+TIMESCALE: dict[str, tuple[str, str] | None] = {"verilator": None, "icarus": ("1ns", "1ps")}
+"""Icarus defaults to 1 s precision, too coarse for a 10 ns cocotb Clock; the blocks set no `timescale."""
 
 
 @dataclass
@@ -136,6 +138,19 @@ def _environment(path_dirs: list[str], env: Mapping[str, str], sys_path: list[st
         sys.path[:] = saved_path
 
 
+@contextlib.contextmanager
+def _locked(build_dir: Path) -> Iterator[None]:
+    """One run at a time per build dir (its results.xml and sim.log are per run)."""
+    import fcntl
+
+    with open(build_dir / ".lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def build_key(sources: dict[str, str], params: Mapping[str, int], sim: Simulator, top: str) -> str:
     """The cache key of a build: source hashes, parameters, simulator and version, toplevel."""
     blob = json.dumps({"src": sources, "p": dict(params), "sim": sim.name, "v": sim.version, "top": top},
@@ -197,7 +212,8 @@ def run_block(block: str | Path, params: Mapping[str, str | int] | None = None, 
     from cocotb_tools.runner import get_runner
 
     result = RunResult(name, simulator.name, resolved, build_dir, out_path, results, sources=sources)
-    with _environment(simulator.path_dirs, env, [str(tests), str(Path(__file__).resolve().parent.parent)]):
+    build_dir.mkdir(parents=True, exist_ok=True)
+    with _locked(build_dir), _environment(simulator.path_dirs, env, [str(tests), str(Path(__file__).resolve().parent.parent)]):
         runner = get_runner(simulator.name)
         if simulator.name == "icarus" or not (build_dir / BUILD_STAMP).exists():
             _build(runner, hdl, name, resolved, build_dir)
@@ -226,8 +242,9 @@ def _build(runner: object, hdl: list[Path], top: str, params: Mapping[str, int],
     build_dir.mkdir(parents=True, exist_ok=True)
     log = build_dir / "build.log"
     try:
+        sim = type(runner).__name__.lower()
         runner.build(sources=hdl, hdl_toplevel=top, parameters=dict(params), build_dir=build_dir,  # type: ignore[attr-defined]
-                     build_args=BUILD_ARGS.get(type(runner).__name__.lower(), []), log_file=log, always=True)
+                     build_args=BUILD_ARGS.get(sim, []), timescale=TIMESCALE.get(sim), log_file=log, always=True)
     except (RuntimeError, subprocess.CalledProcessError, SystemExit) as e:
         raise RTLError(f"building {top} failed ({e}); see {log}:\n{_tail(log)}") from None
     (build_dir / BUILD_STAMP).write_text(json.dumps(dict(params)))
