@@ -1,0 +1,228 @@
+"""Shared state of the probe: environment context, caches, the output files, cocotb facts."""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+ENV_OUT = "XFID_RTL_OUT"
+ENV_BLOCK = "XFID_RTL_BLOCK"
+ENV_PARAMS = "XFID_RTL_PARAMS"
+ENV_SOURCES = "XFID_RTL_SOURCES"
+ENV_TARGET = "XFID_RTL_TARGET"
+ENV_CLOCK_NS = "XFID_RTL_CLOCK_NS"
+DEFAULT_OUT = "xfid_rtl.jsonl"
+"""Relative to the simulator's working directory (the build dir when run by `xfid rtl run`)."""
+FORMAT = "xfid-rtl/1"
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What the runner passes through the environment, parsed once per distinct environment."""
+
+    block: str | None
+    target: str | None
+    clock_ns: float | None
+    out: Path
+    params_json: str
+    sources_json: str
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return json.loads(self.params_json)
+
+    @property
+    def sources(self) -> dict[str, Any]:
+        return json.loads(self.sources_json)
+
+
+_GET_SIM_TIME: list[Any] = [None]
+_CTX: list[_Context | None] = [None]
+
+
+def _snapshot_context() -> _Context:
+    """The environment's context, read once per process (the runner sets it before the sim starts)."""
+    ctx = _CTX[0] = _context(*(os.environ.get(k) for k in _ENV_KEYS))
+    return ctx
+
+
+def reset() -> None:
+    """Forget cached context, handles and static record parts (for tests that change the environment)."""
+    _CTX[0] = None
+    for cache in (_STATIC, _HANDLES, _WIDTHS, _PARAM_CACHE, _TEST_PART):
+        cache.clear()
+    _flush_all()
+_ENV_KEYS = (ENV_BLOCK, ENV_TARGET, ENV_CLOCK_NS, ENV_OUT, ENV_PARAMS, ENV_SOURCES)
+# Caches keyed by id(); each entry also holds the object itself, so an id is never reused
+# while its entry lives.
+_STATIC: dict[tuple[Any, ...], tuple[Any, dict[str, Any], str]] = {}
+_FILES: dict[str, Any] = {}
+_HANDLES: dict[tuple[int, str], tuple[Any, Any]] = {}
+_WIDTHS: dict[int, tuple[Any, int]] = {}
+
+
+@lru_cache(maxsize=64)
+def _context(block: str | None, target: str | None, clock: str | None, out: str | None,
+             params: str | None, sources: str | None) -> _Context:
+    try:
+        clock_ns = float(clock) if clock else None
+    except ValueError:
+        clock_ns = None
+    return _Context(block or None, target or None, clock_ns, Path(out or DEFAULT_OUT),
+                    json.dumps(_json_obj(params), sort_keys=True), json.dumps(_json_obj(sources), sort_keys=True))
+
+
+def _json_obj(raw: str | None) -> dict[str, Any]:
+    if not raw:
+        return {}
+    try:
+        v = json.loads(raw)
+    except ValueError:
+        return {}
+    return v if isinstance(v, dict) else {}
+
+
+FLUSH_S = 0.25
+"""Records reach the file at most this long after their op (and always at exit)."""
+_last_flush = [0.0]
+
+
+def _write(path: Path, line: str) -> None:
+    f = _writer(path)
+    f.write(line + "\n")
+    now = time.monotonic()
+    if now - _last_flush[0] > FLUSH_S:
+        _flush_all()
+        _last_flush[0] = now
+
+
+def _flush_all() -> None:
+    for f in _FILES.values():
+        if not f.closed:
+            f.flush()
+
+
+def _writer(path: Path) -> Any:
+    """An append-mode file kept open for the process (one open per output, not per op)."""
+    key = str(path)
+    f = _FILES.get(key)
+    if f is None or f.closed:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        f = _FILES[key] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed at exit
+    return f
+
+
+@atexit.register
+def _close_all() -> None:
+    for f in _FILES.values():
+        f.close()
+    _FILES.clear()
+
+
+def _sub_handle(dut: Any, name: str) -> Any:
+    key = (id(dut), name)
+    if key not in _HANDLES:
+        _HANDLES[key] = (dut, getattr(dut, name) if _has(dut, name) else None)
+    return _HANDLES[key][1]
+
+
+def _delta(start: int, end: int, handle: Any) -> int:
+    hit = _WIDTHS.get(id(handle))
+    if hit is not None:
+        width = hit[1]
+    else:
+        try:
+            width = len(handle)
+        except TypeError:
+            width = 64
+        _WIDTHS[id(handle)] = (handle, width)
+    return (end - start) % (1 << width) if width else end - start
+
+
+def _has(dut: Any, name: str) -> bool:
+    try:
+        getattr(dut, name)
+    except AttributeError:
+        return False
+    return True
+
+
+def _name(handle: Any) -> str:
+    return str(getattr(handle, "_name", None) or getattr(handle, "name", "?"))
+
+
+def _dut_name(dut: Any) -> str:
+    return str(getattr(dut, "_name", None) or "dut")
+
+
+_TEST_PART: dict[str, tuple[dict[str, Any], str]] = {}
+
+
+def _test_part() -> tuple[dict[str, Any], str]:
+    """The running test's name and seed, serialized once per test."""
+    import cocotb
+
+    name = _test_name()
+    seed = getattr(cocotb, "RANDOM_SEED", None)
+    key = f"{name}\x00{seed}"
+    hit = _TEST_PART.get(key)
+    if hit is None:
+        part = {"test": name, "test_seed": seed}
+        hit = _TEST_PART[key] = (part, json.dumps(part))
+    return hit
+
+
+def _regression_seed() -> int | None:
+    """The seed that reproduces the run (COCOTB_RANDOM_SEED); cocotb reseeds each test from it."""
+    try:
+        from cocotb import regression
+
+        return int(regression._manager_inst._regression_seed)
+    except (ImportError, AttributeError, TypeError, ValueError):
+        v = os.environ.get("COCOTB_RANDOM_SEED")
+        return int(v) if v and v.lstrip("-").isdigit() else None
+
+
+def _test_name() -> str | None:
+    """The running cocotb test's name (as results.xml names it)."""
+    try:
+        from cocotb import regression
+
+        return str(regression._manager_inst._test.name)
+    except (ImportError, AttributeError):  # cocotb internals moved: fall back to the task name
+        pass
+    try:
+        from cocotb.task import current_task
+
+        name = str(current_task().get_name())
+    except (ImportError, AttributeError, RuntimeError):
+        return None
+    return name[5:] if name.startswith("Test ") else name
+
+
+_PARAM_CACHE: dict[tuple[int, str], tuple[Any, int | None]] = {}
+
+
+def _check_params(dut: Any, params: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Parameters, each read back from the DUT handle where the simulator exposes it (cached)."""
+    out = dict(params)
+    seen = 0
+    for k in params:
+        key = (id(dut), k)
+        if key not in _PARAM_CACHE:
+            try:
+                _PARAM_CACHE[key] = (dut, int(getattr(dut, k).value))
+            except Exception:  # simulators that do not expose parameters: keep the runner's value
+                _PARAM_CACHE[key] = (dut, None)
+        v = _PARAM_CACHE[key][1]
+        if v is not None:
+            out[k] = v
+            seen += 1
+    how = "dut" if params and seen == len(params) else "runner" if not seen else "dut+runner"
+    return out, how
