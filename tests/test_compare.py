@@ -92,10 +92,12 @@ def test_aggregate_drift():
     assert "bias 1.000x -> 1.200x" in rep.findings[0].message
 
 
-def test_bound_violation_fails():
+def test_bound_violation_fails_and_a_known_one_is_reported():
     bv = row("a", 2.0, 1.0, kind="bound_violation", pair=("roofline", "measured"))
     c, rep = cats(BASE, [*BASE, bv])
     assert "bound" in c and rep.exit_code == 1
+    c, rep = cats([*BASE, bv], [*BASE, bv])
+    assert c == ["known_bound"] and rep.exit_code == 0
 
 
 def test_fail_on_selects_categories():

@@ -359,7 +359,8 @@ class Store:
         if "fidelity" in cols:
             i = t.column_names.index("fidelity")
             t = t.set_column(i, SCHEMA.field("fidelity"), t.column(i).cast(SCHEMA.field("fidelity").type))
-        return t
+        # one dictionary per column across all parts, so Arrow group-bys and joins work directly
+        return t.unify_dictionaries()
 
     @staticmethod
     def find_unreadable(files: Sequence[Path]) -> tuple[Path, str] | None:

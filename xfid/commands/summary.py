@@ -28,8 +28,14 @@ def print_ingest(report: IngestReport) -> None:
             click.echo(f"  ... {len(f.skipped_rows) - 5} more rows skipped")
     for f in old:
         click.echo(f"already ingested {f.path}  [{f.adapter}]  (same bytes, adapter and context: no new rows)")
-    for path, why in report.skipped:
+    docs = [p for p, why in report.skipped if why == "not a data file"]
+    other = [(p, why) for p, why in report.skipped if why != "not a data file"]
+    for path, why in other[:20]:
         click.echo(f"skipped {path}: {why}")
+    if len(other) > 20:
+        click.echo(f"skipped {len(other) - 20} more files")
+    if docs:
+        click.echo(f"skipped {len(docs)} README/xfid-source.toml file(s)")
     click.echo(f"{report.rows} new rows from {len(new)} file(s); {len(old)} already ingested; {len(report.skipped)} skipped")
 
 

@@ -10,7 +10,9 @@ from xfid.errors import XfidError
 
 CATEGORIES = ("new", "regression", "bound", "drift")
 """What `--fail-on` can name (plus `any`): new discrepancies, per-key error regressions,
-bound violations, and drift (aggregate MAPE/bias moves, or a fidelity's own values changing)."""
+bound violations the baseline did not already have, and drift (aggregate MAPE/bias moves, or
+a fidelity's own values changing). A bound violation already in the baseline is reported as
+`known_bound` every time and never passes silently, but it does not fail the gate again."""
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,7 @@ class Thresholds:
 
 @dataclass
 class Finding:
-    category: str  # new | resolved | regression | improvement | bound | aggregate | value | gone
+    category: str  # new | resolved | regression | improvement | bound | known_bound | aggregate | value | gone
     fingerprint: str | None
     key: dict[str, Any]
     baseline: Any
@@ -112,7 +114,8 @@ def compare_snapshots(base: dict[str, Any], cur: dict[str, Any], th: Thresholds 
     for fp, c in ck.items():
         b = bk.get(fp)
         if c.get("kind") == "bound_violation":
-            rep.findings.append(Finding("bound", fp, c, b and b.get("rel_error"), c.get("rel_error"),
+            known = b is not None and b.get("kind") == "bound_violation"
+            rep.findings.append(Finding("known_bound" if known else "bound", fp, c, b and b.get("rel_error"), c.get("rel_error"),
                                         f"bound violation: {c.get('reference')} value {c.get('reference_value'):.6g} is beyond the roofline bound {c.get('candidate_value'):.6g}"
                                         if c.get("reference_value") is not None and c.get("candidate_value") is not None else "bound violation"))
         if _bad(c.get("kind")) and (b is None or not _bad(b.get("kind"))):
@@ -151,7 +154,8 @@ def compare_snapshots(base: dict[str, Any], cur: dict[str, Any], th: Thresholds 
         if a.get("bias") and b.get("bias") and abs(math.log(a["bias"] / b["bias"])) > math.log1p(th.bias_rel):
             rep.findings.append(Finding("aggregate", None, a, b["bias"], a["bias"],
                                         f"bias {b['bias']:.3f}x -> {a['bias']:.3f}x"))
-    order = {"bound": 0, "new": 1, "regression": 2, "aggregate": 3, "value": 4, "gone": 5, "resolved": 6, "improvement": 7}
+    order = {"bound": 0, "new": 1, "regression": 2, "aggregate": 3, "value": 4, "gone": 5, "known_bound": 6,
+             "resolved": 7, "improvement": 8}
     rep.findings.sort(key=lambda f: (order.get(f.category, 9), f.name))
     return rep
 

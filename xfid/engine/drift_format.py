@@ -12,7 +12,8 @@ from xfid.engine.drift import DriftReport, Finding
 TITLES = {
     "bound": "Bound violations", "new": "New discrepancies", "regression": "Error regressions",
     "aggregate": "Aggregate drift (MAPE / bias)", "value": "Fidelity values changed",
-    "gone": "No longer aligned", "resolved": "Resolved", "improvement": "Improved",
+    "gone": "No longer aligned", "known_bound": "Bound violations already in the baseline",
+    "resolved": "Resolved", "improvement": "Improved",
 }
 
 

@@ -1,0 +1,77 @@
+"""Roofline bounds for everything in a store that has a model: LLM workloads, GEMM sweeps, T100 blocks."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from typing import Any
+
+import pyarrow as pa
+
+from xfid.config import Config
+from xfid.errors import XfidError
+
+_GEMM = re.compile(r"^gemm\[m=(\d+),n=(\d+),k=(\d+)\]$")
+_BLOCK_OPS = {
+    "gemm_tile": re.compile(r"^gemm_tile\[m=(\d+),n=(\d+),k=(\d+)\]$"),
+    "dma": re.compile(r"^dma\[bytes=(\d+)\]$"),
+    "omvm": re.compile(r"^omvm\[vectors=(\d+)\]$"),
+}
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "x"
+
+
+def plan_bounds(records: pa.Table, config: Config) -> tuple[list[tuple[str, list[dict[str, Any]]]], list[str]]:
+    """Bounds to compute for the (target, workload, op) keys of the higher fidelities in `records`.
+
+    Returns ([(file name, roofline records)], notes about what had no model). A target missing
+    from the config, an unknown model or a workload id of another shape is noted and skipped.
+    """
+    from xfid.models import blocks, llm, roofline
+
+    t = records.select(["fidelity", "target", "workload", "op", "config"]).to_pylist()
+    keys: dict[tuple[str, str], set[str]] = defaultdict(set)
+    precision: dict[tuple[str, str], str] = {}
+    for r in t:
+        if r["fidelity"].startswith("roofline"):
+            continue
+        keys[(r["target"], r["workload"])].add(r["op"])
+        if r["config"] and (r["target"], r["workload"]) not in precision:
+            try:
+                p = json.loads(r["config"]).get("precision")
+            except ValueError:
+                p = None
+            if isinstance(p, str):
+                precision[(r["target"], r["workload"])] = p
+    out: list[tuple[str, list[dict[str, Any]]]] = []
+    notes: list[str] = []
+    for (target, workload), ops in sorted(keys.items()):
+        if target not in config.targets:
+            notes.append(f"{target}: not a configured target, no roofline")
+            continue
+        tgt = config.targets[target]
+        name = f"roofline-{_slug(target)}-{_slug(workload)}.csv"
+        try:
+            if workload.startswith("block/"):
+                block = workload.split("/", 1)[1]
+                rx = _BLOCK_OPS.get(block)
+                shapes = [",".join(m.groups()) for op in sorted(ops) if rx and (m := rx.match(op))]
+                if shapes:
+                    out.append((name, blocks.block_bounds(block, tgt, {}, shapes)))
+                continue
+            gemms = sorted({tuple(int(x) for x in m.groups()) for op in ops if (m := _GEMM.match(op))})
+            if gemms:
+                prec = precision.get((target, workload), "fp16")
+                out.append((name, roofline.gemm_bounds(gemms, tgt, prec, workload).records()))
+                continue
+            try:
+                w = llm.parse_workload(workload)
+            except XfidError:
+                continue  # not an LLM workload id: nothing to bound
+            out.append((name, roofline.workload_bounds(llm.resolve_model(w.model), w, tgt).records()))
+        except XfidError as e:
+            notes.append(f"{target} {workload}: no roofline ({e})")
+    return out, notes
