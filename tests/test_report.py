@@ -141,7 +141,11 @@ def test_sections_and_register(hostile):
     reg = html.split('<section class="register"')[1].split("Resolved this period")[0]
     assert reg.count("<tr class=\"kind-") == len(data.open_issues) == 40
     for i in data.open_issues:
-        assert f"<td>{i['id']}</td>" in reg
+        assert f"<td>{i['id']} · {i['state']}</td>" in reg
+    assert "<td>XF-1 · open</td><td class=\"kind\">bound_violation · 5.40</td>" in reg
+    xf1 = reg.split("<td>XF-1 · open</td>")[1].split("</tr>")[0]
+    assert xf1.endswith("<td>2026-11-22 (9 d) · arch-team</td>")  # first seen, age on 2026-12-01, owner
+    assert "5.01 ms roofline vs 2.64 ms archmodel" in xf1 and "+90.0% / 50.0%" in xf1
     assert "Resolved this period — 4" in html
     assert "t100-a0 is an invented example target" in html
     assert "Appendix B — full names" in html

@@ -76,7 +76,7 @@ def test_report_html_from_real_tracker(tracked, tmp_path):
     html = out.read_text(encoding="utf-8")
     assert 'data-count="open">1</td>' in html and 'data-count="resolved">1</td>' in html
     assert 'data-count="new">0</td>' in html
-    assert "<td>XF-1</td>" in html and "Resolved this period — 1" in html and "<td>XF-2</td>" in html
+    assert "<td>XF-1 · open</td>" in html and "Resolved this period — 1" in html and "<td>XF-2</td>" in html
     pairs = html.split('<table class="pairs">')[1].split("</table>")[0]
     assert "archmodel → rtl" in pairs and "better (was 27.3%)" in pairs and ">22.3%<" in pairs
     # competitive view: archmodel projection vs measured H100; tokens/s/W derived from power
