@@ -114,7 +114,9 @@ class CocotbAdapter(Adapter):
 
     def read(self, ctx: ReadContext) -> pa.Table:
         cols: dict[str, list[Any]] = {k: [] for k in _COLS}
-        if head_text(ctx.path.read_bytes()[:256]).lstrip().startswith("<"):
+        with open(ctx.path, "rb") as f:
+            is_xml = head_text(f.read(256)).lstrip().startswith("<")
+        if is_xml:
             self._xml(ctx, cols)
         else:
             self._jsonl(ctx, cols)
