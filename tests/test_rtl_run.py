@@ -48,6 +48,13 @@ def bound(block: str, p: dict[str, int], rec: dict) -> int:
             + x["vectors"] * p["VECTOR_II"])
 
 
+def shape_of(block: str, rec: dict) -> tuple[int, ...]:
+    x = rec["extra"]
+    if block == "gemm_tile":
+        return (x["m"], x["n"], x["k"])
+    return (rec["counters"]["bytes"],) if block == "dma" else (x["vectors"],)
+
+
 def records(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
@@ -65,8 +72,16 @@ def test_block_cycles_pinned_and_bounded(block, params, cycles, tmp_path):
     recs = records(res.out)
     assert all(r["passed"] for r in recs)
     assert [r["cycles"] for r in recs] == cycles
+    try:
+        from xfid.models.blocks import BLOCKS  # the roofline's block mode: same bounds, its code
+    except ImportError:
+        BLOCKS = None
     for r in recs:
         assert r["cycles"] >= bound(block, res.params, r), r["op"]
+        if BLOCKS is not None:
+            shape = shape_of(block, r)
+            assert BLOCKS[block].cycles(res.params, shape) == bound(block, res.params, r), r["op"]
+            assert BLOCKS[block].op(shape) == r["op"]
         assert r["params"] == res.params and r["params_from"] == "dut"
         assert r["workload"] == f"block/{block}" and r["seed"] == 7 and r["test"].startswith("test_")
         assert r["sources"] == res.sources and r["simulator"].lower().startswith(res.simulator[:4])
