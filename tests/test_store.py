@@ -155,3 +155,24 @@ def test_roundtrip_records_store_export(tmp_path_factory, rows):
     assert len(got) == len(want)
     for g, w in zip(got, want, strict=True):
         assert g[:4] == w[:4] and math.isclose(g[4], w[4], rel_tol=0, abs_tol=0)
+
+
+def test_disk_full_during_write_is_a_clear_error_and_nothing_is_written(tmp_path):
+    """A file-size limit (like a full disk) makes the Parquet write fail: Error:, exit 2, store as before."""
+    store = tmp_path / "s"
+    first = write_records(tmp_path / "first.csv", 20, tag="x")
+    with Store(store) as s:
+        ingest(s, [first], IngestOptions())
+    big = write_records(tmp_path / "big.csv", 300_000)
+    code = (
+        "import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN);"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000));"
+        "from xfid.cli import main; sys.argv = ['xfid', '--store', sys.argv[1], 'ingest', sys.argv[2]]; main()"
+    )
+    p = subprocess.run([sys.executable, "-c", code, str(store), str(big)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.startswith("Error: ") and "cannot write to the store" in p.stderr and "Traceback" not in p.stderr
+    with Store(store) as s:
+        assert s.read().num_rows == 20
+        assert len(s.sources()) == 1
+    assert not list((store / "records").rglob(".tmp-*"))

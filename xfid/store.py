@@ -121,6 +121,10 @@ def migrate(conn: sqlite3.Connection, component: str, migrations: Sequence[str])
         conn.execute("INSERT OR REPLACE INTO schema_version VALUES (?, ?)", (component, len(migrations)))
 
 
+class _WriteFailed(Exception):
+    """Internal: writing a temp part failed (disk full, file-size limit); its cause says why."""
+
+
 @dataclass
 class PreparedSource:
     """One source file read and written to temp Parquet parts, not yet visible."""
@@ -235,8 +239,14 @@ class Store:
                 d.mkdir(exist_ok=True)
                 tmp = d / f"{TMP_PREFIX}{uuid.uuid4().hex}.parquet"
                 prep.temps[fid] = tmp
-                w = writers[fid] = pq.ParquetWriter(tmp, FILE_SCHEMA, compression="zstd", write_page_checksum=True)
-            w.write_table(part, row_group_size=ROW_GROUP)
+                try:
+                    w = writers[fid] = pq.ParquetWriter(tmp, FILE_SCHEMA, compression="zstd", write_page_checksum=True)
+                except OSError as e:
+                    raise _WriteFailed() from e
+            try:
+                w.write_table(part, row_group_size=ROW_GROUP)
+            except OSError as e:
+                raise _WriteFailed() from e
             prep.rows += part.num_rows
 
         try:
@@ -252,16 +262,27 @@ class Store:
                         flush(fid)
             for fid in list(buf):
                 flush(fid)
-        except BaseException:
+            fault_point("store.temp_written")
+            try:
+                for fid, w in list(writers.items()):
+                    writers.pop(fid).close()
+                    with open(prep.temps[fid], "rb+") as f:
+                        os.fsync(f.fileno())
+            except OSError as e:
+                raise _WriteFailed() from e
+        except BaseException as e:
             for w in writers.values():
-                w.close()
+                with contextlib.suppress(OSError, pa.ArrowException):
+                    w.close()
             self.discard(prep)
+            if isinstance(e, _WriteFailed):
+                raise self._write_error(e.__cause__ or e) from None
             raise
-        fault_point("store.temp_written")
-        for fid, w in writers.items():
-            w.close()
-            with open(prep.temps[fid], "rb+") as f:
-                os.fsync(f.fileno())
+
+    def _write_error(self, e: BaseException) -> StoreError:
+        why = getattr(e, "strerror", None) or str(e)
+        return StoreError(f"{self.root}: cannot write to the store: {why} "
+                          "(free disk space or raise the file-size limit; nothing was written)")
 
     def discard(self, prep: PreparedSource) -> None:
         for tmp in prep.temps.values():
@@ -296,12 +317,16 @@ class Store:
                                           (str(final.relative_to(self.records)), p.source_id, fid, rows))
                     p.temps.clear()
                 fault_point("store.before_commit")
-        except BaseException:
+        except BaseException as e:
             for f in renamed:
                 with contextlib.suppress(FileNotFoundError):
                     f.unlink()
             for p in preps:
                 self.discard(p)
+            if isinstance(e, OSError):
+                raise self._write_error(e) from None
+            if isinstance(e, sqlite3.OperationalError) and ("full" in str(e) or "disk" in str(e)):
+                raise self._write_error(e) from None
             raise
 
     def _sweep_orphans(self) -> list[Path]:
