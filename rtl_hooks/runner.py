@@ -221,8 +221,9 @@ def run_block(block: str | Path, params: Mapping[str, str | int] | None = None, 
         for stale in (out_path, results):
             stale.unlink(missing_ok=True)
         out_path.parent.mkdir(parents=True, exist_ok=True)
-        # a non-zero simulator exit is a sys.exit in cocotb's runner; results.xml (if any) says what happened
-        with contextlib.suppress(SystemExit):
+        # a failing simulator is a sys.exit or RuntimeError in cocotb's runner; results.xml (if any)
+        # says what happened, else the error below quotes sim.log
+        with contextlib.suppress(SystemExit, RuntimeError):
             runner.test(test_module=module, hdl_toplevel=name, hdl_toplevel_lang="verilog", build_dir=build_dir,
                         test_dir=build_dir, results_xml=str(results), seed=seed, testcase=testcase,
                         parameters=resolved, log_file=build_dir / "sim.log")

@@ -147,3 +147,14 @@ def test_python_m_rtl_hooks(tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
     assert [r["cycles"] for r in json.loads(p.stdout)["records"]][:2] == [15, 76]
     assert not (tmp_path / "parser.out").exists()
+
+
+def test_broken_testbench_is_an_error_not_a_traceback(xfid_cli, tmp_path):
+    block = tmp_path / "dma"
+    shutil.copytree(ROOT / "fixtures" / "rtl" / "dma" / "hdl", block / "hdl")  # same sources: cached build
+    (block / "tests").mkdir()
+    (block / "tests" / "test_dma.py").write_text("import cocotb\n\nthis is not python\n")
+    r = xfid_cli("rtl", "run", str(block), "--build-dir", str(BUILD))
+    assert r.exit_code == 2, r.output
+    assert r.output.startswith("Error: simulation of dma left no results.xml; see ")
+    assert "NameError: name 'this' is not defined" in r.output
