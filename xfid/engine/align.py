@@ -65,9 +65,9 @@ def add_note(notes: np.ndarray, idx: np.ndarray, text: Any) -> None:
     """Append `text` (a string or an array aligned with idx) to notes[idx], '; '-separated."""
     if not len(idx):
         return
-    texts = [text] * len(idx) if isinstance(text, str) else list(text)
-    for i, t in zip(idx.tolist(), texts, strict=True):
-        notes[i] = f"{notes[i]}; {t}" if notes[i] else t
+    t = text if isinstance(text, str) else np.asarray(text, dtype=object)
+    cur = notes[idx]
+    notes[idx] = np.where(cur == "", t, cur + "; " + t)
 
 
 def _side(sel: Selected, fid: int, conv: tuple[str, str, str] | None, clocks: np.ndarray,
@@ -194,6 +194,8 @@ def _lookup(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.n
 
 def _tolerances(sel: Selected, pair: Pair, config: Config, m, o, s):
     """Relative and absolute tolerance per row (first matching [[tolerance]] rule, then default)."""
+    if all(t.op == "*" for t in config.tolerances):
+        o = np.zeros_like(o)  # no rule looks at the op: one lookup per (metric, stat)
     mos, _ = combine([m, o, s], [len(sel.dims["metric"]), len(sel.dims["op"]), len(sel.dims["stat"])])
     uniq, inv = np.unique(mos, return_inverse=True)
     rel = np.empty(len(uniq))
@@ -246,8 +248,9 @@ def _notes(sel, pair, ce, ref, hit, flagged_ref, cconv, ref_conv, notes) -> None
     add_note(notes, np.flatnonzero(sel.flagged[ce]), "candidate flagged invalid/failed_test")
     for side, idx in (("candidate", ce), ("reference", np.where(hit, ref, -1))):
         ok = idx >= 0
-        multi = np.flatnonzero(ok & (sel.n[np.where(ok, idx, 0)] > 1))
-        add_note(notes, multi, [f"{side}: median of {sel.n[idx[i]]} records" for i in multi])
+        cnt = sel.n[np.where(ok, idx, 0)]
+        for k in np.unique(cnt[ok & (cnt > 1)]):
+            add_note(notes, np.flatnonzero(ok & (cnt == k)), f"{side}: median of {k} records")
         if sel.notes:
             rows = np.flatnonzero(ok & np.isin(idx, np.fromiter(sel.notes, np.int64)))
             add_note(notes, rows, [f"{side}: {sel.notes[int(idx[i])]}" for i in rows])

@@ -12,7 +12,7 @@ import pyarrow as pa
 from xfid.config import Config
 from xfid.engine.align import KINDS, MISSING, OK, PairRows, align_pair
 from xfid.engine.contract import COMPARISON_COLUMNS, ROW_COLUMNS, Correlation
-from xfid.engine.fingerprint import fingerprint
+from xfid.engine.fingerprint import fingerprints as batch_fingerprints
 from xfid.engine.keys import combine, raw_codes
 from xfid.engine.mismatch import MismatchChecker
 from xfid.engine.opmap import COVERAGE_EXTRA
@@ -43,7 +43,7 @@ def engine_settings(config: Config) -> dict[str, Any]:
 def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Sequence[str] | None = None,
               as_of: Any = None, targets: Iterable[str] | None = None, pairs: Iterable[Any] | None = None,
               include_missing: bool = False, kendall: bool = True, bootstrap: bool = True,
-              fingerprints: str = "all") -> Correlation:
+              fingerprints: str = "all", provenance: bool = True) -> Correlation:
     """Align the fidelities in `store` and compute errors, aggregates and discrepancies.
 
     Args:
@@ -55,7 +55,9 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
         pairs: `"cand->ref"` strings (default: `[[compare]]`, else the DESIGN.md defaults).
         include_missing: list missing_reference rows among the discrepancies too.
         kendall / bootstrap: compute Kendall tau and the bootstrap CIs (both on by default).
-        fingerprints: "all" rows, or only "discrepancies" (faster on huge stores; None elsewhere).
+        fingerprints: "all" rows, or only "discrepancies" other than missing_reference (faster on
+            huge stores; None elsewhere).
+        provenance: read source_loc for every row (False leaves the *_source_loc columns None).
 
     Returns:
         A Correlation with the contract columns (xfid.engine.contract) plus ROW_EXTRA.
@@ -70,7 +72,8 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
     settings = engine_settings(config)
     prefer = parse_run(run)
     when = parse_as_of(as_of)
-    table = load(store, targets=targets or None, as_of=when.to_pydatetime() if when is not None else None)
+    table = load(store, targets=targets or None, as_of=when.to_pydatetime() if when is not None else None,
+                 source_loc=provenance)
     sel = select(table, config, run=prefer)
     pair_list = resolve_pairs(config, pairs, sel.fidelities)
     units_code, unit_names = raw_codes(table.column("unit")) if table.num_rows else (np.zeros(0, np.int64), [])
@@ -90,19 +93,17 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
             info.update(pr.counts)
             results.append(pr)
         pair_info.append(info)
-    rows = _rows_frame(sel, results, table, fingerprints)
+    rows = _rows_frame(sel, results, table, fingerprints, provenance)
     comparisons = _comparisons(sel, results, settings, kendall, bootstrap)
     disc = rows[rows["kind"] != "ok"] if include_missing else rows[~rows["kind"].isin(["ok", "missing_reference"])]
     disc = disc.sort_values(["severity", "fingerprint"], ascending=[False, True], kind="stable").reset_index(drop=True)
-    if fingerprints != "all" and len(disc):
-        disc = disc.copy()
     clocks = {t: config.targets[t].clock_hz for t in sel.dims["target"] if t in config.targets}
     out_settings = {
         **settings, "run": prefer, "as_of": when.isoformat() if when is not None else None,
         "targets": targets or sorted(sel.dims["target"]), "pairs": pair_info,
         "clock_hz": {t: c for t, c in clocks.items() if any(p.convert for p in pair_list)},
         "counts": sel.counts, "additive_metrics": sorted(ADDITIVE), "op_map_rules": len(config.op_maps),
-        "kendall": kendall, "bootstrap": bootstrap, "fingerprints": fingerprints,
+        "kendall": kendall, "bootstrap": bootstrap, "fingerprints": fingerprints, "provenance": provenance,
         "ci_method": (f"percentile bootstrap, {settings['bootstrap_resamples']} resamples, seed "
                       f"{settings['bootstrap_seed']}, exact up to n={settings['bootstrap_exact_max_n']}, "
                       "normal approximation of the bootstrap above") if bootstrap else None,
@@ -129,55 +130,64 @@ def _text(table: pa.Table, name: str, idx: np.ndarray) -> pd.Categorical:
     return _cat(c, cats)
 
 
-def _rows_frame(sel: Selected, results: list[PairRows], table: pa.Table, fingerprints: str) -> pd.DataFrame:
+def _locs(table: pa.Table, idx: np.ndarray, provenance: bool) -> Any:
+    if not provenance or not len(idx):
+        return pd.Series([None] * len(idx), dtype=object)
+    taken = table.column("source_loc").take(pa.array(np.maximum(idx, 0), mask=idx < 0))
+    return pd.Series(taken.to_pandas(), dtype=object) if len(idx) < 100_000 else taken.to_pandas()
+
+
+def _rows_frame(sel: Selected, results: list[PairRows], table: pa.Table, fingerprints: str,
+                provenance: bool = True) -> pd.DataFrame:
     if not results:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in (*ROW_COLUMNS, *ROW_EXTRA)})
     cat = lambda k: np.concatenate([getattr(r, k) for r in results])  # noqa: E731
     cand, ref = cat("cand"), cat("ref")
     c = sel.codes
-    labels = [f"{r.pair.candidate}\x00{r.pair.reference}" for r in results]
-    pair_code = np.repeat(np.arange(len(results)), [len(r.cand) for r in results])
     fids = sorted({r.pair.candidate for r in results} | {r.pair.reference for r in results})
-    cand_code = np.array([fids.index(lbl.split("\x00")[0]) for lbl in labels])[pair_code]
-    ref_code = np.array([fids.index(lbl.split("\x00")[1]) for lbl in labels])[pair_code]
+    pair_code = np.repeat(np.arange(len(results)), [len(r.cand) for r in results])
+    cand_code = np.array([fids.index(r.pair.candidate) for r in results])[pair_code]
+    ref_code = np.array([fids.index(r.pair.reference) for r in results])[pair_code]
     kind = cat("kind")
     rep_c = sel.rep[cand]
     rep_r = np.where(ref >= 0, sel.rep[np.maximum(ref, 0)], -1)
     ref_n = pd.array(np.where(ref >= 0, sel.n[np.maximum(ref, 0)], 0), dtype="Int64")
     ref_n[ref < 0] = pd.NA
-    loc = table.column("source_loc")
-    locs = loc.take(pa.array(np.concatenate([rep_c, np.maximum(rep_r, 0)]))).to_pylist()
+    units = cat("unit")
+    unit_names = sorted(set(units.tolist())) if len(units) < 1000 else sorted(set(np.unique(units.astype(str)).tolist()))
+    unit_codes = np.searchsorted(np.array(unit_names, dtype=object), units) if unit_names else np.zeros(0, np.int64)
     m = len(cand)
-    ref_loc = locs[m:]
-    for i in np.flatnonzero(rep_r < 0):
-        ref_loc[i] = None
+    metric = cat("metric")
     df = pd.DataFrame({
-        "fingerprint": None,
+        "fingerprint": pd.Series(np.full(m, None, dtype=object), dtype=object),
         "target": _cat(c["target"][cand], sel.dims["target"]),
         "workload": _cat(c["workload"][cand], sel.dims["workload"]),
         "op": _cat(c["op"][cand], sel.dims["op"]),
-        "metric": _cat(cat("metric"), sel.dims["metric"]),
+        "metric": _cat(metric, sel.dims["metric"]),
         "stat": _cat(c["stat"][cand], sel.dims["stat"]),
         "candidate": _cat(cand_code, fids), "reference": _cat(ref_code, fids),
         "candidate_value": cat("cand_value"), "reference_value": cat("ref_value"),
-        "unit": pd.Categorical(cat("unit")),
+        "unit": _cat(unit_codes, unit_names),
         "rel_error": cat("rel"), "log_ratio": cat("log_ratio"),
         "tolerance": cat("tol"), "tolerance_abs": cat("tol_abs"), "within": cat("within").astype(bool),
         "kind": _cat(kind.astype(np.int64), KINDS), "severity": cat("severity"),
         "candidate_n": sel.n[cand], "reference_n": ref_n,
         "candidate_run": _text(table, "run", rep_c), "reference_run": _text(table, "run", rep_r),
-        "candidate_source_path": _text(table, "source_path", rep_c), "candidate_source_loc": locs[:m],
-        "reference_source_path": _text(table, "source_path", rep_r), "reference_source_loc": ref_loc,
+        "candidate_source_path": _text(table, "source_path", rep_c),
+        "candidate_source_loc": _locs(table, rep_c, provenance),
+        "reference_source_path": _text(table, "source_path", rep_r),
+        "reference_source_loc": _locs(table, rep_r, provenance),
         "candidate_config": _text(table, "config", rep_c), "reference_config": _text(table, "config", rep_r),
-        "note": cat("note"), "efficiency": cat("efficiency"),
+        "note": pd.Series(cat("note"), dtype=object), "efficiency": cat("efficiency"),
     })
-    want = np.ones(m, bool) if fingerprints == "all" else (kind != OK)
-    fp = np.full(m, None, dtype=object)
-    tn, wn, on, mn, sn = (sel.dims[k] for k in ("target", "workload", "op", "metric", "stat"))
-    t, w, o, s, mm = c["target"][cand], c["workload"][cand], c["op"][cand], c["stat"][cand], cat("metric")
-    for i in np.flatnonzero(want).tolist():
-        fp[i] = fingerprint(tn[t[i]], wn[w[i]], on[o[i]], mn[mm[i]], sn[s[i]], fids[cand_code[i]], fids[ref_code[i]])
-    df["fingerprint"] = fp
+    want = np.flatnonzero(np.ones(m, bool) if fingerprints == "all" else (kind != OK) & (kind != MISSING))
+    if len(want):
+        e = cand[want]
+        parts = [sel.dims["target"], sel.dims["workload"], sel.dims["op"], sel.dims["metric"], sel.dims["stat"], fids, fids]
+        codes = [c["target"][e], c["workload"][e], c["op"][e], metric[want], c["stat"][e], cand_code[want], ref_code[want]]
+        fp = np.full(m, None, dtype=object)
+        fp[want] = batch_fingerprints(parts, codes)
+        df["fingerprint"] = pd.Series(fp, dtype=object)
     return df
 
 

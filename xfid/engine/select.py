@@ -47,11 +47,13 @@ class Selected:
     counts: dict[str, Any] = field(default_factory=dict)
 
 
-def load(store: Store, *, targets: Sequence[str] | None = None, as_of: Any = None) -> pa.Table:
+def load(store: Store, *, targets: Sequence[str] | None = None, as_of: Any = None,
+         source_loc: bool = True) -> pa.Table:
     """Read the columns the engine needs; low-cardinality strings come as dictionaries."""
     files = store.part_files()
+    cols = [c for c in LOAD_COLUMNS if source_loc or c != "source_loc"]
     if not files:
-        return pa.table({c: pa.array([], pa.string()) for c in LOAD_COLUMNS})
+        return pa.table({c: pa.array([], pa.float64() if c == "value" else pa.string()) for c in LOAD_COLUMNS})
     fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=set(_DICT_READ)))
     dset = ds.dataset([str(f) for f in files], format=fmt, partitioning=PARTITIONING,
                       partition_base_dir=str(store.records))
@@ -61,7 +63,10 @@ def load(store: Store, *, targets: Sequence[str] | None = None, as_of: Any = Non
     if as_of is not None:
         e = pc.field("timestamp") <= pa.scalar(as_of, pa.timestamp("us", tz="UTC"))
         expr = e if expr is None else expr & e
-    return dset.to_table(columns=list(LOAD_COLUMNS), filter=expr)
+    t = dset.to_table(columns=cols, filter=expr)
+    if not source_loc:
+        t = t.append_column("source_loc", pa.nulls(t.num_rows, pa.string()))
+    return t
 
 
 def _run_rank(fid: np.ndarray, run: np.ndarray, run_names: list[Any], ts: np.ndarray,

@@ -23,7 +23,7 @@ def grouped_ranks(gid: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
     Returns (ranks aligned with x, order used, run start flags in that order).
     """
-    order = np.lexsort((x, gid))
+    order = _group_sort(gid, x)
     xs, gs = x[order], gid[order]
     n = len(x)
     new_run = np.r_[True, (xs[1:] != xs[:-1]) | (gs[1:] != gs[:-1])] if n else np.zeros(0, bool)
@@ -37,6 +37,17 @@ def grouped_ranks(gid: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarra
     ranks = np.empty(n)
     ranks[order] = avg
     return ranks, order, new_run
+
+
+def _group_sort(gid: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Order by (gid, x): one float argsort for the ranks of x, then one int64 argsort."""
+    n = len(x)
+    if n < 2:
+        return np.arange(n)
+    ox = np.argsort(x, kind="stable")
+    rank = np.empty(n, np.int64)
+    rank[ox] = np.arange(n)
+    return np.argsort(gid.astype(np.int64) * n + rank, kind="stable")
 
 
 def _tie_pairs(gid_sorted: np.ndarray, new_run: np.ndarray, ng: int) -> np.ndarray:
@@ -96,7 +107,7 @@ def grouped_stats(gid: np.ndarray, ng: int, rel: np.ndarray, lr: np.ndarray, can
         out["bias"] = np.exp(mlr)
         out["log_rmse"] = np.sqrt(_sums(gid, lr * lr, ng) / n)
         out["within_tolerance"] = _sums(gid, within.astype(np.float64), ng) / n
-        order = np.lexsort((ape, gid))
+        order = _group_sort(gid, ape)
         gs = gid[order]
         starts = run_starts(gs)
         cnt = np.diff(np.r_[starts, len(gs)])
