@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import multiprocessing as mp
 import random
 import resource
@@ -78,10 +79,8 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
             i, j = sorted(rng.randrange(len(b) + 1) for _ in range(2))
             b[j:j] = b[i:j] * rng.randint(1, 50)
         else:  # encoding change
-            try:
+            with contextlib.suppress(UnicodeDecodeError):
                 b = bytearray(bytes(b).decode("utf-8").encode(rng.choice(["utf-16", "latin-1", "utf-8-sig"]), errors="replace"))
-            except UnicodeDecodeError:
-                pass
     return bytes(b)
 
 
@@ -106,7 +105,7 @@ def _worker(adapter: str, path: str, q) -> None:
         q.put(("TIMEOUT", ""))
     except MemoryError:
         q.put(("MEMORY", ""))
-    except BaseException as e:  # noqa: BLE001 - this is what we are hunting
+    except BaseException as e:
         q.put(("BUG", f"{type(e).__name__}: {e}"[:300] + "\n" + traceback.format_exc()[-1500:]))
 
 

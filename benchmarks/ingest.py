@@ -64,7 +64,7 @@ def make_data(rows: int, d: Path) -> tuple[Path, Path, float]:
     })
     pqf, csvf = d / f"records_{rows}.parquet", d / f"records_{rows}.csv"
     pq.write_table(t, pqf, compression="zstd")
-    plain = pa.table({n: (c.cast(pa.string()) if pa.types.is_dictionary(c.type) else c) for n, c in zip(t.column_names, t.columns)})
+    plain = pa.table({n: (c.cast(pa.string()) if pa.types.is_dictionary(c.type) else c) for n, c in zip(t.column_names, t.columns, strict=False)})
     pcsv.write_csv(plain, csvf)
     return pqf, csvf, plain.nbytes / 2**20
 

@@ -67,7 +67,7 @@ def writer(wid: int, store_path: str, work: str, ops: int, ids: list[str], q) ->
                     done["note"] += 1
             except sqlite3.OperationalError as e:
                 errors.append(f"{type(e).__name__}: {e}")
-            except Exception as e:  # noqa: BLE001 - any failure is a finding here
+            except Exception as e:
                 errors.append(f"{type(e).__name__}: {e}")
     q.put((wid, done, errors))
 

@@ -68,19 +68,19 @@ def test_resolved_is_reported_and_is_not_a_new_or_regression_failure():
 
 
 def test_regression_within_discrepancy_and_improvement():
-    c, rep = cats(BASE, [row("a", 1.02, 1.0), row("b", 1.05, 1.0), row("c", 1.5, 1.0)])
+    _c, rep = cats(BASE, [row("a", 1.02, 1.0), row("b", 1.05, 1.0), row("c", 1.5, 1.0)])
     assert [f.key["op"] for f in rep.of("regression")] == ["c"] and rep.exit_code == 1
-    c, rep = cats([row("c", 1.5, 1.0)], [row("c", 1.3, 1.0)])
+    _c, rep = cats([row("c", 1.5, 1.0)], [row("c", 1.3, 1.0)])
     assert rep.of("improvement") and not rep.of("regression")
 
 
 def test_error_change_below_threshold_is_not_drift():
-    c, rep = cats([row("c", 1.30, 1.0)], [row("c", 1.34, 1.0)])
+    c, _rep = cats([row("c", 1.30, 1.0)], [row("c", 1.34, 1.0)])
     assert "regression" not in c
 
 
 def test_fidelity_value_change_even_within_tolerance():
-    c, rep = cats([row("a", 1.00, 1.0)], [row("a", 1.07, 1.07)])  # both moved 7%, error unchanged
+    _c, rep = cats([row("a", 1.00, 1.0)], [row("a", 1.07, 1.07)])  # both moved 7%, error unchanged
     vals = rep.of("value")
     assert {f.key["fidelity"] for f in vals} == {"archmodel", "measured"} and rep.exit_code == 1
 

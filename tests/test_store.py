@@ -77,7 +77,7 @@ def test_eight_processes_ingesting_different_files(tmp_path):
     store = tmp_path / "s"
     procs = [_run_ingest(store, f) for f in files]
     for p in procs:
-        out, err = p.communicate(timeout=120)
+        _out, err = p.communicate(timeout=120)
         assert p.returncode == 0, err.decode()
     with Store(store) as s:
         assert s.read().num_rows == sum(200 + i for i in range(8))

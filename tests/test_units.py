@@ -40,7 +40,7 @@ def test_unknown_unit_is_named():
 
 
 def test_unit_of_wrong_dimension():
-    with pytest.raises(UnitError, match="unit 'W' .* does not belong to metric 'latency'"):
+    with pytest.raises(UnitError, match=r"unit 'W' .* does not belong to metric 'latency'"):
         units.canonical_unit("latency", "W")
 
 

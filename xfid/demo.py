@@ -124,11 +124,11 @@ def run_demo(store: Store, config: Config, out_dir: Path, *, progress: Callable[
     timed("correlating and updating the tracker", check)
 
     def report() -> None:
+        from datetime import UTC, datetime
+
         from xfid.report.assemble import build_report_data
         from xfid.report.period import resolve_period
         from xfid.report.render import render_html, render_pdf, write_atomic
-
-        from datetime import UTC, datetime
 
         period = resolve_period(None, None, datetime.now(UTC).date().isoformat())  # the 7 days up to today
         data = build_report_data(store, config, period, [])

@@ -264,7 +264,7 @@ class Store:
                 flush(fid)
             fault_point("store.temp_written")
             try:
-                for fid, w in list(writers.items()):
+                for fid in list(writers):
                     writers.pop(fid).close()
                     with open(prep.temps[fid], "rb+") as f:
                         os.fsync(f.fileno())

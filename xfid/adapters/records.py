@@ -14,7 +14,6 @@ import pyarrow.parquet as pq
 
 from xfid.adapters import jsonutil
 from xfid.adapters.base import Adapter, ReadContext, head_text
-from xfid.errors import InputError
 from xfid.schema import COLUMNS, REQUIRED
 
 TEXT_COLUMNS = ("fidelity", "target", "workload", "op", "metric", "stat", "unit", "run", "hardware",
@@ -144,7 +143,7 @@ class RecordsAdapter(Adapter):
                 obj = jsonutil.loads(ctx, line, f"line {lineno}")
                 if not isinstance(obj, dict):
                     raise ctx.error(f"line {lineno}", "each line must be one JSON object")
-                if lineno == 1 or not rows and not locs:
+                if lineno == 1 or (not rows and not locs):
                     self._check_columns(ctx, list(obj), f"line {lineno}")
                 bad = [k for k in obj if k not in ALLOWED]
                 if bad:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from xfid.engine.contract import Correlation
-from xfid.engine.fingerprint import fingerprint
-
 # Imported eagerly: a lazy wrapper named like its submodule is replaced by the module object
 # as soon as the submodule is first imported (`xfid.engine.correlate` would stop being callable).
-from xfid.engine.correlate import correlate  # noqa: E402  (after the light imports above)
-from xfid.engine.calibrate import CalibrationResult, calibrate  # noqa: E402
+from xfid.engine.calibrate import CalibrationResult, calibrate
+from xfid.engine.contract import Correlation
+from xfid.engine.correlate import correlate
+from xfid.engine.fingerprint import fingerprint
 
 __all__ = ["CalibrationResult", "Correlation", "calibrate", "correlate", "fingerprint"]
