@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from xfid.report.data import PairSection, op_class, sample_rows, shorten
-from xfid.report.render import fmt_qty
+from xfid.report.render import TIME_UNITS
 
 KIND_STYLE = {  # kind: (colour, marker, legend)
     "ok": ("#4c72b0", "o", "within tolerance"),
@@ -30,7 +30,7 @@ RC = {
     "axes.titlesize": 9,
 }
 SAFE = {"parse_math": False, "usetex": False}  # for every string that may come from data
-MAX_HEAT_ROWS = 20
+MAX_HEAT_ROWS = 16
 MAX_HEAT_COLS = 12
 
 
@@ -48,6 +48,16 @@ def _figure(w: float, h: float, margins: tuple[float, float, float, float] = (0.
     left, bottom, right, top = margins
     fig.subplots_adjust(left=left, bottom=bottom, right=right, top=top)
     return fig
+
+
+def tick_label(v: float, unit: str) -> str:
+    """A decade tick: `10 µs`, `1 ms`, `1e+04 cycles` (no trailing zeros)."""
+    if unit == "s" and v > 0:
+        for scale, name in TIME_UNITS:
+            if v >= scale * 0.999:
+                return f"{v / scale:.4g} {name}"
+        return f"{v / 1e-9:.4g} ns"
+    return f"{v:.4g} {unit}".strip()
 
 
 def _log_axis(axis, fmt) -> None:
@@ -77,16 +87,21 @@ def _points(p: PairSection, limit: int, seed: int) -> tuple[pd.DataFrame, int]:
     return sample_rows(pos, limit, seed), len(rows) - len(pos)
 
 
-def parity(p: PairSection, limit: int, seed: int, bound_tol: float = 0.02) -> tuple[str, list[str]]:
-    """Log-log candidate vs reference with the tolerance band, y=x, the bound line, outliers named.
+def parity(p: PairSection, limit: int, seed: int, bound_tol: float = 0.02,
+           outliers: list[dict[str, Any]] | None = None) -> tuple[str, list[str]]:
+    """Log-log candidate vs reference with the tolerance band, y=x, the bound line, outliers numbered.
+
+    Args:
+        outliers: filled with the (at most 5) numbered outliers, worst first, for a table under the plot.
 
     Returns:
         (data URI, notes about sampling / points that cannot be drawn on log axes).
     """
+    outliers = [] if outliers is None else outliers
     import matplotlib
 
     with matplotlib.rc_context(RC):
-        fig = _figure(3.6, 3.3)
+        fig = _figure(3.6, 3.0, (0.22, 0.14, 0.97, 0.91))
         ax = fig.add_subplot()
         pts, dropped = _points(p, limit, seed)
         notes = []
@@ -115,18 +130,17 @@ def parity(p: PairSection, limit: int, seed: int, bound_tol: float = 0.02) -> tu
                 ax.scatter(x[m], y[m], s=9 if kind == "ok" else 16, c=colour, marker=marker, lw=0,
                            alpha=0.7, label=f"{legend} ({m.sum():,})", rasterized=True)
         lr = np.abs(np.log(y / x))
-        worst = np.argsort(-lr)[:5]
-        for rank, i in enumerate(worst):
-            if lr[i] <= math.log1p(tol):
-                continue
-            r = pts.iloc[i]
-            label = shorten(f"{r['workload']} {r['op']}".strip(), 30)
-            ax.annotate(label, (x[i], y[i]), xytext=(6, 10 - 9 * rank), textcoords="offset points", fontsize=5.5,
-                        arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "#666"}, **SAFE)
+        for rank, i in enumerate(i for i in np.argsort(-lr)[:5] if lr[i] > math.log1p(tol)):
+            r = pts.iloc[i]  # numbered on the plot; names go in the table under it (HTML-escaped)
+            ax.annotate(str(rank + 1), (x[i], y[i]), xytext=(3, 3), textcoords="offset points", fontsize=6.5,
+                        fontweight="bold", color="#222")
+            outliers.append({"n": rank + 1, "workload": str(r["workload"]), "op": str(r["op"]),
+                             "candidate_value": float(y[i]), "reference_value": float(x[i]),
+                             "rel_error": float(y[i] / x[i] - 1), "kind": str(r.get("kind", ""))})
         ax.set_xscale("log")
         ax.set_yscale("log")
         for axis in (ax.xaxis, ax.yaxis):
-            _log_axis(axis, lambda v: fmt_qty(v, p.unit))
+            _log_axis(axis, lambda v: tick_label(v, p.unit))
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
         unit = ""
@@ -142,7 +156,7 @@ def error_cdf(p: PairSection) -> str:
     import matplotlib
 
     with matplotlib.rc_context(RC):
-        fig = _figure(3.6, 3.3)
+        fig = _figure(3.6, 3.0)
         ax = fig.add_subplot()
         rows = p.rows if p.rows is not None else pd.DataFrame()
         ape = np.sort(np.abs(rows["rel_error"].dropna().to_numpy(float))) * 100 if not rows.empty else np.array([])
@@ -182,7 +196,7 @@ def heatmap(p: PairSection) -> tuple[str | None, list[str]]:
     grid = df[df["workload"].isin(wl) & df["cls"].isin(cl)].pivot_table(
         index="workload", columns="cls", values="ape", aggfunc="mean").reindex(index=sorted(wl), columns=sorted(cl))
     with matplotlib.rc_context(RC):
-        h = 1.3 + 0.2 * len(grid.index)
+        h = 1.2 + 0.16 * len(grid.index)
         fig = _figure(7.2, h, (2.3 / 7.2, 0.8 / h, 0.98, 1 - 0.3 / h))
         ax = fig.add_subplot()
         vals = grid.to_numpy(float) * 100
@@ -208,7 +222,7 @@ def trend(p: PairSection) -> str | None:
     if len(p.trend) < 2:
         return None
     with matplotlib.rc_context(RC):
-        fig = _figure(3.6, 2.4, (0.15, 0.25, 0.97, 0.89))
+        fig = _figure(3.6, 2.1, (0.15, 0.28, 0.97, 0.88))
         ax = fig.add_subplot()
         labels = [t[0] for t in p.trend]
         ax.plot(range(len(labels)), [t[1] * 100 for t in p.trend], marker="o", ms=3, color="#4c72b0")
@@ -225,6 +239,8 @@ def trend(p: PairSection) -> str | None:
 
 def pair_figures(p: PairSection, limit: int, seed: int, bound_tol: float) -> dict[str, Any]:
     """All figures of one pair section, with the notes they produced."""
-    par, notes = parity(p, limit, seed, bound_tol)
+    outliers: list[dict[str, Any]] = []
+    par, notes = parity(p, limit, seed, bound_tol, outliers)
     heat, hnotes = heatmap(p)
-    return {"parity": par, "cdf": error_cdf(p), "heatmap": heat, "trend": trend(p), "notes": notes + hnotes}
+    return {"parity": par, "cdf": error_cdf(p), "heatmap": heat, "trend": trend(p), "outliers": outliers,
+            "notes": notes + hnotes}

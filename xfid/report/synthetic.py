@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -136,8 +137,8 @@ def synthetic_report(n_issues: int = 60, n_workloads: int = 8, seed: int = 0, ho
                      "unmatched_total": 1,
                      "fidelities": [{"target": "t100-a0", "workload": w, "have": ["roofline", "archmodel"],
                                      "missing": ["rtl", "measured"]} for w in workloads[:4]]}
-    data.sources = [{"source_id": f"{k:016x}", "path": f"fixtures/run{k}.json", "adapter": "vllm-bench",
-                     "content_hash": f"{k * 7919:016x}", "rows": 100 + k, "ingested_at": "2026-11-25T10:00:00Z",
+    data.sources = [{"source_id": hashlib.sha256(f"s{k}".encode()).hexdigest()[:16], "path": f"fixtures/run{k}.json",
+                     "adapter": "vllm-bench", "content_hash": hashlib.sha256(f"c{k}".encode()).hexdigest(), "rows": 100 + k, "ingested_at": "2026-11-25T10:00:00Z",
                      "hardware": ["h100-sxm"], "software": ["vllm 0.6.3"], "config": ['{"power_cap_w":700}']}
                     for k in range(3)]
     data.caveats = ["synthetic data: every number in this report is generated (seeded) for layout and tests"]
