@@ -228,7 +228,7 @@ def measure(n: int, workdir: Path, engines: list[str]) -> None:
     if "xfid" in res:
         for e in ("pandas", "duckdb"):
             if e in res:
-                print(f"  xfid same job is {res[e]['wall_s'] / res['xfid']['wall_s']:.1f}x faster than {e}")
+                print(f"  {e} / xfid (same job) wall time: {res[e]['wall_s'] / res['xfid']['wall_s']:.2f}")
         if "xfid-full" in res:
             print(f"  xfid full (kendall, bootstrap, all fingerprints) costs {res['xfid-full']['wall_s'] / res['xfid']['wall_s']:.1f}x the same job")
     shutil.rmtree(store, ignore_errors=True)

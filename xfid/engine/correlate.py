@@ -18,7 +18,8 @@ from xfid.engine.mismatch import MismatchChecker
 from xfid.engine.opmap import COVERAGE_EXTRA
 from xfid.engine.pairs import parse_as_of, parse_run, resolve_pairs
 from xfid.engine.select import ADDITIVE, Selected, load, select
-from xfid.engine.stats import BOOTSTRAP_EXACT_MAX_N, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, grouped_stats
+from xfid.engine.stats import (BOOTSTRAP_EXACT_MAX_N, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, global_rank,
+                               grouped_stats)
 from xfid.store import Store
 
 ROW_EXTRA = ("efficiency",)
@@ -203,6 +204,8 @@ def _comparisons(sel: Selected, results: list[PairRows], settings: dict[str, Any
         e = r.cand[idx]
         t, m, s, w = c["target"][e], r.metric[idx], c["stat"][e], c["workload"][e]
         cards = [len(sel.dims["target"]), len(sel.dims["metric"]), len(sel.dims["stat"]), len(sel.dims["workload"])]
+        ranks = (global_rank(np.abs(r.rel[idx])), global_rank(np.log(r.cand_value[idx])),
+                 global_rank(np.log(r.ref_value[idx])))
         for level in ("target", "workload"):
             parts = [t, m, s] + ([w] if level == "workload" else [])
             key, _ = combine(parts, cards[:len(parts)])
@@ -210,7 +213,7 @@ def _comparisons(sel: Selected, results: list[PairRows], settings: dict[str, Any
             st = grouped_stats(gid, len(uniq), r.rel[idx], r.log_ratio[idx], r.cand_value[idx],
                                r.ref_value[idx], r.within[idx], kendall=kendall, bootstrap=bootstrap,
                                resamples=settings["bootstrap_resamples"], seed=settings["bootstrap_seed"],
-                               exact_max_n=settings["bootstrap_exact_max_n"])
+                               exact_max_n=settings["bootstrap_exact_max_n"], ranks=ranks)
             f = pd.DataFrame({
                 "target": [sel.dims["target"][x] for x in t[first]],
                 "workload": [sel.dims["workload"][x] for x in w[first]] if level == "workload" else None,

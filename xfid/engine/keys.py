@@ -42,14 +42,16 @@ def encode(col: pa.ChunkedArray | pa.Array, extra: Iterable[str] = ()) -> tuple[
     pos = {v: i for i, v in enumerate(values)}
     remap = np.array([pos[v] for v in d], dtype=np.int64)
     idx = arr.indices
-    if idx.null_count:
+    nulls = idx.null_count
+    if nulls:
         idx = pc.fill_null(idx, -1)
-    idx = idx.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    idx = idx.to_numpy(zero_copy_only=False)
     if not len(remap):
         return np.full(len(idx), -1, np.int64), values
+    if not nulls:
+        return remap[idx], values
     out = remap[np.where(idx < 0, 0, idx)]
-    if arr.indices.null_count:
-        out[idx < 0] = -1
+    out[idx < 0] = -1
     return out, values
 
 

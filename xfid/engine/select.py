@@ -117,7 +117,8 @@ def select(table: pa.Table, config: Config, *, run: Mapping[str, str] | None = N
     rr = _run_rank(f, runc, run_names, ts, run, fid_names) if n else np.zeros(0, np.int64)
     dims = {"target": tn, "metric": mn, "stat": sn, "workload": wn, "op": on}
     cards = [len(tn), len(mn), len(sn), len(wn), len(on), len(fid_names)]
-    fk, _ = combine([t, mt, st, w, o, f], cards)
+    # selection runs in the store's file order (target, workload, op, metric): nearly sorted
+    fk, _ = combine([t, w, o, mt, st, f], [cards[0], cards[3], cards[4], cards[1], cards[2], cards[5]])
     nrr = int(rr.max()) + 1 if n else 1
     sk, _ = combine([fk, rr], [int(fk.max()) + 1 if n else 1, nrr])
     order = np.argsort(sk, kind="stable")
@@ -151,11 +152,19 @@ def select(table: pa.Table, config: Config, *, run: Mapping[str, str] | None = N
         remap = {int(np.searchsorted(idx, k)): v for k, v in notes.items() if good[k]}
         val, ok_val, cnt, rep, anyflag, efk, notes = (val[idx], ok_val[idx], cnt[idx], rep[idx],
                                                       anyflag[idx], efk[idx], remap)
+    # entries in (target, metric, stat, workload, op, fidelity) order: groups are contiguous
+    gk, _ = combine([t[rep], mt[rep], st[rep], w[rep], o[rep], f[rep]], cards)
+    reorder = np.argsort(gk, kind="stable")
+    if notes:
+        inv = np.empty_like(reorder)
+        inv[reorder] = np.arange(len(reorder))
+        notes = {int(inv[k]): v for k, v in notes.items()}
+    val, ok_val, cnt, rep, anyflag, gk = (a[reorder] for a in (val, ok_val, cnt, rep, anyflag, gk))
     codes = {"target": t[rep], "metric": mt[rep], "stat": st[rep], "workload": w[rep],
              "op": o[rep], "fid": f[rep]}
     for name in fid_names:
         _check_fidelity(name)
-    key = efk // len(fid_names) if len(fid_names) else efk
+    key = gk // len(fid_names) if len(fid_names) else gk
     return Selected(table, dims, fid_names, codes, key, val, ok_val, cnt, rep, anyflag, notes,
                     coverage, counts)
 

@@ -18,12 +18,12 @@ def _sums(gid: np.ndarray, x: np.ndarray, ng: int) -> np.ndarray:
     return np.bincount(gid, weights=x, minlength=ng)
 
 
-def grouped_ranks(gid: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def grouped_ranks(gid: np.ndarray, x: np.ndarray, rank: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Average ranks (1-based) of x within groups, plus per-position tie-run ids and run lengths.
 
     Returns (ranks aligned with x, order used, run start flags in that order).
     """
-    order = _group_sort(gid, x)
+    order = _group_sort(gid, x, rank)
     xs, gs = x[order], gid[order]
     n = len(x)
     new_run = np.r_[True, (xs[1:] != xs[:-1]) | (gs[1:] != gs[:-1])] if n else np.zeros(0, bool)
@@ -39,14 +39,21 @@ def grouped_ranks(gid: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return ranks, order, new_run
 
 
-def _group_sort(gid: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Order by (gid, x): one float argsort for the ranks of x, then one int64 argsort."""
+def global_rank(x: np.ndarray) -> np.ndarray:
+    """Position of each element in a stable sort of x (equal values get adjacent ranks)."""
+    ox = np.argsort(x, kind="stable")
+    rank = np.empty(len(x), np.int64)
+    rank[ox] = np.arange(len(x))
+    return rank
+
+
+def _group_sort(gid: np.ndarray, x: np.ndarray, rank: np.ndarray | None = None) -> np.ndarray:
+    """Order by (gid, x): the global ranks of x (one float sort, reusable), then one int sort."""
     n = len(x)
     if n < 2:
         return np.arange(n)
-    ox = np.argsort(x, kind="stable")
-    rank = np.empty(n, np.int64)
-    rank[ox] = np.arange(n)
+    if rank is None:
+        rank = global_rank(x)
     return np.argsort(gid.astype(np.int64) * n + rank, kind="stable")
 
 
@@ -91,12 +98,14 @@ def grouped_inversions(keys: np.ndarray, groups_of: np.ndarray, ng: int) -> np.n
 def grouped_stats(gid: np.ndarray, ng: int, rel: np.ndarray, lr: np.ndarray, cand: np.ndarray,
                   ref: np.ndarray, within: np.ndarray, *, kendall: bool = True, bootstrap: bool = True,
                   resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
-                  exact_max_n: int = BOOTSTRAP_EXACT_MAX_N) -> dict[str, Any]:
+                  exact_max_n: int = BOOTSTRAP_EXACT_MAX_N,
+                  ranks: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
     """Aggregate errors of rows grouped by `gid` (0..ng-1). Rows must have finite rel and lr.
 
     Returns a dict of arrays (length ng): n, mape, median_ape, bias, log_rmse, pearson_log,
     spearman, kendall, within_tolerance, mape_ci_low/high, bias_ci_low/high. NaN where a
-    statistic is undefined (n < 2, constant values; CIs need n >= 3).
+    statistic is undefined (n < 2, constant values; CIs need n >= 3). `ranks` may pass the
+    global_rank of (|rel|, log cand, log ref) when the same rows are grouped several ways.
     """
     n = np.bincount(gid, minlength=ng).astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -107,7 +116,8 @@ def grouped_stats(gid: np.ndarray, ng: int, rel: np.ndarray, lr: np.ndarray, can
         out["bias"] = np.exp(mlr)
         out["log_rmse"] = np.sqrt(_sums(gid, lr * lr, ng) / n)
         out["within_tolerance"] = _sums(gid, within.astype(np.float64), ng) / n
-        order = _group_sort(gid, ape)
+        r_ape, r_x, r_y = ranks if ranks is not None else (None, None, None)
+        order = _group_sort(gid, ape, r_ape)
         gs = gid[order]
         starts = run_starts(gs)
         cnt = np.diff(np.r_[starts, len(gs)])
@@ -118,8 +128,8 @@ def grouped_stats(gid: np.ndarray, ng: int, rel: np.ndarray, lr: np.ndarray, can
         out["median_ape"] = med
         lx, ly = np.log(cand), np.log(ref)
         out["pearson_log"] = _pearson(gid, lx, ly, n, ng)
-        rx, ox, nrx = grouped_ranks(gid, lx)
-        ry, oy, nry = grouped_ranks(gid, ly)
+        rx, ox, nrx = grouped_ranks(gid, lx, r_x)
+        ry, oy, nry = grouped_ranks(gid, ly, r_y)
         out["spearman"] = _pearson(gid, rx, ry, n, ng)
         out["kendall"] = _kendall(gid, lx, ry, n, ng, gid[ox], nrx, gid[oy], nry) if kendall else np.full(ng, np.nan)
     small = n < 2
