@@ -102,6 +102,7 @@ def test_competitive_view_picks_highest_fidelity_and_derives_tokens_per_watt():
         ("measured", "h100-sxm", w, "", "ttft", "median", 0.050),
         ("archmodel", "h100-sxm", w, "", "throughput_tokens", "value", 9999.0),  # not measured: ignored
         ("measured", "h200-sxm", "other/workload", "", "throughput_tokens", "mean", 1.0),  # no shared workload
+        ("measured", "h100-sxm", w, "", "itl", "mean", float("nan")),  # missing is missing: no cell
     ], columns=["fidelity", "target", "workload", "op", "metric", "stat", "value"]).assign(unit="", timestamp=ts)
     v = competitive_view(recs, invented=True, note="made up")
     assert v["competitors"] == ["h100-sxm"] and v["invented"]
@@ -112,6 +113,7 @@ def test_competitive_view_picks_highest_fidelity_and_derives_tokens_per_watt():
     assert by["tokens_per_joule"]["by_target"]["h100-sxm"]["value"] == pytest.approx(4.0)
     assert by["tokens_per_joule"]["by_target"]["h100-sxm"]["derived"] is True
     assert by["ttft"]["advantage"] == pytest.approx(1.25)  # lower is better: 0.050 / 0.040
+    assert "itl" not in by
     cov = fidelity_coverage(recs)
     assert {"target": "t100-a0", "workload": w, "have": ["roofline", "archmodel"], "missing": ["rtl", "measured"]} in cov
 
@@ -177,5 +179,17 @@ def test_hostile_names_stay_literal_in_svg(hostile):
         assert "xlink:href=\"file:" not in s and "href=\"http" not in s.replace('href="http://www.w3.org', "")
 
 
-def test_hostile_data_constants():
+def test_parity_numbers_only_discrepancies_and_notes_sampling():
+    from xfid.report.plots import parity
+
+    data = synthetic_report(n_issues=40, n_workloads=8, seed=3)
+    p = data.pairs[0]
+    outliers: list[dict] = []
+    _, notes = parity(p, 50, 0, 0.02, outliers)
+    bad = p.rows[p.rows["kind"] != "ok"]
+    assert len(bad) == 3 and [o["n"] for o in outliers] == [1, 2, 3]  # only discrepancies are numbered
+    assert {o["workload"] for o in outliers} <= set(bad["workload"])
+    assert notes == [f"parity plot shows a seeded sample of 50 of {len(p.rows)} points"]
+    html = render_html(data)
+    assert f"parity plot shows a seeded sample of {min(len(p.rows), 5000)}" not in html  # default cap not hit
     assert len(HOSTILE) == 4

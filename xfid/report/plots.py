@@ -60,11 +60,15 @@ def tick_label(v: float, unit: str) -> str:
     return f"{v:.4g} {unit}".strip()
 
 
-def _log_axis(axis, fmt) -> None:
-    """Decade ticks labelled with `fmt` (plain text, no mathtext), no minor ticks: cheaper and clearer."""
+def _log_axis(axis, fmt, lo: float, hi: float) -> None:
+    """Log ticks labelled with `fmt` (plain text, no mathtext), no minor ticks: cheaper and clearer.
+
+    Decades only when the axis spans two or more; 1-2-5 steps on narrower axes.
+    """
     from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
-    axis.set_major_locator(LogLocator(base=10, numticks=8))
+    subs = (1.0,) if hi / max(lo, 1e-300) >= 100 else (1.0, 2.0, 5.0)
+    axis.set_major_locator(LogLocator(base=10, subs=subs, numticks=12))
     axis.set_minor_locator(NullLocator())
     axis.set_major_formatter(FuncFormatter(lambda v, _pos: fmt(v)))
 
@@ -83,8 +87,10 @@ def _points(p: PairSection, limit: int, seed: int) -> tuple[pd.DataFrame, int]:
     rows = p.rows if p.rows is not None else pd.DataFrame()
     if rows.empty:
         return rows, 0
-    pos = rows[(rows["candidate_value"] > 0) & (rows["reference_value"] > 0)]
-    return sample_rows(pos, limit, seed), len(rows) - len(pos)
+    cand, ref = rows["candidate_value"].astype(float), rows["reference_value"].astype(float)
+    finite = rows[np.isfinite(cand) & np.isfinite(ref)]  # a missing reference is not a point
+    pos = finite[(finite["candidate_value"] > 0) & (finite["reference_value"] > 0)]
+    return sample_rows(pos, limit, seed), len(finite) - len(pos)
 
 
 def parity(p: PairSection, limit: int, seed: int, bound_tol: float = 0.02,
@@ -105,7 +111,8 @@ def parity(p: PairSection, limit: int, seed: int, bound_tol: float = 0.02,
         ax = fig.add_subplot()
         pts, dropped = _points(p, limit, seed)
         notes = []
-        n_all = 0 if p.rows is None else len(p.rows)
+        n_all = 0 if p.rows is None else int(np.isfinite(p.rows["candidate_value"].astype(float)
+                                                          * p.rows["reference_value"].astype(float)).sum())
         if len(pts) < n_all - dropped:
             notes.append(f"parity plot shows a seeded sample of {len(pts):,} of {n_all - dropped:,} points")
         if dropped:
@@ -130,7 +137,8 @@ def parity(p: PairSection, limit: int, seed: int, bound_tol: float = 0.02,
                 ax.scatter(x[m], y[m], s=9 if kind == "ok" else 16, c=colour, marker=marker, lw=0,
                            alpha=0.7, label=f"{legend} ({m.sum():,})", rasterized=True)
         lr = np.abs(np.log(y / x))
-        for rank, i in enumerate(i for i in np.argsort(-lr)[:5] if lr[i] > math.log1p(tol)):
+        bad = (kinds != "ok").to_numpy()
+        for rank, i in enumerate([i for i in np.argsort(-lr) if bad[i]][:5]):
             r = pts.iloc[i]  # numbered on the plot; names go in the table under it (HTML-escaped)
             ax.annotate(str(rank + 1), (x[i], y[i]), xytext=(3, 3), textcoords="offset points", fontsize=6.5,
                         fontweight="bold", color="#222")
@@ -140,7 +148,7 @@ def parity(p: PairSection, limit: int, seed: int, bound_tol: float = 0.02,
         ax.set_xscale("log")
         ax.set_yscale("log")
         for axis in (ax.xaxis, ax.yaxis):
-            _log_axis(axis, lambda v: tick_label(v, p.unit))
+            _log_axis(axis, lambda v: tick_label(v, p.unit), lo, hi)
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
         unit = ""
@@ -165,7 +173,7 @@ def error_cdf(p: PairSection) -> str:
             floor = max(ape[ape > 0].min() if (ape > 0).any() else 0.01, 0.01)
             ax.step(np.maximum(ape, floor), np.arange(1, ape.size + 1) / ape.size, where="post", color="#4c72b0")
             ax.set_xscale("log")
-            _log_axis(ax.xaxis, lambda v: f"{v:g}%")
+            _log_axis(ax.xaxis, lambda v: f"{v:g}%", floor, max(ape.max(), floor * 10))
             if p.tolerance is not None:
                 ax.axvline(p.tolerance * 100, color="#55a868", ls="--", lw=0.9, label=f"tolerance {p.tolerance:.0%}")
                 ax.legend(fontsize=6, loc="lower right", frameon=False)

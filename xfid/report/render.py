@@ -74,7 +74,7 @@ def render_html(data: ReportData, bound_tol: float = 0.02) -> str:
     from xfid.report.plots import pair_figures
 
     figs = [pair_figures(p, data.max_points, data.seed, bound_tol) for p in data.pairs]
-    notes = list(data.notes) + sorted({n for f in figs for n in f["notes"]})
+    notes = list(data.notes)  # figure notes go on their pair's page
     for i in [*data.open_issues, *data.resolved_issues]:
         i.setdefault("age", age_days(i.get("first_seen"), data.generated_at))
     tmpl = _env().get_template("report.html.j2")
@@ -89,7 +89,7 @@ def weasyprint():
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="HarfBuzz-Subset", category=DeprecationWarning)
         import weasyprint as wp
-        import weasyprint.urls  # noqa: F401
+        import weasyprint.urls
     return wp
 
 

@@ -94,7 +94,7 @@ def competitive_view(records: pd.DataFrame, t100: str = T100, invented: bool = F
         t100 {value, fidelity, stat} or None, by_target {target: {value, fidelity, stat}}) and flags.
     """
     want = {m for m, _, _ in COMPETITIVE_METRICS}
-    df = records[(records["op"] == "") & records["metric"].isin(want | {"power"})].copy()
+    df = records[(records["op"] == "") & records["metric"].isin(want | {"power"}) & records["value"].notna()].copy()
     df["fidelity"] = df["fidelity"].astype(str)
     mine = df[df["target"] == t100]
     rivals = df[(df["target"] != t100) & (df["fidelity"] == "measured")]
