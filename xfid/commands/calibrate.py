@@ -26,7 +26,7 @@ def render_text(res) -> str:
         lines.append(f"{r.op_class:<24} {r.limiter:<12} {r.factor:>8.3f} {r.n:>5}")
     lines += ["", f"{'by':<9} {'group':<24} {'n':>5} {'before':>8} {'after':>8}"]
     for r in res.cv.itertuples():
-        lines.append(f"{r.group_by:<9} {str(r.group):<24} {r.n:>5} {_pct(r.mape_before):>8} {_pct(r.mape_after):>8}")
+        lines.append(f"{r.group_by:<9} {r.group!s:<24} {r.n:>5} {_pct(r.mape_before):>8} {_pct(r.mape_after):>8}")
     return "\n".join(lines) + "\n"
 
 

@@ -133,7 +133,7 @@ def calibrate(store: Store, config: Config, candidate: str, reference: str, targ
     if len(workloads) > 1:
         method, folds = "leave-one-workload-out", df["workload"].to_numpy()
     else:
-        method = "leave-one-op-out (only one workload: %s)" % workloads[0]
+        method = f"leave-one-op-out (only one workload: {workloads[0]})"
         folds = df["op"].astype(str).to_numpy()
     pred = np.empty(len(df))
     for f in np.unique(folds):

@@ -15,11 +15,15 @@ from xfid.engine.contract import COMPARISON_COLUMNS, ROW_COLUMNS, Correlation
 from xfid.engine.fingerprint import fingerprints as batch_fingerprints
 from xfid.engine.keys import combine, raw_codes
 from xfid.engine.mismatch import MismatchChecker
-from xfid.engine.opmap import COVERAGE_EXTRA
 from xfid.engine.pairs import parse_as_of, parse_run, resolve_pairs
 from xfid.engine.select import ADDITIVE, Selected, load, select
-from xfid.engine.stats import (BOOTSTRAP_EXACT_MAX_N, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, global_rank,
-                               grouped_stats)
+from xfid.engine.stats import (
+    BOOTSTRAP_EXACT_MAX_N,
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    global_rank,
+    grouped_stats,
+)
 from xfid.store import Store
 
 ROW_EXTRA = ("efficiency",)

@@ -69,7 +69,7 @@ class MismatchChecker:
         w = sel.codes["workload"][ce[look]]
         combo, _ = combine([cc[look] + 1, rc[look] + 1, t, w],
                            [len(self.raw) + 1, len(self.raw) + 1, len(sel.dims["target"]), len(sel.dims["workload"])])
-        uniq, first, inv = np.unique(combo, return_index=True, return_inverse=True)
+        _, first, inv = np.unique(combo, return_index=True, return_inverse=True)
         texts: list[str | None] = []
         for i in first:
             texts.append(self._explain(self.parsed(int(cc[look[i]])), self.parsed(int(rc[look[i]])),

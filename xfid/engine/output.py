@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from typing import Any
@@ -25,10 +26,8 @@ def clean(v: Any) -> Any:
     if isinstance(v, (list, tuple)):
         return [clean(x) for x in v]
     if hasattr(v, "item") and not isinstance(v, (str, bytes)):
-        try:
+        with contextlib.suppress(ValueError, AttributeError):
             v = v.item()
-        except (ValueError, AttributeError):
-            pass
     if isinstance(v, float) and not math.isfinite(v):
         return None
     try:
