@@ -185,11 +185,11 @@ def test_parity_numbers_only_discrepancies_and_notes_sampling():
     data = synthetic_report(n_issues=40, n_workloads=8, seed=3)
     p = data.pairs[0]
     outliers: list[dict] = []
-    _, notes = parity(p, 50, 0, 0.02, outliers)
+    _, notes = parity(p, 20, 0, 0.02, outliers)
     bad = p.rows[p.rows["kind"] != "ok"]
     assert len(bad) == 3 and [o["n"] for o in outliers] == [1, 2, 3]  # only discrepancies are numbered
     assert {o["workload"] for o in outliers} <= set(bad["workload"])
-    assert notes == [f"parity plot shows a seeded sample of 50 of {len(p.rows)} points"]
+    assert notes == ["parity plot shows a seeded sample of 20 of 40 points"]
     html = render_html(data)
     assert f"parity plot shows a seeded sample of {min(len(p.rows), 5000)}" not in html  # default cap not hit
     assert len(HOSTILE) == 4

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import io
-import math
 from typing import Any
 
 import numpy as np
