@@ -151,3 +151,19 @@ def test_fetcher_allows_only_data_uris(tmp_path):
     assert round(doc.pages[0].width) == 794  # A4 at 96 dpi: the file:// stylesheet was not applied
     with pytest.raises(ValueError, match="disallowed protocol"):
         DataOnlyFetcher.make().fetch(css.as_uri())
+
+
+def test_report_without_checks_correlates_live(xfid_cli, tmp_path):
+    """No `xfid check` yet: the report correlates at render time and says so."""
+    csv = tmp_path / "records.csv"
+    csv.write_text(RECORDS, encoding="utf-8")
+    assert xfid_cli("ingest", csv).exit_code == 0
+    out = tmp_path / "live.html"
+    r = xfid_cli("report", "--week", "2026-W48", "--html", "-o", out)
+    assert r.exit_code == 0, r.output
+    assert r.output.strip() == f"wrote {out} (HTML, 0 open issues, 1 pairs)"
+    html = out.read_text(encoding="utf-8")
+    assert "no `xfid check` has been recorded: numbers come from a correlation run at report time" in html
+    pairs = html.split('<table class="pairs">')[1].split("</table>")[0]
+    assert "roofline → archmodel" in pairs and "throughput_tokens/value" in pairs
+    assert ">29.2%<" in pairs and ">1.29×<" in pairs  # |3100 - 2400| / 2400; 3100 / 2400
