@@ -195,9 +195,8 @@ def _median_groups(v: np.ndarray, flagged: np.ndarray, starts: np.ndarray, rows:
     cnt = sizes.astype(np.int64)
     multi = np.flatnonzero(sizes > 1)
     if len(multi):
-        gid = group_ids(starts, m)
-        in_multi = np.isin(gid, multi)
-        pos = np.flatnonzero(in_multi)
+        gid = np.repeat(np.arange(len(starts)), sizes)
+        pos = np.flatnonzero(np.repeat(sizes > 1, sizes))
         for vals, target, with_rep in ((v, val, True), (np.where(flagged, np.nan, v), ok, False)):
             sub_v = vals[pos]
             sub_g = gid[pos]
