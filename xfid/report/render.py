@@ -26,6 +26,12 @@ def fmt_num(v: Any, digits: int = 3) -> str:
     return f"{v:.{digits - 1}e}"
 
 
+def clip(text: Any, n: int = 400) -> str:
+    """Long provenance strings cut to `n` characters (the full text: `xfid sources --format json`)."""
+    t = str(text)
+    return t if len(t) <= n else f"{t[:n]}… ({len(t)} characters in all)"
+
+
 def fmt_qty(v: Any, unit: str = "") -> str:
     """A value with its unit; seconds scaled to ms/µs/ns."""
     if is_missing(v):
@@ -57,7 +63,7 @@ def _env():
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("xfid.report", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(num=fmt_num, qty=fmt_qty, pct=fmt_pct, ci=fmt_ci, short=shorten)
+    env.filters.update(num=fmt_num, qty=fmt_qty, pct=fmt_pct, ci=fmt_ci, short=shorten, clip=clip)
     return env
 
 
@@ -67,19 +73,31 @@ def _css() -> str:
     return resources.files("xfid.report").joinpath("templates/report.css").read_text(encoding="utf-8")
 
 
+MIN_PLOT = 3
+
+
 def render_html(data: ReportData, bound_tol: float = 0.02) -> str:
     """The whole report as one HTML string (figures inline as SVG data: URIs)."""
     import markupsafe
 
     from xfid.report.plots import pair_figures
 
-    figs = [pair_figures(p, data.max_points, data.seed, bound_tol) for p in data.pairs]
+    # a pair with fewer than MIN_PLOT keys says nothing a plot could show: its keys go in one
+    # compact table instead of a page of empty axes each
+    plotted = [p for p in data.pairs if p.n >= MIN_PLOT]
+    small = [p for p in data.pairs if p.n < MIN_PLOT]
+    figs = [pair_figures(p, data.max_points, data.seed, bound_tol) for p in plotted]
     notes = list(data.notes)  # figure notes go on their pair's page
     for i in [*data.open_issues, *data.resolved_issues]:
         i.setdefault("age", age_days(i.get("first_seen"), data.generated_at))
     tmpl = _env().get_template("report.html.j2")
-    return tmpl.render(d=data, figs=figs, notes=notes, names=long_names(data), bound_tol=bound_tol,
-                       css=markupsafe.Markup(_css()))
+    small_rows = []
+    for p in small:
+        rows = p.rows.to_dict("records") if p.rows is not None and len(p.rows) else [{}]
+        for r in rows:
+            small_rows.append({"pair": p, "row": r})
+    return tmpl.render(d=data, plotted=plotted, small_rows=small_rows, min_plot=MIN_PLOT, figs=figs, notes=notes,
+                       names=long_names(data), bound_tol=bound_tol, css=markupsafe.Markup(_css()))
 
 
 def weasyprint():
