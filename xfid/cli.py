@@ -135,11 +135,17 @@ def ingest(app: App, paths, adapter, fidelity, target, workload, run, meta, adap
     opts = IngestOptions(adapter=adapter, fidelity=fidelity, target=target, workload=workload, run=run,
                          meta=parse_kv(meta, "--meta"), options=parse_kv(adapter_options, "--option"))
     store = app.store()
-    progress = None
-    if interactive() and fmt == "text":
-        def progress(path):
-            click.echo(f"  reading {path}", err=True)
-    report = do_ingest(store, paths, opts, progress=progress)
+    if interactive() and fmt == "text":  # a progress bar on a terminal, none in CI logs
+        with click.progressbar(length=1, label="ingesting", file=sys.stderr,
+                               item_show_func=lambda p: str(p)[-50:] if p else "") as bar:
+            def progress(path, i, total):
+                bar.length = total
+                bar.update(1 if i else 0, path)
+
+            report = do_ingest(store, paths, opts, progress=progress)
+            bar.update(1)
+    else:
+        report = do_ingest(store, paths, opts)
     if fmt == "json":
         click.echo(json.dumps(report.to_dict(), indent=2, default=str))
         return

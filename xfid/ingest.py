@@ -205,7 +205,7 @@ def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool) -> Pr
 
 
 def ingest(store: Store, paths: Iterable[str | Path], opts: IngestOptions,
-           progress: Callable[[Path], None] | None = None) -> IngestReport:
+           progress: Callable[[Path, int, int], None] | None = None) -> IngestReport:
     """Ingest files (all or nothing). Re-ingesting the same bytes with the same context is a no-op.
 
     Raises:
@@ -214,9 +214,10 @@ def ingest(store: Store, paths: Iterable[str | Path], opts: IngestOptions,
     report = IngestReport()
     preps: list[PreparedSource] = []
     try:
-        for path, explicit in expand(paths):
+        files = expand(paths)
+        for i, (path, explicit) in enumerate(files):
             if progress:
-                progress(path)
+                progress(path, i, len(files))
             r = prepare(store, path, opts, explicit)
             if isinstance(r, str):
                 report.skipped.append((str(path), r))
