@@ -160,8 +160,17 @@ def load_config(explicit: str | os.PathLike[str] | None = None, *, bundled: bool
     return build_config(base, user, path)
 
 
+SECTIONS = ("store", "settings", "targets", "tolerance", "op_map", "compare", "drift", "tracker", "report")
+
+
 def build_config(base: dict[str, Any], user: dict[str, Any], path: Path | None) -> Config:
     where = str(path or "bundled xfid.toml")
+    unknown = [k for k in user if k not in SECTIONS]
+    if unknown:
+        raise ConfigError(f"{where}: unknown section {unknown[0]!r}; xfid.toml has {', '.join(SECTIONS)}")
+    for k in ("tolerance", "op_map", "compare"):
+        if k in user and not isinstance(user[k], list):
+            raise ConfigError(f"{where}: {k} must be an array of tables: write [[{k}]], not [{k}]")
     raw = {**base, **user}
     raw["targets"] = {**base.get("targets", {}), **user.get("targets", {})}
     for key in ("tolerance", "op_map", "compare"):
