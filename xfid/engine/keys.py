@@ -25,43 +25,63 @@ def as_dictionary(col: pa.ChunkedArray | pa.Array) -> pa.DictionaryArray:
     return col
 
 
+def _dict_chunks(col: pa.ChunkedArray | pa.Array) -> list[pa.DictionaryArray]:
+    """The chunks of a column as DictionaryArrays (plain strings are dictionary-encoded per chunk)."""
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    return [c if pa.types.is_dictionary(c.type) else pc.dictionary_encode(c) for c in chunks]
+
+
+def _chunk_indices(ch: pa.DictionaryArray) -> np.ndarray:
+    idx = ch.indices
+    if idx.null_count:
+        idx = pc.fill_null(idx, -1)
+    return idx.to_numpy(zero_copy_only=False)
+
+
+def _remapped(chunks: list[pa.DictionaryArray], remaps: list[np.ndarray]) -> np.ndarray:
+    """Concatenate per-chunk `remap[indices]` (null -> -1) into one int32 array, no unification copy."""
+    out = np.empty(sum(len(c) for c in chunks), np.int32)
+    at = 0
+    for ch, remap in zip(chunks, remaps, strict=True):
+        n = len(ch)
+        if n:
+            ext = np.append(remap.astype(np.int32), np.int32(-1))  # index -1 (null) -> -1
+            np.take(ext, _chunk_indices(ch), out=out[at:at + n])
+        at += n
+    return out
+
+
 def encode(col: pa.ChunkedArray | pa.Array, extra: Iterable[str] = ()) -> tuple[np.ndarray, list[str]]:
-    """Codes (int64) whose order is the order of the string values, plus the sorted values.
+    """Codes (int32) whose order is the order of the string values, plus the sorted values.
+
+    Works chunk by chunk on the chunks' own dictionaries (no unified copy of the column).
 
     Args:
-        col: a string or dictionary<string> column without nulls (nulls get code -1).
+        col: a string or dictionary<string> column (nulls get code -1; a null dictionary
+            value counts as "").
         extra: values that must have a code even if the column lacks them (e.g. `latency`
             for cycles->latency conversion).
 
     Returns:
         (codes, values) with values[codes[i]] == col[i].
     """
-    arr = as_dictionary(col)
-    d = [("" if v is None else v) for v in arr.dictionary.to_pylist()]
-    values = sorted(set(d) | set(extra))
+    chunks = _dict_chunks(col)
+    dicts = [[("" if v is None else v) for v in c.dictionary.to_pylist()] for c in chunks]
+    values = sorted(set().union(*dicts, extra)) if dicts else sorted(set(extra))
     pos = {v: i for i, v in enumerate(values)}
-    remap = np.array([pos[v] for v in d], dtype=np.int64)
-    idx = arr.indices
-    nulls = idx.null_count
-    if nulls:
-        idx = pc.fill_null(idx, -1)
-    idx = idx.to_numpy(zero_copy_only=False)
-    if not len(remap):
-        return np.full(len(idx), -1, np.int64), values
-    if not nulls:
-        return remap[idx], values
-    out = remap[np.where(idx < 0, 0, idx)]
-    out[idx < 0] = -1
-    return out, values
+    remaps = [np.array([pos[v] for v in d], dtype=np.int64) for d in dicts]
+    return _remapped(chunks, remaps), values
 
 
 def raw_codes(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[str | None]]:
-    """Dictionary indices (int64, -1 for null) and the dictionary, in the column's own order."""
-    arr = as_dictionary(col)
-    idx = arr.indices
-    if idx.null_count:
-        idx = pc.fill_null(idx, -1)
-    return idx.to_numpy(zero_copy_only=False).astype(np.int64, copy=False), arr.dictionary.to_pylist()
+    """Codes (int32, -1 for null) into the distinct dictionary values in order of first appearance."""
+    chunks = _dict_chunks(col)
+    pos: dict[str | None, int] = {}
+    remaps = []
+    for c in chunks:
+        d = c.dictionary.to_pylist()
+        remaps.append(np.array([pos.setdefault(v, len(pos)) for v in d], dtype=np.int64))
+    return _remapped(chunks, remaps), list(pos)
 
 
 def combine(codes: Sequence[np.ndarray], cards: Sequence[int]) -> tuple[np.ndarray, list[int]]:

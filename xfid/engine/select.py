@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from xfid.config import Config
-from xfid.engine.keys import combine, encode, group_ids, raw_codes, run_starts
+from xfid.engine.keys import combine, encode, raw_codes, run_starts
 from xfid.engine.opmap import apply_op_maps
 from xfid.errors import EngineError
 from xfid.schema import FLAG_NO_REFERENCE
@@ -69,15 +69,27 @@ def load(store: Store, *, targets: Sequence[str] | None = None, as_of: Any = Non
     return t
 
 
+DENSE_MAX = 1 << 22
+"""Largest key space grouped through dense arrays (bincount / scatter) instead of a sort."""
+
+
+def _dense(key: np.ndarray, card: int, n: int) -> tuple[np.ndarray, int]:
+    """`key` as an order-preserving code in [0, size): itself when the space is small, else ranks."""
+    if card <= max(DENSE_MAX, 2 * n):
+        return key, card
+    uniq, inv = np.unique(key, return_inverse=True)
+    return inv.astype(np.int64, copy=False), len(uniq)
+
+
 def _run_rank(fid: np.ndarray, run: np.ndarray, run_names: list[Any], ts: np.ndarray,
               prefer: Mapping[str, str] | None, fid_names: list[str]) -> np.ndarray:
     """Rank of each record's run within its fidelity: by the run's latest timestamp, then name."""
     nr = max(len(run_names), 1)
-    fr = fid * (nr + 1) + (run + 1)
-    order = np.argsort(fr, kind="stable")
-    starts = run_starts(fr[order])
-    run_ts = np.maximum.reduceat(ts[order], starts) if len(order) else ts[:0]
-    uniq = fr[order][starts]
+    fr = fid.astype(np.int64) * (nr + 1) + (run + 1)
+    size = max(len(fid_names), 1) * (nr + 1)
+    run_ts = np.full(size, np.iinfo(np.int64).min, np.int64)
+    np.maximum.at(run_ts, fr, ts)
+    uniq = np.flatnonzero(np.bincount(fr, minlength=size))
     names = [str(run_names[u % (nr + 1) - 1]) if u % (nr + 1) else "" for u in uniq]
     # rank over (preferred, timestamp, name): a --run choice beats every timestamp
     pref = np.zeros(len(uniq), np.int64)
@@ -86,8 +98,10 @@ def _run_rank(fid: np.ndarray, run: np.ndarray, run_names: list[Any], ts: np.nda
             want = prefer.get(fid_names[u // (nr + 1)], prefer.get("*"))
             pref[i] = int(want is not None and names[i] == want)
     name_rank = np.argsort(np.argsort(np.array(names, dtype=object), kind="stable"), kind="stable")
-    rank_of_uniq = np.lexsort((name_rank, run_ts, pref)).argsort()
-    return rank_of_uniq[np.searchsorted(uniq, fr)]
+    rank_of_uniq = np.lexsort((name_rank, run_ts[uniq], pref)).argsort()
+    dense = np.zeros(size, np.int32)
+    dense[uniq] = rank_of_uniq
+    return dense[fr]
 
 
 def select(table: pa.Table, config: Config, *, run: Mapping[str, str] | None = None) -> Selected:
@@ -110,36 +124,36 @@ def select(table: pa.Table, config: Config, *, run: Mapping[str, str] | None = N
     src, src_names = raw_codes(table.column("source"))
     o_raw, raw_names = encode(table.column("op"))
     o, on, merges, coverage = apply_op_maps(src, src_names, o_raw, raw_names, config.op_maps)
+    del src
     runc, run_names = raw_codes(table.column("run"))
     ts = pc.fill_null(table.column("timestamp").cast(pa.int64()), 0).to_numpy()
     value = table.column("value").to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
     flagged_rec = _no_reference(table.column("flags"))
-    rr = _run_rank(f, runc, run_names, ts, run, fid_names) if n else np.zeros(0, np.int64)
+    rr = _run_rank(f, runc, run_names, ts, run, fid_names) if n else np.zeros(0, np.int32)
+    del runc, ts
     dims = {"target": tn, "metric": mn, "stat": sn, "workload": wn, "op": on}
     cards = [len(tn), len(mn), len(sn), len(wn), len(on), len(fid_names)]
-    # selection runs in the store's file order (target, workload, op, metric): nearly sorted
+    # selection in the store's file order (target, workload, op, metric): nearly sorted
     fk, _ = combine([t, w, o, mt, st, f], [cards[0], cards[3], cards[4], cards[1], cards[2], cards[5]])
-    nrr = int(rr.max()) + 1 if n else 1
-    sk, _ = combine([fk, rr], [int(fk.max()) + 1 if n else 1, nrr])
-    order = np.argsort(sk, kind="stable")
-    sfk = fk[order]
-    starts = run_starts(sfk)
-    gid = group_ids(starts, n)
-    last = np.r_[starts[1:], n] - 1 if n else starts
-    keep = rr[order] == rr[order][last][gid]
-    sel = order[keep]
+    fk, size = _dense(fk, int(np.prod([max(c, 1) for c in cards], dtype=object)), n)
+    best = np.full(size, -1, np.int32)
+    np.maximum.at(best, fk, rr)
+    sel = np.flatnonzero(rr == best[fk])
+    del best, rr
     counts: dict[str, Any] = {"records": n, "history_records": int(n - len(sel)),
                               "null_records": int(np.isnan(value).sum())}
     if merges:
-        sub = combine([fk[sel], o_raw[sel]], [int(fk.max()) + 1, len(raw_names)])[0]
-        o2 = np.argsort(sub, kind="stable")
-        sel, sub = sel[o2], sub[o2]
+        sub = combine([fk[sel], o_raw[sel]], [size, len(raw_names)])[0]
     else:
         sub = fk[sel]
+    o2 = np.argsort(sub, kind="stable")
+    sel, sub = sel[o2], sub[o2]
+    del o2
     e_starts = run_starts(sub)
-    val, ok_val, cnt, rep = _median_groups(value[sel], flagged_rec[sel], e_starts, sel)
-    efk = fk[sel][e_starts]
-    anyflag = np.logical_or.reduceat(flagged_rec[sel], e_starts) if len(sel) else np.zeros(0, bool)
+    del sub
+    val, ok_val, cnt, rep, anyflag = _median_groups(value, flagged_rec, e_starts, sel)
+    efk = fk[rep]
+    del fk
     notes: dict[int, str] = {}
     if merges:
         val, ok_val, cnt, rep, anyflag, efk, notes = _merge_raw(
@@ -153,15 +167,22 @@ def select(table: pa.Table, config: Config, *, run: Mapping[str, str] | None = N
         val, ok_val, cnt, rep, anyflag, efk, notes = (val[idx], ok_val[idx], cnt[idx], rep[idx],
                                                       anyflag[idx], efk[idx], remap)
     # entries in (target, metric, stat, workload, op, fidelity) order: groups are contiguous
-    gk, _ = combine([t[rep], mt[rep], st[rep], w[rep], o[rep], f[rep]], cards)
-    reorder = np.argsort(gk, kind="stable")
+    code = {"target": t[rep], "metric": mt[rep], "stat": st[rep], "workload": w[rep], "op": o[rep], "fid": f[rep]}
+    code = {k: v.astype(np.int64) for k, v in code.items()}
+    gk, _ = combine([code[k] for k in ("target", "metric", "stat", "workload", "op", "fid")], cards)
+    gsize = int(np.prod([max(c, 1) for c in cards], dtype=object))
+    if len(gk) > 1 and gsize <= max(DENSE_MAX, 4 * len(gk)):
+        slot = np.full(gsize, -1, np.int64)  # keys are unique: order by scattering into the key space
+        slot[gk] = np.arange(len(gk))
+        reorder = slot[slot >= 0]
+    else:
+        reorder = np.argsort(gk, kind="stable")
     if notes:
         inv = np.empty_like(reorder)
         inv[reorder] = np.arange(len(reorder))
         notes = {int(inv[k]): v for k, v in notes.items()}
     val, ok_val, cnt, rep, anyflag, gk = (a[reorder] for a in (val, ok_val, cnt, rep, anyflag, gk))
-    codes = {"target": t[rep], "metric": mt[rep], "stat": st[rep], "workload": w[rep],
-             "op": o[rep], "fid": f[rep]}
+    codes = {k: v[reorder] for k, v in code.items()}
     for name in fid_names:
         _check_fidelity(name)
     key = gk // len(fid_names) if len(fid_names) else gk
@@ -182,36 +203,50 @@ def _no_reference(flags: pa.ChunkedArray) -> np.ndarray:
     codes, names = raw_codes(flags)
     bad = np.array([bool(v) and any(x.strip() in FLAG_NO_REFERENCE for x in str(v).split(","))
                     for v in names] + [False], dtype=bool)
-    return bad[np.where(codes < 0, len(names), codes)]
+    if not bad.any():
+        return np.zeros(len(codes), bool)
+    return bad[codes]  # code -1 (null) -> the trailing False
 
 
-def _median_groups(v: np.ndarray, flagged: np.ndarray, starts: np.ndarray, rows: np.ndarray):
-    """Median per contiguous group (NaN ignored), the same without flagged, count, representative."""
-    m = len(v)
-    sizes = np.diff(np.r_[starts, m])
-    val = v[starts].copy() if m else v[:0].copy()
-    ok = np.where(flagged[starts], np.nan, val) if m else val.copy()
-    rep = rows[starts].copy() if m else rows[:0].copy()
-    cnt = sizes.astype(np.int64)
-    multi = np.flatnonzero(sizes > 1)
-    if len(multi):
-        gid = np.repeat(np.arange(len(starts)), sizes)
-        pos = np.flatnonzero(np.repeat(sizes > 1, sizes))
-        for vals, target, with_rep in ((v, val, True), (np.where(flagged, np.nan, v), ok, False)):
-            sub_v = vals[pos]
-            sub_g = gid[pos]
-            o2 = np.lexsort((sub_v, sub_g))
-            sv, sg = sub_v[o2], sub_g[o2]
-            gs = run_starts(sg)
-            c = np.add.reduceat((~np.isnan(sv)).astype(np.int64), gs)
-            lo = gs + np.maximum(c - 1, 0) // 2
-            hi = gs + c // 2
-            med = np.where(c > 0, (sv[lo] + sv[np.minimum(hi, len(sv) - 1)]) / 2, np.nan)
-            target[sg[gs]] = med
-            if with_rep:
-                rep[sg[gs]] = rows[pos[o2[lo]]]
-                cnt[sg[gs]] = c
-    return val, ok, cnt, rep
+def _median_groups(value: np.ndarray, flagged: np.ndarray, starts: np.ndarray, rows: np.ndarray):
+    """Per contiguous group of `rows` (record indices): median (NaN ignored), the same without
+    flagged records, count, representative (the record at the lower median), any flagged.
+
+    Groups are sorted by size class: every group of size s is one (groups x s) matrix sorted
+    along its rows (stable, NaN last), so ties keep the records' order.
+    """
+    m = len(rows)
+    sizes = np.diff(np.r_[starts, m]).astype(np.int64)
+    first = rows[starts] if m else rows[:0]
+    val = value[first]
+    fl = flagged[first]
+    ok = np.where(fl, np.nan, val)
+    rep = first.copy()
+    cnt = sizes.copy()
+    anyflag = fl.copy()
+    for size in np.unique(sizes[sizes > 1]):
+        g = np.flatnonzero(sizes == size)
+        recs = rows[starts[g][:, None] + np.arange(size)]
+        v = value[recs]
+        o = np.argsort(v, axis=1, kind="stable")
+        sv = np.take_along_axis(v, o, axis=1)
+        c = (~np.isnan(sv)).sum(axis=1)
+        lo, hi = np.maximum(c - 1, 0) // 2, np.minimum(c // 2, size - 1)
+        r = np.arange(len(g))
+        val[g] = np.where(c > 0, (sv[r, lo] + sv[r, hi]) / 2, np.nan)
+        rep[g] = recs[r, o[r, lo]]
+        cnt[g] = c
+        fg = flagged[recs]
+        anyflag[g] = fg.any(axis=1)
+        ok[g] = val[g]
+        hit = np.flatnonzero(anyflag[g])
+        if len(hit):
+            v2 = np.sort(np.where(fg[hit], np.nan, v[hit]), axis=1)
+            c2 = (~np.isnan(v2)).sum(axis=1)
+            r2 = np.arange(len(hit))
+            lo2, hi2 = np.maximum(c2 - 1, 0) // 2, np.minimum(c2 // 2, size - 1)
+            ok[g[hit]] = np.where(c2 > 0, (v2[r2, lo2] + v2[r2, hi2]) / 2, np.nan)
+    return val, ok, cnt, rep, anyflag
 
 
 def _merge_raw(val, ok_val, cnt, rep, anyflag, efk, o_raw, raw_names, mt, mn):
