@@ -11,9 +11,10 @@ from rtl_hooks.probe import (
     ENV_SOURCES,
     ENV_TARGET,
     Probe,
+    flush,
     probe,
     probed,
 )
 
 __all__ = ["DEFAULT_OUT", "ENV_BLOCK", "ENV_CLOCK_NS", "ENV_OUT", "ENV_PARAMS", "ENV_SOURCES", "ENV_TARGET",
-           "Probe", "probe", "probed"]
+           "Probe", "flush", "probe", "probed"]

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
-import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -53,18 +51,25 @@ def _snapshot_context() -> _Context:
 
 
 def reset() -> None:
-    """Forget cached context, handles and static record parts (for tests that change the environment)."""
+    """Write what is buffered; forget cached context, handles, readers and static record parts.
+
+    For tests that change the environment.
+    """
+    from rtl_hooks._records import flush
+
+    flush()
     _CTX[0] = None
-    for cache in (_STATIC, _HANDLES, _WIDTHS, _PARAM_CACHE, _TEST_PART):
+    _GET_SIM_TIME[0] = None
+    _COCOTB.clear()
+    for cache in (_STATIC, _HANDLES, _READERS, _PARAM_CACHE, _TEST_PART):
         cache.clear()
-    _flush_all()
+
 _ENV_KEYS = (ENV_BLOCK, ENV_TARGET, ENV_CLOCK_NS, ENV_OUT, ENV_PARAMS, ENV_SOURCES)
 # Caches keyed by id(); each entry also holds the object itself, so an id is never reused
 # while its entry lives.
 _STATIC: dict[tuple[Any, ...], tuple[Any, dict[str, Any], str]] = {}
-_FILES: dict[str, Any] = {}
 _HANDLES: dict[tuple[int, str], tuple[Any, Any]] = {}
-_WIDTHS: dict[int, tuple[Any, int]] = {}
+_READERS: dict[int, tuple[Any, Any, int]] = {}
 
 
 @lru_cache(maxsize=64)
@@ -88,43 +93,6 @@ def _json_obj(raw: str | None) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
-FLUSH_S = 0.25
-"""Records reach the file at most this long after their op (and always at exit)."""
-_last_flush = [0.0]
-
-
-def _write(path: Path, line: str) -> None:
-    f = _writer(path)
-    f.write(line + "\n")
-    now = time.monotonic()
-    if now - _last_flush[0] > FLUSH_S:
-        _flush_all()
-        _last_flush[0] = now
-
-
-def _flush_all() -> None:
-    for f in _FILES.values():
-        if not f.closed:
-            f.flush()
-
-
-def _writer(path: Path) -> Any:
-    """An append-mode file kept open for the process (one open per output, not per op)."""
-    key = str(path)
-    f = _FILES.get(key)
-    if f is None or f.closed:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        f = _FILES[key] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed at exit
-    return f
-
-
-@atexit.register
-def _close_all() -> None:
-    for f in _FILES.values():
-        f.close()
-    _FILES.clear()
-
-
 def _sub_handle(dut: Any, name: str) -> Any:
     key = (id(dut), name)
     if key not in _HANDLES:
@@ -132,16 +100,39 @@ def _sub_handle(dut: Any, name: str) -> Any:
     return _HANDLES[key][1]
 
 
-def _delta(start: int, end: int, handle: Any) -> int:
-    hit = _WIDTHS.get(id(handle))
+def _reader(handle: Any) -> tuple[Any, Any, int]:
+    """(handle, read() -> int, width) for a signal handle, resolved once per handle.
+
+    A cocotb logic signal is read as its binary string (what `int(handle.value)` parses, without
+    building a LogicArray); anything else through `int(handle.value)`.
+    """
+    hit = _READERS.get(id(handle))
     if hit is not None:
-        width = hit[1]
-    else:
-        try:
-            width = len(handle)
-        except TypeError:
-            width = 64
-        _WIDTHS[id(handle)] = (handle, width)
+        return hit
+    try:
+        width = len(handle)
+    except TypeError:
+        width = 64
+    read = None
+    try:
+        from cocotb.handle import LogicObject, _LogicArrayObjectBase
+
+        if isinstance(handle, (LogicObject, _LogicArrayObjectBase)):
+            binstr = handle._handle.get_signal_val_binstr
+
+            def read() -> int:
+                return int(binstr(), 2)  # ValueError on x/z bits, as int(LogicArray) raises
+    except (ImportError, AttributeError):
+        read = None
+    if read is None:
+        def read() -> int:
+            return int(handle.value)
+    hit = _READERS[id(handle)] = (handle, read, width)
+    return hit
+
+
+def _delta(start: int, end: int, handle: Any) -> int:
+    width = _reader(handle)[2]
     return (end - start) % (1 << width) if width else end - start
 
 
@@ -161,21 +152,37 @@ def _dut_name(dut: Any) -> str:
     return str(getattr(dut, "_name", None) or "dut")
 
 
-_TEST_PART: dict[str, tuple[dict[str, Any], str]] = {}
+_TEST_PART: dict[Any, tuple[Any, tuple[dict[str, Any], str]]] = {}
+_COCOTB: list[Any] = []
 
 
 def _test_part() -> tuple[dict[str, Any], str]:
-    """The running test's name and seed, serialized once per test."""
-    import cocotb
+    """The running test's name and seed, serialized once per test (cheap per op)."""
+    if not _COCOTB:
+        import cocotb
 
-    name = _test_name()
+        try:
+            from cocotb import regression
+        except ImportError:  # pragma: no cover - part of cocotb
+            regression = None
+        _COCOTB[:] = [cocotb, regression]
+    cocotb, regression = _COCOTB
     seed = getattr(cocotb, "RANDOM_SEED", None)
-    key = f"{name}\x00{seed}"
-    hit = _TEST_PART.get(key)
-    if hit is None:
-        part = {"test": name, "test_seed": seed}
-        hit = _TEST_PART[key] = (part, json.dumps(part))
-    return hit
+    test = getattr(getattr(regression, "_manager_inst", None), "_test", None)
+    if test is not None:  # one entry per test object (and seed): the name lookup runs once
+        key: Any = (id(test), seed)
+        hit = _TEST_PART.get(key)
+        if hit is not None and hit[0] is test:
+            return hit[1]
+    else:
+        key = (_test_name(), seed)
+        hit = _TEST_PART.get(key)
+        if hit is not None:
+            return hit[1]
+    part = {"test": _test_name(), "test_seed": seed}
+    entry = (test, (part, json.dumps(part)))
+    _TEST_PART[key] = entry
+    return entry[1]
 
 
 def _regression_seed() -> int | None:

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
+from time import perf_counter
 from types import TracebackType
 from typing import Any
 
+from rtl_hooks._records import FLUSH_S, _add, flush, frozen_extra  # noqa: F401 - FLUSH_S re-exported
+from rtl_hooks._setup import setup as _setup
 from rtl_hooks._support import (  # noqa: F401 - re-exported: the probe's public constants
     _CTX,
     _GET_SIM_TIME,
-    _STATIC,
+    _READERS,
     DEFAULT_OUT,
     ENV_BLOCK,
     ENV_CLOCK_NS,
@@ -22,20 +24,14 @@ from rtl_hooks._support import (  # noqa: F401 - re-exported: the probe's public
     ENV_PARAMS,
     ENV_SOURCES,
     ENV_TARGET,
-    FLUSH_S,
     FORMAT,
-    _check_params,
-    _delta,
-    _dut_name,
-    _flush_all,
-    _name,
-    _regression_seed,
+    _reader,
     _snapshot_context,
-    _sub_handle,
     _test_part,
-    _write,
     reset,
 )
+
+_flush_all = flush  # the name tests and older callers use
 
 
 def sha256_file(path: str | Path) -> str:
@@ -44,17 +40,42 @@ def sha256_file(path: str | Path) -> str:
 
 
 def _read(handle: Any) -> int:
-    return int(handle.value)
+    """The signal's value as an unsigned int (what `int(handle.value)` gives)."""
+    return _reader(handle)[1]()
 
 
 def _sim_ps() -> int:
-    get_sim_time = _GET_SIM_TIME[0]
-    if get_sim_time is None:
+    """`round(cocotb.simtime.get_sim_time("ps"))`, without its per-call unit handling."""
+    f = _GET_SIM_TIME[0]
+    if f is None:
+        f = _GET_SIM_TIME[0] = _make_sim_ps()
+    return f()
+
+
+def _make_sim_ps() -> Callable[[], int]:
+    """A reader of the sim time in ps, for the running simulator's precision (same arithmetic as cocotb)."""
+    try:
+        import cocotb.simulator
+        from cocotb import simtime
+
+        raw, exp = cocotb.simulator.get_sim_time, int(simtime.time_precision) + 12
+    except (ImportError, AttributeError, TypeError, ValueError):  # cocotb internals moved
         from cocotb.simtime import get_sim_time
 
-        _GET_SIM_TIME[0] = get_sim_time
+        return lambda: round(get_sim_time("ps"))
+    if exp > 0:
+        mul = 10**exp
 
-    return round(get_sim_time("ps"))
+        def sim_ps() -> int:
+            hi, lo = raw()
+            return (hi << 32 | lo) * mul
+    else:
+        div = 10**-exp
+
+        def sim_ps() -> int:
+            hi, lo = raw()
+            return round((hi << 32 | lo) / div)
+    return sim_ps
 
 
 class Probe:
@@ -85,89 +106,112 @@ class Probe:
         extra: free values stored in the record's `extra` (shape, salt ...).
     """
 
+    __slots__ = (
+        "_c0",
+        "_counts",
+        "_cycles",
+        "_done",
+        "_dt_ps",
+        "_error",
+        "_extra",
+        "_ks",
+        "_now",
+        "_record",
+        "_s",
+        "_t0",
+        "_test",
+        "_time",
+        "_wall0",
+        "counters",
+        "extra",
+        "op",
+    )
+
     def __init__(self, dut: Any, op: str, *, workload: str | None = None, block: str | None = None,
                  counters: Mapping[str, Any] | None = None, cycle_counter: Any = "cycle_count",
                  clock_period_ns: float | None = None, params: Mapping[str, Any] | None = None,
                  out: str | Path | None = None, extra: Mapping[str, Any] | None = None):
-        ctx = _CTX[0] or _snapshot_context()
-        self.dut = dut
+        self._s = _setup(_CTX[0] or _snapshot_context(), dut, block, workload, cycle_counter, clock_period_ns,
+                         params, out)
         self.op = op
-        self.block = block or ctx.block or _dut_name(dut)
-        self.workload = workload or f"block/{self.block}"
         self.counters = counters or {}
-        if isinstance(cycle_counter, str):
-            self._cc_name = cycle_counter
-            cycle_counter = _sub_handle(dut, cycle_counter)
-        else:
-            self._cc_name = _name(cycle_counter)
-        self.cycle_counter = cycle_counter
-        self.clock_period_ns = clock_period_ns if clock_period_ns is not None else ctx.clock_ns
-        self._params_arg = params
-        self._ctx = ctx
-        self.out = Path(out) if out else ctx.out
         self.extra = extra or {}
-        self.record: dict[str, Any] | None = None
-        self._t0 = 0
-        self._c0 = 0
-        self._k0: dict[str, int] = {}
-        self._wall0 = 0.0
+        self._record: dict[str, Any] | None = None
+        self._done = False
+
+    dut = property(lambda self: self._s.dut, doc="The DUT handle.")
+    block = property(lambda self: self._s.block, doc="The block name recorded.")
+    workload = property(lambda self: self._s.workload, doc="The workload recorded.")
+    cycle_counter = property(lambda self: self._s.cycle_counter, doc="The cycle counter handle, or None.")
+    clock_period_ns = property(lambda self: self._s.clock_period_ns, doc="The sim-time fallback's period.")
+    out = property(lambda self: self._s.out, doc="The JSON-lines file this op goes to.")
 
     @property
     def params(self) -> dict[str, Any]:
-        return dict(self._params_arg) if self._params_arg is not None else dict(self._ctx.params)
+        return self._s.params
+
+    @property
+    def _out_key(self) -> str:
+        return self._s.out_key
+
+    @property
+    def record(self) -> dict[str, Any] | None:
+        """The op's record (what its JSON line holds), once the block has exited; else None."""
+        if not self._done:
+            return None
+        if self._record is None:
+            err = self._error
+            dynamic = {
+                "format": FORMAT, "op": self.op, "passed": err is None, "error": err,
+                "cycles": self._cycles, "cycles_from": self._s.how, "sim_time_ps": self._dt_ps,
+                "counters": self._counts, "extra": self.extra, "wall_s": round(self._now - self._wall0, 6),
+                "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._time)),
+            }
+            self._record = {**dynamic, **self._test[0], **self._s.static_part()[0]}
+        return self._record
 
     def __enter__(self) -> Probe:
-        self._wall0 = time.perf_counter()
+        s = self._s
+        self._wall0 = perf_counter()
         self._t0 = _sim_ps()
-        if self.cycle_counter is not None:
-            self._c0 = _read(self.cycle_counter)
-        self._k0 = {k: _read(h) for k, h in self.counters.items()}
+        if s.cc_read is not None:
+            self._c0 = s.cc_read()
+        if self.counters:
+            readers = _READERS
+            ks = self._ks = []
+            for k, h in self.counters.items():
+                r = readers.get(id(h)) or _reader(h)
+                ks.append((k, r[1], 1 << r[2] if r[2] else 0, r[1]()))
+        else:
+            self._ks = ()
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        """Read the counters and keep the raw values; the line is encoded and written in a batch."""
+        s = self._s
         dt_ps = _sim_ps() - self._t0
-        if self.cycle_counter is not None:
-            cycles: int | None = _delta(self._c0, _read(self.cycle_counter), self.cycle_counter)
-            how = f"rtl_counter:{self._cc_name}"
-        elif self.clock_period_ns:
-            cycles = round(dt_ps / (self.clock_period_ns * 1000.0))
-            how = f"sim_time/{self.clock_period_ns}ns"
+        if s.cc_read is not None:
+            cycles: int | None = s.cc_read() - self._c0
+            if s.cc_mod:
+                cycles %= s.cc_mod
+        elif s.clock_period_ns:
+            cycles = round(dt_ps / (s.clock_period_ns * 1000.0))
         else:
-            cycles, how = None, "none (no cycle counter and no clock period)"
-        counts = {k: _delta(self._k0[k], _read(h), h) for k, h in self.counters.items()}
-        static, static_json = self._static()
-        dynamic = {
-            "format": FORMAT, "op": self.op, "passed": exc is None,
-            "error": None if exc is None else f"{type(exc).__name__}: {exc}"[:500],
-            "cycles": cycles, "cycles_from": how, "sim_time_ps": dt_ps, "counters": counts,
-            "extra": self.extra, "wall_s": round(time.perf_counter() - self._wall0, 6),
-            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
-        test, test_json = _test_part()
-        self.record = {**dynamic, **test, **static}
-        line = json.dumps(dynamic, default=str)[:-1] + ", " + test_json[1:-1] + ", " + static_json[1:]
-        _write(self.out, line)
-
-    def _static(self) -> tuple[dict[str, Any], str]:
-        """The fields that are the same for every op of this DUT and context, serialized once."""
-        key = (id(self.dut), self.block, self.workload, self._ctx,
-               None if self._params_arg is None else json.dumps(dict(self._params_arg), sort_keys=True, default=str))
-        hit = _STATIC.get(key)
-        if hit is None:
-            import cocotb
-
-            params, params_from = _check_params(self.dut, self.params)
-            static = {
-                "block": self.block, "toplevel": _dut_name(self.dut), "target": self._ctx.target,
-                "workload": self.workload, "params": params, "params_from": params_from,
-                "simulator": getattr(cocotb, "SIM_NAME", None),
-                "simulator_version": getattr(cocotb, "SIM_VERSION", None),
-                "cocotb_version": cocotb.__version__, "seed": _regression_seed(),
-                "sources": dict(self._ctx.sources),
-            }
-            hit = _STATIC[key] = (self.dut, static, json.dumps(static, sort_keys=True, default=str))
-        return hit[1], hit[2]
+            cycles = None
+        counts = {}
+        for k, read, mod, k0 in self._ks:
+            counts[k] = (read() - k0) % mod if mod else read() - k0
+        if s.static is None:
+            s.static_part()
+        self._now = now = perf_counter()
+        self._time = time.time()
+        self._dt_ps, self._cycles, self._counts = dt_ps, cycles, counts
+        self._error = None if exc is None else f"{type(exc).__name__}: {exc}"[:500]
+        self._test = _test_part()
+        self._extra = frozen_extra(self.extra) if self.extra else None
+        self._done = True
+        _add(self, now, exc is not None)
 
 
 def probe(dut: Any, op: str, **kwargs: Any) -> Probe:
