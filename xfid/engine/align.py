@@ -46,7 +46,7 @@ class PairRows:
     cand: np.ndarray  # entry index into Selected
     ref: np.ndarray  # entry index, -1 when missing
     metric: np.ndarray  # metric code after conversion
-    unit: np.ndarray  # object: unit string
+    unit: np.ndarray  # int code into the units list passed to align_pair
     cand_value: np.ndarray
     ref_value: np.ndarray
     rel: np.ndarray
@@ -57,12 +57,51 @@ class PairRows:
     kind: np.ndarray  # int8 code into KINDS
     severity: np.ndarray
     efficiency: np.ndarray
-    note: np.ndarray  # object
+    note: Notes
     counts: dict[str, Any] = field(default_factory=dict)
 
 
-def add_note(notes: np.ndarray, idx: np.ndarray, text: Any) -> None:
+class Notes:
+    """Per-row notes as codes into a small list of distinct texts (rows share few notes)."""
+
+    def __init__(self, n: int):
+        self.ids = np.zeros(n, np.int32)
+        self.texts = [""]
+        self._pos = {"": 0}
+
+    def _code(self, text: str) -> int:
+        c = self._pos.get(text)
+        if c is None:
+            c = self._pos[text] = len(self.texts)
+            self.texts.append(text)
+        return c
+
+    def add(self, idx: np.ndarray, text: Any) -> None:
+        """Append `text` (a string or a sequence aligned with idx) to the notes of rows idx."""
+        if not len(idx):
+            return
+        if isinstance(text, str):
+            tl, tc = [text], np.zeros(len(idx), np.int64)
+        else:
+            tl, tc = np.unique(np.asarray(text, dtype=object), return_inverse=True)
+        combo = self.ids[idx].astype(np.int64) * len(tl) + tc.reshape(-1)
+        u, inv = np.unique(combo, return_inverse=True)
+        new = np.empty(len(u), np.int32)
+        for j, c in enumerate(u.tolist()):
+            cur, t = self.texts[c // len(tl)], tl[c % len(tl)]
+            new[j] = self._code(t if cur == "" else f"{cur}; {t}")
+        self.ids[idx] = new[inv.reshape(-1)]
+
+    def strings(self) -> np.ndarray:
+        """The notes as an object array of str."""
+        return np.array(self.texts, dtype=object)[self.ids]
+
+
+def add_note(notes: Notes | np.ndarray, idx: np.ndarray, text: Any) -> None:
     """Append `text` (a string or an array aligned with idx) to notes[idx], '; '-separated."""
+    if isinstance(notes, Notes):
+        notes.add(idx, text)
+        return
     if not len(idx):
         return
     t = text if isinstance(text, str) else np.asarray(text, dtype=object)
@@ -71,7 +110,7 @@ def add_note(notes: np.ndarray, idx: np.ndarray, text: Any) -> None:
 
 
 def _side(sel: Selected, fid: int, conv: tuple[str, str, str] | None, clocks: np.ndarray,
-          units: np.ndarray, cards: list[int]):
+          units: np.ndarray, unit_names: list[str], cards: list[int]):
     """Entries of one fidelity: (entry idx, key, metric code, value, ref value, unit, converted)."""
     e = np.flatnonzero(sel.codes["fid"] == fid)
     c = sel.codes
@@ -82,7 +121,7 @@ def _side(sel: Selected, fid: int, conv: tuple[str, str, str] | None, clocks: np
     conv_mask = np.zeros(len(e), bool)
     if conv is not None:
         src_m, dst_m = sel.dims["metric"].index(conv[0]), sel.dims["metric"].index(conv[1])
-        dst_unit = conv[2]
+        dst_unit = unit_names.index(conv[2])
         clk = clocks[c["target"][e]]
         conv_mask = (m == src_m) & ~np.isnan(clk)
         factor = 1.0 / clk if conv[0] == "cycles" else clk
@@ -102,8 +141,11 @@ def _side(sel: Selected, fid: int, conv: tuple[str, str, str] | None, clocks: np
 
 
 def align_pair(sel: Selected, pair: Pair, config: Config, settings: dict[str, Any],
-               units: np.ndarray, mismatch: MismatchChecker) -> PairRows | None:
-    """Align candidate entries with reference entries for one pair; None if a side is absent."""
+               units: np.ndarray, mismatch: MismatchChecker, unit_names: list[str]) -> PairRows | None:
+    """Align candidate entries with reference entries for one pair; None if a side is absent.
+
+    `units` holds a code per entry into `unit_names` (which must contain "s" and "cycles").
+    """
     fids = sel.fidelities
     if pair.candidate not in fids or pair.reference not in fids:
         return None
@@ -119,8 +161,8 @@ def align_pair(sel: Selected, pair: Pair, config: Config, settings: dict[str, An
                        else np.nan for t in tn], dtype=np.float64)
     cards = [len(tn), len(sel.dims["metric"]), len(sel.dims["stat"]), len(sel.dims["workload"]),
              len(sel.dims["op"])]
-    ce, ck, cm, cv, _, cu, cconv = _side(sel, cf, conv, clocks, units, cards)
-    re_, rk, _rm, _rv, rok, _ru, rconv = _side(sel, rf, conv, clocks, units, cards)
+    ce, ck, cm, cv, _, cu, cconv = _side(sel, cf, conv, clocks, units, unit_names, cards)
+    re_, rk, _rm, _rv, rok, _ru, rconv = _side(sel, rf, conv, clocks, units, unit_names, cards)
     W = len(sel.dims["workload"])
     tw_r = sel.codes["target"][re_] * W + sel.codes["workload"][re_]
     present = np.zeros(len(tn) * W, bool)
@@ -165,7 +207,7 @@ def align_pair(sel: Selected, pair: Pair, config: Config, settings: dict[str, An
     with np.errstate(divide="ignore", invalid="ignore"):
         severity = np.where(missing, 0.0, np.abs(rel) / np.maximum(tol, 1e-12))
     efficiency = np.full(n, np.nan)
-    notes = np.full(n, "", dtype=object)
+    notes = Notes(n)
     if pair.candidate in settings["bound_fidelities"]:
         _apply_bounds(sel, pair, settings, cm, cv, refv, rel, missing, tol, within, kind, severity,
                       efficiency, notes)

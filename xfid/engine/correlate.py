@@ -81,14 +81,17 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
                  source_loc=provenance)
     sel = select(table, config, run=prefer)
     pair_list = resolve_pairs(config, pairs, sel.fidelities)
-    units_code, unit_names = raw_codes(table.column("unit")) if table.num_rows else (np.zeros(0, np.int64), [])
-    unit_arr = np.array([("" if u is None else u) for u in unit_names] + [""], dtype=object)
-    units = unit_arr[np.where(units_code[sel.rep] < 0, -1, units_code[sel.rep])] if len(sel.rep) else np.zeros(0, object)
+    ucodes, unames = raw_codes(table.column("unit")) if table.num_rows else (np.zeros(0, np.int32), [])
+    # entry unit codes into unit_names; the last entries give null units "" and the converted units
+    unit_names = [("" if u is None else u) for u in unames] + ["", "s", "cycles"]
+    eu = ucodes[sel.rep] if len(sel.rep) else np.zeros(0, np.int32)
+    units = np.where(eu < 0, len(unames), eu).astype(np.int64)
+    del ucodes
     checker = MismatchChecker(table, config)
     results: list[PairRows] = []
     pair_info = []
     for p in pair_list:
-        pr = align_pair(sel, p, config, settings, units, checker)
+        pr = align_pair(sel, p, config, settings, units, checker, unit_names)
         info = {"candidate": p.candidate, "reference": p.reference, "origin": p.origin,
                 "convert": p.convert, "bounds": p.bounds if p.bounds else (
                     settings["roofline_tolerance"] if p.candidate in settings["bound_fidelities"] else None)}
@@ -98,7 +101,7 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
             info.update(pr.counts)
             results.append(pr)
         pair_info.append(info)
-    rows = _rows_frame(sel, results, table, fingerprints, provenance)
+    rows = _rows_frame(sel, results, table, fingerprints, provenance, unit_names)
     comparisons = _comparisons(sel, results, settings, kendall, bootstrap)
     disc = rows[rows["kind"] != "ok"] if include_missing else rows[~rows["kind"].isin(["ok", "missing_reference"])]
     disc = disc.sort_values(["severity", "fingerprint"], ascending=[False, True], kind="stable").reset_index(drop=True)
@@ -123,27 +126,43 @@ def _cat(codes: np.ndarray, names: Sequence[Any]) -> pd.Categorical:
     return pd.Categorical.from_codes(codes, categories=pd.Index(list(names), dtype=object))
 
 
-def _text(table: pa.Table, name: str, idx: np.ndarray) -> pd.Categorical:
-    codes, names = raw_codes(table.column(name)) if table.num_rows else (np.zeros(0, np.int64), [])
-    safe = np.where(idx >= 0, idx, 0)
-    c = codes[safe] if len(codes) else np.full(len(idx), -1)
-    c = np.where(idx >= 0, c, -1)
+def _entry_text(table: pa.Table, name: str, rep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per entry (record `rep`): the category code of a dictionary column (-1 null), categories."""
+    if not table.num_rows:
+        return np.full(len(rep), -1, np.int64), np.array([], object)
+    codes, names = raw_codes(table.column(name))
     uniq = [("" if v is None else v) for v in names]
     # dictionaries from several files may repeat a value: map through unique categories
     cats, inv = np.unique(np.array(uniq, dtype=object), return_inverse=True) if uniq else (np.array([], object), np.zeros(0, np.int64))
-    c = np.where(c >= 0, inv[np.maximum(c, 0)] if len(inv) else -1, -1)
-    return _cat(c, cats)
+    inv = np.append(inv.reshape(-1), -1)  # code -1 (null) -> -1
+    return inv[codes[rep]] if len(rep) else np.zeros(0, np.int64), cats
 
 
-def _locs(table: pa.Table, idx: np.ndarray, provenance: bool) -> Any:
-    if not provenance or not len(idx):
+def _side_cat(ent: np.ndarray, cats: np.ndarray, idx: np.ndarray) -> pd.Categorical:
+    """Categorical of entry codes `ent` at entry indices `idx` (-1: missing)."""
+    c = ent[np.maximum(idx, 0)] if len(ent) else np.full(len(idx), -1)
+    return _cat(np.where(idx >= 0, c, -1), cats)
+
+
+def _locs(ent_loc: pa.Array | None, idx: np.ndarray) -> Any:
+    if ent_loc is None or not len(idx):
         return pd.Series([None] * len(idx), dtype=object)
-    taken = table.column("source_loc").take(pa.array(np.maximum(idx, 0), mask=idx < 0))
+    taken = pa.chunked_array([ent_loc.take(pa.array(np.maximum(idx, 0), mask=idx < 0))], ent_loc.type)
     return pd.Series(taken.to_pandas(), dtype=object) if len(idx) < 100_000 else taken.to_pandas()
 
 
+def _units_cat(units: np.ndarray, unit_names: list[str]) -> pd.Categorical:
+    """Unit codes -> a Categorical whose categories are the distinct unit strings present, sorted."""
+    uniq = sorted(set(unit_names))
+    remap = np.array([uniq.index(u) for u in unit_names], np.int64)
+    rc = remap[units] if len(units) else np.zeros(0, np.int64)
+    present = np.bincount(rc, minlength=len(uniq)) > 0 if len(rc) else np.zeros(len(uniq), bool)
+    new = np.cumsum(present) - 1
+    return _cat(new[rc] if len(rc) else rc, [u for u, k in zip(uniq, present, strict=True) if k])
+
+
 def _rows_frame(sel: Selected, results: list[PairRows], table: pa.Table, fingerprints: str,
-                provenance: bool = True) -> pd.DataFrame:
+                provenance: bool = True, unit_names: list[str] | None = None) -> pd.DataFrame:
     if not results:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in (*ROW_COLUMNS, *ROW_EXTRA)})
     cat = lambda k: np.concatenate([getattr(r, k) for r in results])  # noqa: E731
@@ -154,15 +173,14 @@ def _rows_frame(sel: Selected, results: list[PairRows], table: pa.Table, fingerp
     cand_code = np.array([fids.index(r.pair.candidate) for r in results])[pair_code]
     ref_code = np.array([fids.index(r.pair.reference) for r in results])[pair_code]
     kind = cat("kind")
-    rep_c = sel.rep[cand]
-    rep_r = np.where(ref >= 0, sel.rep[np.maximum(ref, 0)], -1)
     ref_n = pd.array(np.where(ref >= 0, sel.n[np.maximum(ref, 0)], 0), dtype="Int64")
     ref_n[ref < 0] = pd.NA
-    units = cat("unit")
-    unit_names = sorted(set(units.tolist())) if len(units) < 1000 else sorted(set(np.unique(units.astype(str)).tolist()))
-    unit_codes = np.searchsorted(np.array(unit_names, dtype=object), units) if unit_names else np.zeros(0, np.int64)
     m = len(cand)
     metric = cat("metric")
+    text = {k: _entry_text(table, k, sel.rep) for k in ("run", "source_path", "config")}
+    ent_loc = None
+    if provenance and len(sel.rep):
+        ent_loc = table.column("source_loc").take(pa.array(sel.rep)).combine_chunks()
     df = pd.DataFrame({
         "fingerprint": pd.Series(np.full(m, None, dtype=object), dtype=object),
         "target": _cat(c["target"][cand], sel.dims["target"]),
@@ -172,19 +190,20 @@ def _rows_frame(sel: Selected, results: list[PairRows], table: pa.Table, fingerp
         "stat": _cat(c["stat"][cand], sel.dims["stat"]),
         "candidate": _cat(cand_code, fids), "reference": _cat(ref_code, fids),
         "candidate_value": cat("cand_value"), "reference_value": cat("ref_value"),
-        "unit": _cat(unit_codes, unit_names),
+        "unit": _units_cat(cat("unit"), unit_names or []),
         "rel_error": cat("rel"), "log_ratio": cat("log_ratio"),
         "tolerance": cat("tol"), "tolerance_abs": cat("tol_abs"), "within": cat("within").astype(bool),
         "kind": _cat(kind.astype(np.int64), KINDS), "severity": cat("severity"),
         "candidate_n": sel.n[cand], "reference_n": ref_n,
-        "candidate_run": _text(table, "run", rep_c), "reference_run": _text(table, "run", rep_r),
-        "candidate_source_path": _text(table, "source_path", rep_c),
-        "candidate_source_loc": _locs(table, rep_c, provenance),
-        "reference_source_path": _text(table, "source_path", rep_r),
-        "reference_source_loc": _locs(table, rep_r, provenance),
-        "candidate_config": _text(table, "config", rep_c), "reference_config": _text(table, "config", rep_r),
-        "note": pd.Series(cat("note"), dtype=object), "efficiency": cat("efficiency"),
-    })
+        "candidate_run": _side_cat(*text["run"], cand), "reference_run": _side_cat(*text["run"], ref),
+        "candidate_source_path": _side_cat(*text["source_path"], cand),
+        "candidate_source_loc": _locs(ent_loc, cand),
+        "reference_source_path": _side_cat(*text["source_path"], ref),
+        "reference_source_loc": _locs(ent_loc, ref),
+        "candidate_config": _side_cat(*text["config"], cand), "reference_config": _side_cat(*text["config"], ref),
+        "note": pd.Series(np.concatenate([r.note.strings() for r in results]), dtype=object),
+        "efficiency": cat("efficiency"),
+    }, copy=False)
     want = np.flatnonzero(np.ones(m, bool) if fingerprints == "all" else (kind != OK) & (kind != MISSING))
     if len(want):
         e = cand[want]

@@ -16,12 +16,41 @@ def fingerprint(target: str, workload: str, op: str, metric: str, stat: str, can
 def fingerprints(parts: list[list[str]], codes: list[object]) -> list[str]:
     """Many fingerprints at once, equal to `fingerprint()` for each row.
 
+    Adjacent fields are pre-joined per distinct combination present (few: targets x
+    workloads, metrics x stats x pairs), so each row costs a couple of byte joins and a hash.
+
     Args:
         parts: for each of FINGERPRINT_FIELDS, the list of its distinct strings.
         codes: for each field, an integer array (one element per row) indexing into parts.
     """
-    enc = [[s.encode("utf-8") for s in p] for p in parts]
+    import numpy as np
+
     sep = b"\x1f"
-    cols = [[e[i] for i in c.tolist()] for e, c in zip(enc, codes, strict=True)]  # type: ignore[attr-defined]
+    cols = [np.asarray(c, dtype=np.int64) for c in codes]
+    n = len(cols[0]) if cols else 0
+    groups: list[tuple[list[bytes], np.ndarray]] = []
+    i = 0
+    while i < len(parts):
+        # join fields i..j-1 while the combined code space stays small
+        key, card, j = np.zeros(n, np.int64), 1, i
+        while j < len(parts) and (j == i or card * max(len(parts[j]), 1) <= 1 << 20):
+            key = key * max(len(parts[j]), 1) + cols[j]
+            card *= max(len(parts[j]), 1)
+            j += 1
+        uniq, inv = np.unique(key, return_inverse=True)
+        radices = [max(len(p), 1) for p in parts[i:j]]
+        texts = []
+        for u in uniq.tolist():
+            digits = []
+            for r in reversed(radices):
+                u, d = divmod(u, r)
+                digits.append(d)
+            texts.append(sep.join(parts[i + k][d].encode("utf-8") for k, d in enumerate(reversed(digits))))
+        groups.append((texts, inv.reshape(-1)))
+        i = j
+    blobs = None
+    for texts, inv in groups:
+        col = np.array(texts, dtype=object)[inv]
+        blobs = col if blobs is None else blobs + sep + col
     sha = hashlib.sha256
-    return [sha(sep.join(row)).hexdigest()[:16] for row in zip(*cols, strict=True)]
+    return [sha(b).hexdigest()[:16] for b in (blobs.tolist() if blobs is not None else [])]
