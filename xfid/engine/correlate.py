@@ -13,7 +13,7 @@ from xfid.config import Config
 from xfid.engine.align import KINDS, MISSING, OK, PairRows, align_pair
 from xfid.engine.contract import COMPARISON_COLUMNS, ROW_COLUMNS, Correlation
 from xfid.engine.fingerprint import fingerprints as batch_fingerprints
-from xfid.engine.keys import combine, raw_codes
+from xfid.engine.keys import combine, raw_codes, run_starts
 from xfid.engine.mismatch import MismatchChecker
 from xfid.engine.pairs import parse_as_of, parse_run, resolve_pairs
 from xfid.engine.select import ADDITIVE, Selected, load, select
@@ -21,7 +21,7 @@ from xfid.engine.stats import (
     BOOTSTRAP_EXACT_MAX_N,
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
-    global_rank,
+    global_order,
     grouped_stats,
 )
 from xfid.store import Store
@@ -215,10 +215,28 @@ def _rows_frame(sel: Selected, results: list[PairRows], table: pa.Table, fingerp
     return df
 
 
+def _entry_order(e_order: np.ndarray, ent: np.ndarray, vals: np.ndarray, ent_vals: np.ndarray,
+                 n_ent: int) -> np.ndarray:
+    """An order sorting `vals` (row i holds the value of entry ent[i]) from the entries' order.
+
+    Valid when every row's value is its entry's (no conversion) and each entry occurs once;
+    otherwise the rows are sorted directly.
+    """
+    if len(ent) and (ent >= 0).all() and np.array_equal(vals, ent_vals[ent], equal_nan=True):
+        pos = np.full(n_ent, -1, np.int64)
+        pos[ent] = np.arange(len(ent))
+        if np.count_nonzero(pos >= 0) == len(ent):  # no entry twice
+            o = pos[e_order]
+            return o[o >= 0]
+    return global_order(vals)
+
+
 def _comparisons(sel: Selected, results: list[PairRows], settings: dict[str, Any], kendall: bool,
                  bootstrap: bool) -> pd.DataFrame:
     frames = []
     c = sel.codes
+    # one order of the entries' values serves every pair's log cand / log ref (log is monotone)
+    e_order = global_order(sel.value) if results else None
     for r in results:
         ok = (r.kind != MISSING) & np.isfinite(r.rel) & np.isfinite(r.log_ratio)
         idx = np.flatnonzero(ok)
@@ -227,16 +245,26 @@ def _comparisons(sel: Selected, results: list[PairRows], settings: dict[str, Any
         e = r.cand[idx]
         t, m, s, w = c["target"][e], r.metric[idx], c["stat"][e], c["workload"][e]
         cards = [len(sel.dims["target"]), len(sel.dims["metric"]), len(sel.dims["stat"]), len(sel.dims["workload"])]
-        ranks = (global_rank(np.abs(r.rel[idx])), global_rank(np.log(r.cand_value[idx])),
-                 global_rank(np.log(r.ref_value[idx])))
+        orders = (global_order(np.abs(r.rel[idx])),
+                  _entry_order(e_order, e, r.cand_value[idx], sel.value, len(sel.value)),
+                  _entry_order(e_order, r.ref[idx], r.ref_value[idx], sel.value, len(sel.value)))
         for level in ("target", "workload"):
             parts = [t, m, s] + ([w] if level == "workload" else [])
             key, _ = combine(parts, cards[:len(parts)])
-            uniq, first, gid = np.unique(key, return_index=True, return_inverse=True)
-            st = grouped_stats(gid, len(uniq), r.rel[idx], r.log_ratio[idx], r.cand_value[idx],
+            if len(key) > 1 and bool(np.all(key[1:] >= key[:-1])):
+                # rows come in key order: groups are contiguous
+                first = run_starts(key)
+                gid = np.zeros(len(key), np.int64)
+                gid[first[1:]] = 1
+                gid = np.cumsum(gid)
+                nuniq = len(first)
+            else:
+                uniq, first, gid = np.unique(key, return_index=True, return_inverse=True)
+                gid, nuniq = gid.reshape(-1), len(uniq)
+            st = grouped_stats(gid, nuniq, r.rel[idx], r.log_ratio[idx], r.cand_value[idx],
                                r.ref_value[idx], r.within[idx], kendall=kendall, bootstrap=bootstrap,
                                resamples=settings["bootstrap_resamples"], seed=settings["bootstrap_seed"],
-                               exact_max_n=settings["bootstrap_exact_max_n"], ranks=ranks)
+                               exact_max_n=settings["bootstrap_exact_max_n"], orders=orders)
             f = pd.DataFrame({
                 "target": [sel.dims["target"][x] for x in t[first]],
                 "workload": [sel.dims["workload"][x] for x in w[first]] if level == "workload" else None,

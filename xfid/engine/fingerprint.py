@@ -33,7 +33,7 @@ def fingerprints(parts: list[list[str]], codes: list[object]) -> list[str]:
     while i < len(parts):
         # join fields i..j-1 while the combined code space stays small
         key, card, j = np.zeros(n, np.int64), 1, i
-        while j < len(parts) and (j == i or card * max(len(parts[j]), 1) <= 1 << 20):
+        while j < len(parts) and (j == i or card * max(len(parts[j]), 1) <= 4096):
             key = key * max(len(parts[j]), 1) + cols[j]
             card *= max(len(parts[j]), 1)
             j += 1

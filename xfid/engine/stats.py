@@ -18,12 +18,13 @@ def _sums(gid: np.ndarray, x: np.ndarray, ng: int) -> np.ndarray:
     return np.bincount(gid, weights=x, minlength=ng)
 
 
-def grouped_ranks(gid: np.ndarray, x: np.ndarray, rank: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def grouped_ranks(gid: np.ndarray, x: np.ndarray, order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Average ranks (1-based) of x within groups, plus per-position tie-run ids and run lengths.
 
+    `order` may pass an order that sorts x globally (see global_order), reused across groupings.
     Returns (ranks aligned with x, order used, run start flags in that order).
     """
-    order = _group_sort(gid, x, rank)
+    order = _group_sort(gid, x, order)
     xs, gs = x[order], gid[order]
     n = len(x)
     new_run = np.r_[True, (xs[1:] != xs[:-1]) | (gs[1:] != gs[:-1])] if n else np.zeros(0, bool)
@@ -47,14 +48,23 @@ def global_rank(x: np.ndarray) -> np.ndarray:
     return rank
 
 
-def _group_sort(gid: np.ndarray, x: np.ndarray, rank: np.ndarray | None = None) -> np.ndarray:
-    """Order by (gid, x): the global ranks of x (one float sort, reusable), then one int sort."""
+def global_order(x: np.ndarray) -> np.ndarray:
+    """An order sorting x (equal values end up adjacent; their order among them is irrelevant)."""
+    return np.argsort(x)
+
+
+def _group_sort(gid: np.ndarray, x: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
+    """Order by (gid, x): a global order of x (one float sort, reusable), then a stable sort
+    by group, a radix sort when the group ids fit 16 bits."""
     n = len(x)
     if n < 2:
         return np.arange(n)
-    if rank is None:
-        rank = global_rank(x)
-    return np.argsort(gid.astype(np.int64) * n + rank, kind="stable")
+    if order is None:
+        order = global_order(x)
+    g = gid[order]
+    if int(g.max()) < 1 << 16:
+        g = g.astype(np.uint16)
+    return order[np.argsort(g, kind="stable")]
 
 
 def _tie_pairs(gid_sorted: np.ndarray, new_run: np.ndarray, ng: int) -> np.ndarray:
@@ -99,13 +109,14 @@ def grouped_stats(gid: np.ndarray, ng: int, rel: np.ndarray, lr: np.ndarray, can
                   ref: np.ndarray, within: np.ndarray, *, kendall: bool = True, bootstrap: bool = True,
                   resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
                   exact_max_n: int = BOOTSTRAP_EXACT_MAX_N,
-                  ranks: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
+                  orders: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
     """Aggregate errors of rows grouped by `gid` (0..ng-1). Rows must have finite rel and lr.
 
     Returns a dict of arrays (length ng): n, mape, median_ape, bias, log_rmse, pearson_log,
     spearman, kendall, within_tolerance, mape_ci_low/high, bias_ci_low/high. NaN where a
-    statistic is undefined (n < 2, constant values; CIs need n >= 3). `ranks` may pass the
-    global_rank of (|rel|, log cand, log ref) when the same rows are grouped several ways.
+    statistic is undefined (n < 2, constant values; CIs need n >= 3). `orders` may pass
+    orders that sort (|rel|, log cand, log ref) globally (global_order) when the same rows are
+    grouped several ways.
     """
     n = np.bincount(gid, minlength=ng).astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -116,7 +127,7 @@ def grouped_stats(gid: np.ndarray, ng: int, rel: np.ndarray, lr: np.ndarray, can
         out["bias"] = np.exp(mlr)
         out["log_rmse"] = np.sqrt(_sums(gid, lr * lr, ng) / n)
         out["within_tolerance"] = _sums(gid, within.astype(np.float64), ng) / n
-        r_ape, r_x, r_y = ranks if ranks is not None else (None, None, None)
+        r_ape, r_x, r_y = orders if orders is not None else (None, None, None)
         order = _group_sort(gid, ape, r_ape)
         gs = gid[order]
         starts = run_starts(gs)
