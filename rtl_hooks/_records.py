@@ -157,7 +157,7 @@ def _stamp(t: float) -> str:
     return hit
 
 
-_TEMPLATES: dict[tuple[Any, ...], str] = {}
+_TEMPLATES: dict[tuple[Any, ...], tuple[str, str]] = {}
 
 
 def _line(p: Any) -> str:
@@ -182,13 +182,13 @@ def _line(p: Any) -> str:
                     _TEMPLATES.clear()
                 _TEMPLATES[key] = tpl
             extra_json = "{}" if extra is None else extra if type(extra) is str else _dict_json(extra)
-            return tpl % (_str_json(p.op), p._cycles, p._dt_ps, *vals, extra_json,
-                          repr(round(p._now - p._wall0, 6)), _stamp(p._time))
+            return tpl[0] % (_str_json(p.op), p._cycles, p._dt_ps, *vals, extra_json,
+                             repr(round(p._now - p._wall0, 6)), _stamp(p._time)) + tpl[1]
     return _line_general(p)
 
 
-def _template(p: Any) -> str:
-    """The %-template of a passed op's line: fixed text escaped, one slot per op value."""
+def _template(p: Any) -> tuple[str, str]:
+    """A passed op's line as a %-template with one slot per op value, and the fixed rest."""
     if not _FORMAT_JSON:
         from rtl_hooks._support import FORMAT
 
@@ -198,10 +198,10 @@ def _template(p: Any) -> str:
         return text.replace("%", "%%")
 
     counts = ", ".join(f"{esc(json.dumps(k))}: %d" for k in p._counts)
-    return (f'{{"format": {esc(_FORMAT_JSON[0])}, "op": %s, "passed": true, "error": null, "cycles": %d, '
+    head = (f'{{"format": {esc(_FORMAT_JSON[0])}, "op": %s, "passed": true, "error": null, "cycles": %d, '
             f'"cycles_from": {esc(json.dumps(p._s.how))}, "sim_time_ps": %d, "counters": {{{counts}}}, '
-            f'"extra": %s, "wall_s": %s, "time": "%s", '
-            + esc(p._test[1][1:-1]) + ", " + esc(p._s.static_part()[1][1:]))
+            f'"extra": %s, "wall_s": %s, "time": "%s", ')
+    return head, p._test[1][1:-1] + ", " + p._s.static_part()[1][1:]
 
 
 def _line_general(p: Any) -> str:

@@ -104,7 +104,8 @@ def _reader(handle: Any) -> tuple[Any, Any, int]:
     """(handle, read() -> int, width) for a signal handle, resolved once per handle.
 
     A cocotb logic signal is read as its binary string (what `int(handle.value)` parses, without
-    building a LogicArray); anything else through `int(handle.value)`.
+    building a LogicArray), or under Verilator, up to 32 bits wide, as an int; anything else
+    through `int(handle.value)`.
     """
     hit = _READERS.get(id(handle))
     if hit is not None:
@@ -115,13 +116,21 @@ def _reader(handle: Any) -> tuple[Any, Any, int]:
         width = 64
     read = None
     try:
+        import cocotb
         from cocotb.handle import LogicObject, _LogicArrayObjectBase
 
         if isinstance(handle, (LogicObject, _LogicArrayObjectBase)):
-            binstr = handle._handle.get_signal_val_binstr
+            if 0 < width <= 32 and str(getattr(cocotb, "SIM_NAME", "")).lower().startswith("verilator"):
+                # two-state: never x/z; vpiIntVal is a signed 32-bit int, the mask makes it unsigned
+                as_int, mask = handle._handle.get_signal_val_long, (1 << width) - 1
 
-            def read() -> int:
-                return int(binstr(), 2)  # ValueError on x/z bits, as int(LogicArray) raises
+                def read() -> int:
+                    return as_int() & mask
+            else:
+                binstr = handle._handle.get_signal_val_binstr
+
+                def read() -> int:
+                    return int(binstr(), 2)  # ValueError on x/z bits, as int(LogicArray) raises
     except (ImportError, AttributeError):
         read = None
     if read is None:
