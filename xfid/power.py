@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-FIELDS = ("target", "workload", "op", "metric", "stat", "value", "unit", "n_samples", "source_loc",
-          "null_reason", "flags", "config", "hardware", "software", "run", "timestamp")
+from xfid.adapters.base import Columns
+
 POWER_SOURCES = ("nvidia-smi", "dcgm")
 """Adapters whose `power`/`value` rows are timestamped samples (a power log)."""
 BENCH_SOURCES = ("vllm", "sglang")
@@ -19,22 +19,6 @@ DERIVED = "derived-energy"
 MIN_SAMPLES = 3
 RELATIVE_TIME = "relative_time"
 """Flag on samples whose timestamps are not wall-clock times (dcgm without `start`)."""
-
-
-class Columns:
-    """A column buffer in the normalized column names, for the measured adapters."""
-
-    def __init__(self) -> None:
-        self.cols: dict[str, list[Any]] = {k: [] for k in FIELDS}
-
-    def add(self, metric: str, stat: str, value: float | None, unit: str, loc: str, **kw: Any) -> None:
-        """Append one record; `kw` sets any other column of FIELDS (op defaults to "")."""
-        row = {"metric": metric, "stat": stat, "value": value, "unit": unit, "source_loc": loc, "op": "", **kw}
-        for k in FIELDS:
-            self.cols[k].append(row.get(k))
-
-    def __len__(self) -> int:
-        return len(self.cols["metric"])
 
 
 def trapezoid(t_s: Sequence[float], watts: Sequence[float]) -> float:

@@ -93,6 +93,28 @@ class Adapter(ABC):
         """
 
 
+FIELDS = ("target", "workload", "op", "metric", "stat", "value", "unit", "n_samples", "source_loc",
+          "null_reason", "flags", "config", "hardware", "software", "run", "timestamp")
+"""The columns an adapter fills (ingest adds fidelity defaults and provenance)."""
+
+
+class Columns:
+    """A column buffer in the normalized column names: `add` one record at a time, return `.cols`."""
+
+    def __init__(self) -> None:
+        self.cols: dict[str, list[Any]] = {k: [] for k in FIELDS}
+
+    def add(self, metric: str, stat: str, value: float | None, unit: str, loc: str, **kw: Any) -> None:
+        """Append one record; `kw` sets any other column of FIELDS (op defaults to "")."""
+        row = {"metric": metric, "stat": stat, "value": value, "unit": unit, "source_loc": loc, "op": "", **kw}
+        for k in FIELDS:
+            self.cols[k].append(row.get(k))
+
+    def __len__(self) -> int:
+        return len(self.cols["metric"])
+
+
+
 def iter_batches(result: Any) -> Iterator[Batch]:
     """Adapters may return one batch or an iterable of batches; always iterate batches."""
     if isinstance(result, (pa.Table, Mapping)) or hasattr(result, "to_numpy"):

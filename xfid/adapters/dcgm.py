@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, ClassVar
 
-from xfid.adapters.base import Adapter, ReadContext, head_text, read_text
-from xfid.power import RELATIVE_TIME, Columns, Series, add_log_summary
+from xfid.adapters.base import Adapter, Columns, ReadContext, head_text, read_text
+from xfid.power import RELATIVE_TIME, Series, add_log_summary
 from xfid.schema import canonical_json
 
 # dmon column -> (DCGM field id, metric, unit when the units row leaves it blank)

@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from xfid.adapters import jsonutil
-from xfid.adapters.base import Adapter, ReadContext, head_text, read_text
-from xfid.power import Columns
+from xfid.adapters.base import Adapter, Columns, ReadContext, head_text, read_text
 from xfid.schema import canonical_json
 
 # metric name (JSON key, or the CSV label lower-cased with spaces -> _) -> canonical metric

@@ -76,3 +76,23 @@ def number(ctx: ReadContext, obj: dict[str, Any], key: str, loc: str) -> float |
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ctx.error(loc, f"{key!r} must be a number, got {v!r}")
     return float(v)
+
+
+def bench_date(ctx: ReadContext, obj: dict[str, Any], loc: str) -> str | None:
+    """The `date` of a serving benchmark result (`%Y%m%d-%H%M%S`, UTC) as ISO text, or None."""
+    from datetime import UTC, datetime
+
+    d = obj.get("date")
+    if not isinstance(d, str):
+        return None
+    try:
+        return datetime.strptime(d, "%Y%m%d-%H%M%S").replace(tzinfo=UTC).isoformat()
+    except ValueError:
+        raise ctx.error(loc, f"date {d!r} is not %Y%m%d-%H%M%S") from None
+
+
+def check_request_rate(ctx: ReadContext, obj: dict[str, Any], loc: str) -> None:
+    """`request_rate` is a number, or the string "inf" (an unbounded rate)."""
+    rate = obj.get("request_rate")
+    if isinstance(rate, str) and rate != "inf":
+        raise ctx.error(loc, f"request_rate must be a number or \"inf\", got {rate!r}")

@@ -7,8 +7,7 @@ import re
 from pathlib import Path
 from typing import Any, ClassVar
 
-from xfid.adapters.base import Adapter, ReadContext, head_text, read_text
-from xfid.power import Columns
+from xfid.adapters.base import Adapter, Columns, ReadContext, head_text, read_text
 from xfid.schema import canonical_json
 
 _PCT = r"(\d+\.\d+)"

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, ClassVar
 
-from xfid.adapters.base import Adapter, ReadContext, head_text, read_text
-from xfid.power import Columns, Series, add_log_summary
+from xfid.adapters.base import Adapter, Columns, ReadContext, head_text, read_text
+from xfid.power import Series, add_log_summary
 from xfid.schema import canonical_json
 
 # query field -> (metric, stat). Each sample is one record: op `gpu<index>`, stat `value`,

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
 from xfid.adapters import jsonutil
-from xfid.adapters.base import Adapter, ReadContext, head_text, read_text
-from xfid.power import Columns
+from xfid.adapters.base import Adapter, Columns, ReadContext, head_text, read_text
 from xfid.schema import canonical_json
 
 # same canonical metrics/stats as the vllm adapter; SGLang spells e2el `e2e_latency`
@@ -69,17 +67,10 @@ class SglangAdapter(Adapter):
             raise ctx.error(line, "not an SGLang bench_serving result: no 'request_throughput' and "
                             "'*_e2e_latency_ms' keys", "pass the JSON lines written by bench_serving --output-file")
         num = {k: jsonutil.number(ctx, obj, k, loc(k)) for k in SCALARS if k in obj}
-        rate = obj.get("request_rate")
-        if isinstance(rate, str) and rate != "inf":
-            raise ctx.error(loc("request_rate"), f"request_rate must be a number or \"inf\", got {rate!r}")
+        jsonutil.check_request_rate(ctx, obj, loc("request_rate"))
         config = {k: obj[k] for k in CONFIG_KEYS if k in obj and isinstance(obj[k], (str, int, float, bool))}
         config.update(ctx.meta)
-        ts = None
-        if isinstance(obj.get("date"), str):  # not written by bench_serving itself; some wrappers add it
-            try:
-                ts = datetime.strptime(obj["date"], "%Y%m%d-%H%M%S").replace(tzinfo=UTC).isoformat()
-            except ValueError:
-                raise ctx.error(loc("date"), f"date {obj['date']!r} is not %Y%m%d-%H%M%S") from None
+        ts = jsonutil.bench_date(ctx, obj, loc("date"))  # not written by bench_serving itself; wrappers add it
         base = {"config": canonical_json(config), "timestamp": ts, "run": ctx.run,
                 "software": "sglang bench_serving" + (f" ({obj['backend']})" if obj.get("backend") else ""),
                 "flags": "missing_counts" if "completed" not in obj else None}

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
 from xfid.adapters import jsonutil
-from xfid.adapters.base import Adapter, ReadContext, head_text
+from xfid.adapters.base import Adapter, Columns, ReadContext, head_text
 from xfid.schema import canonical_json
 
 SERVING = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2el": "e2e_latency"}
@@ -49,14 +48,12 @@ class VllmAdapter(Adapter):
         ) and "_e2e_latency_ms" not in t and '"time_to_first_token"' not in t
 
     def read(self, ctx: ReadContext) -> dict[str, list[Any]]:
-        cols: dict[str, list[Any]] = {k: [] for k in ("metric", "stat", "value", "unit", "n_samples", "source_loc",
-                                                      "null_reason", "flags", "config", "software", "run",
-                                                      "timestamp", "target", "workload", "op")}
+        out = Columns()
         for line, obj in jsonutil.objects(ctx):
-            self._one(ctx, obj, line, cols)
-        return cols
+            self._one(ctx, obj, line, out)
+        return out.cols
 
-    def _one(self, ctx: ReadContext, obj: dict[str, Any], line: str | None, cols: dict[str, list[Any]]) -> None:
+    def _one(self, ctx: ReadContext, obj: dict[str, Any], line: str | None, out: Columns) -> None:
         def loc(key: str) -> str:
             return f"{line}: $.{key}" if line else f"$.{key}"
 
@@ -67,46 +64,29 @@ class VllmAdapter(Adapter):
         meta = {k: v for k, v in obj.items() if k not in RESULT_KEYS and not _STAT_KEY.match(k)}
         config = {k: obj[k] for k in CONFIG_KEYS if k in obj}
         config.update({k: v for k, v in meta.items() if k not in CONFIG_KEYS and isinstance(v, (str, int, float, bool))})
-        rate = obj.get("request_rate")
-        if isinstance(rate, str) and rate != "inf":
-            raise ctx.error(loc("request_rate"), f"request_rate must be a number or \"inf\", got {rate!r}")
+        jsonutil.check_request_rate(ctx, obj, loc("request_rate"))
         flags = []
-        completed = num.get("completed")
         if "failed" not in obj or "completed" not in obj:
             flags.append("missing_counts")
         if (num.get("failed") or 0) > 0:
             flags.append("failed_requests")
         config.update(ctx.meta)
-        cfg = canonical_json(config)
-        ts = None
-        if isinstance(obj.get("date"), str):
-            try:
-                ts = datetime.strptime(obj["date"], "%Y%m%d-%H%M%S").replace(tzinfo=UTC).isoformat()
-            except ValueError:
-                raise ctx.error(loc("date"), f"date {obj['date']!r} is not %Y%m%d-%H%M%S") from None
+        ts = jsonutil.bench_date(ctx, obj, loc("date"))
         run = ctx.run or (f"{obj.get('label') or obj.get('backend', 'vllm')}-{obj['date']}" if obj.get("date") else None)
-        target = ctx.target or _str(meta.get("target")) or _str(meta.get("xfid_target"))
-        workload = ctx.workload or _str(meta.get("workload")) or _str(meta.get("xfid_workload"))
-        software = "vllm bench serve" + (f" ({obj['backend']})" if obj.get("backend") else "")
+        base = {
+            "config": canonical_json(config), "timestamp": ts, "run": run, "flags": ",".join(flags) or None,
+            "software": "vllm bench serve" + (f" ({obj['backend']})" if obj.get("backend") else ""),
+            "target": ctx.target or _str(meta.get("target")) or _str(meta.get("xfid_target")),
+            "workload": ctx.workload or _str(meta.get("workload")) or _str(meta.get("xfid_workload")),
+        }
+        completed = num.get("completed")
         n_ttft = len(obj["ttfts"]) if isinstance(obj.get("ttfts"), list) else completed
         n_itl = sum(len(x) for x in obj["itls"] if isinstance(x, list)) if isinstance(obj.get("itls"), list) else None
 
-        def add(metric, stat, value, unit, key, n=None, reason=None):
-            cols["metric"].append(metric)
-            cols["stat"].append(stat)
-            cols["value"].append(value)
-            cols["unit"].append(unit)
-            cols["n_samples"].append(None if n is None else int(n))
-            cols["source_loc"].append(loc(key))
-            cols["null_reason"].append(reason)
-            cols["flags"].append(",".join(flags) or None)
-            cols["config"].append(cfg)
-            cols["software"].append(software)
-            cols["run"].append(run)
-            cols["timestamp"].append(ts)
-            cols["target"].append(target)
-            cols["workload"].append(workload)
-            cols["op"].append("")
+        def add(metric: str, stat: str, value: float | None, unit: str, key: str, n: float | None = None,
+                reason: str | None = None) -> None:
+            out.add(metric, stat, value, unit, loc(key), n_samples=None if n is None else int(n), null_reason=reason,
+                    **base)
 
         for key, (metric, stat, unit) in SCALARS.items():
             if key not in obj:
