@@ -32,14 +32,13 @@ _LAST_FLUSH = [0.0]
 _HOOKED = [False]
 
 
-def _add(p: Any, now: float, failed: bool) -> None:
-    """Buffer a finished probe; flush when it failed, or the buffer is old or big."""
-    _PENDING.append(p)
+def _add(now: float) -> None:
+    """Called by a probe's exit (which appended itself to `_PENDING`) when a flush may be due:
+    the op failed, the buffer is old or big, or the shutdown hook is not set yet."""
     if not _HOOKED[0]:
         _hook_shutdown()
-    if failed or now - _LAST_FLUSH[0] > FLUSH_S or len(_PENDING) >= FLUSH_OPS:
-        flush()
-        _LAST_FLUSH[0] = now
+    flush()
+    _LAST_FLUSH[0] = now
 
 
 def _hook_shutdown() -> None:
@@ -54,7 +53,7 @@ def _hook_shutdown() -> None:
 
 
 def flush() -> None:
-    """Encode the buffered ops and write them to their files, then flush the files."""
+    """Encode the buffered ops and write them to their files (unbuffered: in the OS after this)."""
     if _PENDING:
         batch = _PENDING[:]
         _PENDING.clear()
@@ -62,19 +61,21 @@ def flush() -> None:
         for p in batch:
             by_out.setdefault(p._out_key, []).append(_line(p))
         for key, lines in by_out.items():
-            _writer(key).write("\n".join(lines) + "\n")
-    for f in _FILES.values():
-        if not f.closed:
-            f.flush()
+            f, data = _writer(key), memoryview(("\n".join(lines) + "\n").encode("utf-8"))
+            while data:  # a raw write may be partial
+                n = f.write(data)
+                if not n:
+                    raise OSError(f"{key}: could not write the probe's records")
+                data = data[n:]
 
 
 def _writer(key: str) -> Any:
-    """An append-mode file kept open for the process (one open per output, not per op)."""
+    """An unbuffered append-mode file kept open for the process: one write() call per flush."""
     f = _FILES.get(key)
     if f is None or f.closed:
         path = Path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        f = _FILES[key] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed at exit
+        f = _FILES[key] = open(path, "ab", buffering=0)  # noqa: SIM115 - closed at exit
     return f
 
 

@@ -61,6 +61,7 @@ def reset() -> None:
     _CTX[0] = None
     _GET_SIM_TIME[0] = None
     _COCOTB.clear()
+    _LAST_TEST[:] = [None, None, None]
     for cache in (_STATIC, _HANDLES, _READERS, _PARAM_CACHE, _TEST_PART):
         cache.clear()
 
@@ -163,10 +164,12 @@ def _dut_name(dut: Any) -> str:
 
 _TEST_PART: dict[Any, tuple[Any, tuple[dict[str, Any], str]]] = {}
 _COCOTB: list[Any] = []
+_LAST_TEST: list[Any] = [None, None, None]
+"""The last (test object, seed object, part): an identity check per op while a test runs."""
 
 
 def _test_part() -> tuple[dict[str, Any], str]:
-    """The running test's name and seed, serialized once per test (cheap per op)."""
+    """The running test's name and seed, serialized once per test (two attribute reads per op)."""
     if not _COCOTB:
         import cocotb
 
@@ -178,20 +181,17 @@ def _test_part() -> tuple[dict[str, Any], str]:
     cocotb, regression = _COCOTB
     seed = getattr(cocotb, "RANDOM_SEED", None)
     test = getattr(getattr(regression, "_manager_inst", None), "_test", None)
-    if test is not None:  # one entry per test object (and seed): the name lookup runs once
-        key: Any = (id(test), seed)
-        hit = _TEST_PART.get(key)
-        if hit is not None and hit[0] is test:
-            return hit[1]
-    else:
-        key = (_test_name(), seed)
-        hit = _TEST_PART.get(key)
-        if hit is not None:
-            return hit[1]
-    part = {"test": _test_name(), "test_seed": seed}
-    entry = (test, (part, json.dumps(part)))
-    _TEST_PART[key] = entry
-    return entry[1]
+    last = _LAST_TEST
+    if test is not None and last[0] is test and last[1] is seed:
+        return last[2]
+    key: Any = (id(test), seed) if test is not None else (_test_name(), seed)
+    hit = _TEST_PART.get(key)
+    if hit is None or hit[0] is not test:
+        part = {"test": _test_name(), "test_seed": seed}
+        hit = _TEST_PART[key] = (test, (part, json.dumps(part)))
+    if test is not None:
+        last[:] = [test, seed, hit[1]]
+    return hit[1]
 
 
 def _regression_seed() -> int | None:

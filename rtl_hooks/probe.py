@@ -11,7 +11,16 @@ from time import perf_counter
 from types import TracebackType
 from typing import Any
 
-from rtl_hooks._records import FLUSH_S, _add, flush, frozen_extra  # noqa: F401 - FLUSH_S re-exported
+from rtl_hooks._records import (
+    _HOOKED,
+    _LAST_FLUSH,
+    _PENDING,
+    FLUSH_OPS,
+    FLUSH_S,
+    _add,
+    flush,
+    frozen_extra,
+)
 from rtl_hooks._setup import setup as _setup
 from rtl_hooks._support import (  # noqa: F401 - re-exported: the probe's public constants
     _CTX,
@@ -211,7 +220,9 @@ class Probe:
         self._test = _test_part()
         self._extra = frozen_extra(self.extra) if self.extra else None
         self._done = True
-        _add(self, now, exc is not None)
+        _PENDING.append(self)
+        if exc is not None or now - _LAST_FLUSH[0] > FLUSH_S or not _HOOKED[0] or len(_PENDING) >= FLUSH_OPS:
+            _add(now)
 
 
 def probe(dut: Any, op: str, **kwargs: Any) -> Probe:
