@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from xfid.config import Config
-from xfid.engine.keys import combine
+from xfid.engine.keys import combine, dense_unique
 from xfid.engine.mismatch import MismatchChecker
 from xfid.engine.select import Selected
 from xfid.errors import ConfigError
@@ -85,7 +85,7 @@ class Notes:
         else:
             tl, tc = np.unique(np.asarray(text, dtype=object), return_inverse=True)
         combo = self.ids[idx].astype(np.int64) * len(tl) + tc.reshape(-1)
-        u, inv = np.unique(combo, return_inverse=True)
+        u, inv = dense_unique(combo)
         new = np.empty(len(u), np.int32)
         for j, c in enumerate(u.tolist()):
             cur, t = self.texts[c // len(tl)], tl[c % len(tl)]
@@ -195,7 +195,9 @@ def align_pair(sel: Selected, pair: Pair, config: Config, settings: dict[str, An
     ref_conv = np.where(hit, rconv[pos_c] if len(rconv) else False, False)
     flagged_ref = hit & np.isnan(refv)
     missing = ~hit | flagged_ref
-    counts["reference_only_keys"] = int(len(rk) - np.unique(pos[hit]).size) if len(rk) else 0
+    used = np.zeros(len(rk), bool)
+    used[pos[hit]] = True
+    counts["reference_only_keys"] = int(len(rk) - np.count_nonzero(used))
     n = len(ce)
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.where(refv != 0, (cv - refv) / refv, np.nan)
@@ -239,7 +241,7 @@ def _tolerances(sel: Selected, pair: Pair, config: Config, m, o, s):
     if all(t.op == "*" for t in config.tolerances):
         o = np.zeros_like(o)  # no rule looks at the op: one lookup per (metric, stat)
     mos, _ = combine([m, o, s], [len(sel.dims["metric"]), len(sel.dims["op"]), len(sel.dims["stat"])])
-    uniq, inv = np.unique(mos, return_inverse=True)
+    uniq, inv = dense_unique(mos)
     rel = np.empty(len(uniq))
     ab = np.empty(len(uniq))
     mn, on, sn = sel.dims["metric"], sel.dims["op"], sel.dims["stat"]
@@ -291,7 +293,8 @@ def _notes(sel, pair, ce, ref, hit, flagged_ref, cconv, ref_conv, notes) -> None
     for side, idx in (("candidate", ce), ("reference", np.where(hit, ref, -1))):
         ok = idx >= 0
         cnt = sel.n[np.where(ok, idx, 0)]
-        for k in np.unique(cnt[ok & (cnt > 1)]):
+        multi = ok & (cnt > 1)
+        for k in (np.flatnonzero(np.bincount(cnt[multi])) if multi.any() else ()):
             add_note(notes, np.flatnonzero(ok & (cnt == k)), f"{side}: median of {k} records")
         if sel.notes:
             rows = np.flatnonzero(ok & np.isin(idx, np.fromiter(sel.notes, np.int64)))

@@ -33,8 +33,12 @@ def apply_op_maps(src: np.ndarray, src_names: list, o_raw: np.ndarray, raw_names
     import pandas as pd
 
     ns, nr = max(len(src_names), 1), max(len(raw_names), 1)
-    s = np.where(src < 0, 0, src)
-    counts = np.bincount(s * nr + o_raw, minlength=ns * nr).reshape(ns, nr) if len(src) else np.zeros((ns, nr), np.int64)
+    if ns == 1:  # one source adapter (the common case): no per-record source arithmetic
+        s = None
+        counts = np.bincount(o_raw, minlength=nr).reshape(1, nr) if len(src) else np.zeros((ns, nr), np.int64)
+    else:
+        s = np.where(src < 0, 0, src)
+        counts = np.bincount(s * nr + o_raw, minlength=ns * nr).reshape(ns, nr) if len(src) else np.zeros((ns, nr), np.int64)
     mapped: dict[tuple[int, int], tuple[str, int]] = {}
     cov = []
     for si in range(ns):
@@ -54,7 +58,14 @@ def apply_op_maps(src: np.ndarray, src_names: list, o_raw: np.ndarray, raw_names
     table = np.tile(base, (ns, 1))
     for (si, ri), (op, _) in mapped.items():
         table[si, ri] = pos[op]
-    codes = table[s, o_raw] if len(src) else np.zeros(0, np.int64)
+    if not len(src):
+        codes = np.zeros(0, np.int64)
+    elif not mapped and names == list(raw_names):
+        codes = o_raw  # nothing renamed: the raw codes are the canonical codes
+    elif s is None:
+        codes = table[0][o_raw]
+    else:
+        codes = table[s, o_raw]
     used = counts > 0
     per_canon: dict[int, set[int]] = {}
     for si, ri in zip(*np.nonzero(used), strict=True):

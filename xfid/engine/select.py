@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from xfid.config import Config
-from xfid.engine.keys import combine, encode, raw_codes, run_starts
+from xfid.engine.keys import dict_chunks, combine, encode, raw_codes, run_starts
 from xfid.engine.opmap import apply_op_maps
 from xfid.errors import EngineError
 from xfid.schema import FLAG_NO_REFERENCE
@@ -199,12 +199,16 @@ def _check_fidelity(name: str) -> None:
         raise EngineError(f"store holds an unknown fidelity label {name!r}: {e}") from None
 
 
+def _flag_bad(v: Any) -> bool:
+    return bool(v) and any(x.strip() in FLAG_NO_REFERENCE for x in str(v).split(","))
+
+
 def _no_reference(flags: pa.ChunkedArray) -> np.ndarray:
+    if flags.null_count == len(flags) or not any(
+            _flag_bad(v) for c in dict_chunks(flags) for v in c.dictionary.to_pylist()):
+        return np.zeros(len(flags), bool)  # no record carries a no-reference flag
     codes, names = raw_codes(flags)
-    bad = np.array([bool(v) and any(x.strip() in FLAG_NO_REFERENCE for x in str(v).split(","))
-                    for v in names] + [False], dtype=bool)
-    if not bad.any():
-        return np.zeros(len(codes), bool)
+    bad = np.array([_flag_bad(v) for v in names] + [False], dtype=bool)
     return bad[codes]  # code -1 (null) -> the trailing False
 
 
