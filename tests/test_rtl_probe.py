@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+from pathlib import Path
 
 import pytest
 
@@ -125,3 +126,106 @@ def test_adapter_reads_what_the_probe_writes(tmp_path, clock):
     t = CocotbAdapter().read(ReadContext(path=out))
     got = dict(zip(t.column("metric").to_pylist(), t.column("value").to_pylist(), strict=True))
     assert got == {"cycles": 7.0, "sim_time": 0.0, "bytes": 4.0, "rtl:beats": 4.0}
+
+
+def _reference_line(p) -> str:
+    """The line as the probe wrote it before batching: json.dumps of the record's three parts."""
+    rec = p.record
+    static_keys = p._s.static_part()[0].keys()
+    dynamic = {k: v for k, v in rec.items() if k not in static_keys and k not in ("test", "test_seed")}
+    return (json.dumps(dynamic, default=str)[:-1] + ", " + json.dumps({"test": rec["test"], "test_seed": rec["test_seed"]})[1:-1]
+            + ", " + json.dumps(p._s.static_part()[0], sort_keys=True, default=str)[1:])
+
+
+@pytest.mark.parametrize("op,extra,exc", [
+    ("dma[bytes=64]", {}, None),
+    ("dma[bytes=64]", {"m": 4, "n": 8}, None),
+    ("gemm 100% \u00b5\"q\"", {"shape": "4x4", "ok": True, "f": 0.5, "none": None}, None),
+    ("x", {"lst": [1, 2], "path": Path("a/b")}, None),  # default=str, encoded at exit
+    ("dma[bytes=1]", {"m": 1}, ValueError("bad % \"value\"")),
+])
+def test_batched_line_is_the_reference_json(tmp_path, clock, op, extra, exc):
+    """The template/field-by-field encoders give byte for byte what json.dumps of the record gives."""
+    records = importlib.import_module("rtl_hooks._records")
+    dut = Dut()
+    out = tmp_path / "p.jsonl"
+    for _ in range(2):  # the second op fills the cached template
+        try:
+            with rtl_hooks.probe(dut, op=op, counters={"bytes": dut.bytes_moved, "b%s": dut.bytes_moved},
+                                 extra=extra, out=out) as p:
+                clock["ps"] += 1230
+                dut.cycle_count.value += 9
+                dut.bytes_moved.value += 3
+                if exc is not None:
+                    raise exc
+        except ValueError:
+            pass
+        assert records._line(p) == records._line_general(p) == _reference_line(p)
+    got = lines(out)
+    assert got[-1] == p.record and len(got) == 2
+
+
+def test_extra_mutated_after_the_op_is_not_rewritten(tmp_path, clock):
+    dut = Dut()
+    out = tmp_path / "p.jsonl"
+    extra = {"shape": [4, 4], "n": 1}
+    with rtl_hooks.probe(dut, op="x", extra=extra, out=out):
+        pass
+    extra["shape"].append(99)
+    extra["n"] = 2
+    (rec,) = lines(out)
+    assert rec["extra"] == {"shape": [4, 4], "n": 1}
+
+
+def test_failed_op_is_on_disk_before_the_exception_propagates(tmp_path, clock):
+    dut = Dut()
+    out = tmp_path / "p.jsonl"
+    for n in range(3):  # passed ops stay buffered (up to FLUSH_S)...
+        with rtl_hooks.probe(dut, op=f"ok{n}", out=out):
+            dut.cycle_count.value += 1
+    with pytest.raises(RuntimeError), rtl_hooks.probe(dut, op="bad", out=out):
+        raise RuntimeError("sim fell over")
+    # ...until a failing op writes itself and everything before it: no flush() call here
+    recs = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["op"] for r in recs] == ["ok0", "ok1", "ok2", "bad"]
+    assert [r["passed"] for r in recs] == [True, True, True, False]
+
+
+_CHILD = """
+import sys, rtl_hooks
+class Sig:
+    def __init__(self, v): self.value = v
+    def __len__(self): return 32
+class Dut:
+    _name = "dma"
+    def __init__(self): self.cycle_count = Sig(0)
+import importlib
+importlib.import_module("rtl_hooks.probe")._sim_ps = lambda: 0
+dut = Dut()
+for n in range(5):
+    with rtl_hooks.probe(dut, op=f"op{n}", out=sys.argv[1]):
+        dut.cycle_count.value += n
+if sys.argv[2] == "kill":
+    import os
+    os._exit(3)  # like SIGKILL: no atexit, no cocotb shutdown
+raise SystemExit("testbench crashed after its ops")
+"""
+
+
+@pytest.mark.parametrize("how,kept", [("crash", 5), ("kill", 1)])
+def test_buffered_records_at_exit_and_what_a_hard_kill_loses(tmp_path, how, kept):
+    """An uncaught exception still writes every op (atexit); a hard kill loses the ops since the
+    last flush (here all but the first, which flushes at once to set the shutdown hook)."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "p.jsonl"
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    p = subprocess.run([sys.executable, "-c", _CHILD, str(out), how], env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode != 0
+    recs = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["op"] for r in recs] == [f"op{n}" for n in range(kept)]
+    assert [r["cycles"] for r in recs] == [n for n in range(kept)]
