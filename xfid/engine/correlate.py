@@ -13,7 +13,7 @@ from xfid.config import Config
 from xfid.engine.align import KINDS, MISSING, OK, PairRows, align_pair
 from xfid.engine.contract import COMPARISON_COLUMNS, ROW_COLUMNS, Correlation
 from xfid.engine.fingerprint import fingerprints as batch_fingerprints
-from xfid.engine.keys import combine, raw_codes, run_starts
+from xfid.engine.keys import combine, raw_codes_at, run_starts
 from xfid.engine.mismatch import MismatchChecker
 from xfid.engine.pairs import parse_as_of, parse_run, resolve_pairs
 from xfid.engine.select import ADDITIVE, Selected, load, select
@@ -81,13 +81,11 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
                  source_loc=provenance)
     sel = select(table, config, run=prefer)
     pair_list = resolve_pairs(config, pairs, sel.fidelities)
-    ucodes, unames = raw_codes(table.column("unit")) if table.num_rows else (np.zeros(0, np.int32), [])
+    eu, unames = raw_codes_at(table.column("unit"), sel.rep) if table.num_rows else (np.zeros(0, np.int32), [])
     # entry unit codes into unit_names; the last entries give null units "" and the converted units
     unit_names = [("" if u is None else u) for u in unames] + ["", "s", "cycles"]
-    eu = ucodes[sel.rep] if len(sel.rep) else np.zeros(0, np.int32)
     units = np.where(eu < 0, len(unames), eu).astype(np.int64)
-    del ucodes
-    checker = MismatchChecker(table, config)
+    checker = MismatchChecker(table, config, sel.rep)
     results: list[PairRows] = []
     pair_info = []
     for p in pair_list:
@@ -103,8 +101,7 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
         pair_info.append(info)
     rows = _rows_frame(sel, results, table, fingerprints, provenance, unit_names)
     comparisons = _comparisons(sel, results, settings, kendall, bootstrap)
-    disc = rows[rows["kind"] != "ok"] if include_missing else rows[~rows["kind"].isin(["ok", "missing_reference"])]
-    disc = disc.sort_values(["severity", "fingerprint"], ascending=[False, True], kind="stable").reset_index(drop=True)
+    disc = _discrepancies(rows, include_missing)
     clocks = {t: config.targets[t].clock_hz for t in sel.dims["target"] if t in config.targets}
     out_settings = {
         **settings, "run": prefer, "as_of": when.isoformat() if when is not None else None,
@@ -122,6 +119,22 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
     return Correlation(rows, comparisons, disc, cov, sources, config.hash(), out_settings)
 
 
+def _discrepancies(rows: pd.DataFrame, include_missing: bool) -> pd.DataFrame:
+    """Rows other than ok (and missing_reference unless included), by severity (descending),
+    then fingerprint; NaN severities and null fingerprints last, ties in row order."""
+    kind = rows["kind"].cat.codes.to_numpy() if len(rows) else np.zeros(0, np.int8)
+    keep = kind != KINDS.index("ok")
+    if not include_missing:
+        keep &= kind != MISSING
+    idx = np.flatnonzero(keep)
+    sev = rows["severity"].to_numpy(dtype=np.float64)[idx]
+    fp = rows["fingerprint"].to_numpy(dtype=object)[idx]
+    null_fp = pd.isna(fp)
+    fps = np.where(null_fp, "", fp).astype(str)
+    order = np.lexsort((fps, null_fp, np.isnan(sev), -np.nan_to_num(sev, nan=0.0)))
+    return rows.take(idx[order]).reset_index(drop=True)
+
+
 def _cat(codes: np.ndarray, names: Sequence[Any]) -> pd.Categorical:
     return pd.Categorical.from_codes(codes, categories=pd.Index(list(names), dtype=object))
 
@@ -130,12 +143,12 @@ def _entry_text(table: pa.Table, name: str, rep: np.ndarray) -> tuple[np.ndarray
     """Per entry (record `rep`): the category code of a dictionary column (-1 null), categories."""
     if not table.num_rows:
         return np.full(len(rep), -1, np.int64), np.array([], object)
-    codes, names = raw_codes(table.column(name))
+    codes, names = raw_codes_at(table.column(name), rep)
     uniq = [("" if v is None else v) for v in names]
     # dictionaries from several files may repeat a value: map through unique categories
     cats, inv = np.unique(np.array(uniq, dtype=object), return_inverse=True) if uniq else (np.array([], object), np.zeros(0, np.int64))
     inv = np.append(inv.reshape(-1), -1)  # code -1 (null) -> -1
-    return inv[codes[rep]] if len(rep) else np.zeros(0, np.int64), cats
+    return inv[codes] if len(rep) else np.zeros(0, np.int64), cats
 
 
 def _side_cat(ent: np.ndarray, cats: np.ndarray, idx: np.ndarray) -> pd.Categorical:

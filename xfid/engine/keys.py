@@ -44,7 +44,9 @@ def _remapped(chunks: list[pa.DictionaryArray], remaps: list[np.ndarray]) -> np.
     at = 0
     for ch, remap in zip(chunks, remaps, strict=True):
         n = len(ch)
-        if n:
+        if n and len(remap) == 1 and not ch.null_count:
+            out[at:at + n] = remap[0]  # one value in this chunk (a partition column, one target)
+        elif n:
             ext = np.append(remap.astype(np.int32), np.int32(-1))  # index -1 (null) -> -1
             out[at:at + n] = ext[_chunk_indices(ch)]  # fancy indexing: far faster than np.take(out=)
         at += n
@@ -82,6 +84,28 @@ def raw_codes(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[str | N
         d = c.dictionary.to_pylist()
         remaps.append(np.array([pos.setdefault(v, len(pos)) for v in d], dtype=np.int64))
     return _remapped(chunks, remaps), list(pos)
+
+
+def raw_codes_at(col: pa.ChunkedArray | pa.Array, rows: np.ndarray) -> tuple[np.ndarray, list[str | None]]:
+    """`raw_codes(col)` at the positions `rows` only (same dictionary), without a full-column pass."""
+    chunks = dict_chunks(col)
+    pos: dict[str | None, int] = {}
+    remaps = [np.array([-1] + [pos.setdefault(v, len(pos)) for v in c.dictionary.to_pylist()], np.int32)
+              for c in chunks]
+    out = np.full(len(rows), -1, np.int32)
+    if not len(rows) or not chunks:
+        return out, list(pos)
+    offs = np.cumsum([0] + [len(c) for c in chunks])
+    k = np.searchsorted(offs, rows, side="right") - 1
+    order = np.argsort(k.astype(np.uint16) if len(chunks) < 1 << 16 else k, kind="stable")
+    bounds = np.searchsorted(k[order], np.arange(len(chunks) + 1))
+    for j, ch in enumerate(chunks):
+        a, b = bounds[j], bounds[j + 1]
+        if a == b:
+            continue
+        at = order[a:b]
+        out[at] = remaps[j][_chunk_indices(ch)[rows[at] - offs[j]] + 1]  # index -1 (null) -> -1
+    return out, list(pos)
 
 
 def combine(codes: Sequence[np.ndarray], cards: Sequence[int]) -> tuple[np.ndarray, list[int]]:
