@@ -57,8 +57,7 @@ class Setup:
         self.cycle_counter = cycle_counter
         self.clock_period_ns = clock_period_ns if clock_period_ns is not None else ctx.clock_ns
         if cycle_counter is not None:
-            _, self.cc_read, width = _reader(cycle_counter)
-            self.cc_mod = 1 << width if width else 0
+            _, self.cc_read, _, self.cc_mod = _reader(cycle_counter)
             self.how = f"rtl_counter:{self.cc_name}"
         else:
             self.cc_read, self.cc_mod = None, 0

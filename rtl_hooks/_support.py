@@ -70,7 +70,7 @@ _ENV_KEYS = (ENV_BLOCK, ENV_TARGET, ENV_CLOCK_NS, ENV_OUT, ENV_PARAMS, ENV_SOURC
 # while its entry lives.
 _STATIC: dict[tuple[Any, ...], tuple[Any, dict[str, Any], str]] = {}
 _HANDLES: dict[tuple[int, str], tuple[Any, Any]] = {}
-_READERS: dict[int, tuple[Any, Any, int]] = {}
+_READERS: dict[int, tuple[Any, Any, int, int]] = {}
 
 
 @lru_cache(maxsize=64)
@@ -101,8 +101,8 @@ def _sub_handle(dut: Any, name: str) -> Any:
     return _HANDLES[key][1]
 
 
-def _reader(handle: Any) -> tuple[Any, Any, int]:
-    """(handle, read() -> int, width) for a signal handle, resolved once per handle.
+def _reader(handle: Any) -> tuple[Any, Any, int, int]:
+    """(handle, read() -> int, width, 2**width or 0) for a signal handle, resolved once per handle.
 
     A cocotb logic signal is read as its binary string (what `int(handle.value)` parses, without
     building a LogicArray), or under Verilator, up to 32 bits wide, as an int; anything else
@@ -137,7 +137,7 @@ def _reader(handle: Any) -> tuple[Any, Any, int]:
     if read is None:
         def read() -> int:
             return int(handle.value)
-    hit = _READERS[id(handle)] = (handle, read, width)
+    hit = _READERS[id(handle)] = (handle, read, width, 1 << width if width else 0)
     return hit
 
 
