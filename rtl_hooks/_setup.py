@@ -18,6 +18,8 @@ from rtl_hooks._support import (
 )
 
 _SETUPS: dict[tuple[Any, ...], Setup] = {}
+_DEFAULT_SETUPS: dict[int, Setup] = {}
+"""DUT id -> the Setup of a probe given no optional arguments (checked against the DUT and context)."""
 MAX_SETUPS = 4096
 """The cache is cleared when it grows past this (e.g. a new fake handle per op in unit tests)."""
 
@@ -106,5 +108,6 @@ def setup(ctx: _Context, dut: Any, block: str | None, workload: str | None, cycl
     if hit is None:
         if len(_SETUPS) >= MAX_SETUPS:
             _SETUPS.clear()
+            _DEFAULT_SETUPS.clear()
         hit = _SETUPS[key] = Setup(ctx, dut, block, workload, cycle_counter, clock_period_ns, params, out)
     return hit

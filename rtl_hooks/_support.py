@@ -56,8 +56,11 @@ def reset() -> None:
     For tests that change the environment.
     """
     from rtl_hooks._records import flush
+    from rtl_hooks._setup import _DEFAULT_SETUPS, _SETUPS
 
     flush()
+    _SETUPS.clear()
+    _DEFAULT_SETUPS.clear()
     _CTX[0] = None
     _GET_SIM_TIME[0] = None
     _COCOTB.clear()

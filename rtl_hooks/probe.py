@@ -22,6 +22,7 @@ from rtl_hooks._records import (
     flush,
     frozen_extra,
 )
+from rtl_hooks._setup import _DEFAULT_SETUPS
 from rtl_hooks._setup import setup as _setup
 from rtl_hooks._support import (  # noqa: F401 - re-exported: the probe's public constants
     _CTX,
@@ -94,6 +95,9 @@ def _make_sim_ps() -> Callable[[], int]:
     return sim_ps
 
 
+_CYCLE_COUNT = "cycle_count"
+
+
 class Probe:
     """Record one op of a cocotb test: cycles, sim time, DUT counters, parameters, provenance.
 
@@ -108,6 +112,12 @@ class Probe:
     sim-time delta divided by `clock_period_ns`. Named counters are also exit-minus-entry
     deltas of cumulative RTL registers. An exception inside the block marks the op failed
     and propagates.
+
+    Per op, Python reads the counters and the sim time at entry and exit and keeps the raw
+    values; `record` is built when first read. JSON lines are encoded and written in batches
+    (see rtl_hooks._records): at most FLUSH_S (0.25 s) after the op, at once for a failed op,
+    at cocotb shutdown and interpreter exit, or on `rtl_hooks.flush()`. A simulator killed
+    hard loses at most the ops of its last FLUSH_S seconds.
 
     Args:
         dut: the cocotb DUT handle.
@@ -144,11 +154,18 @@ class Probe:
     )
 
     def __init__(self, dut: Any, op: str, *, workload: str | None = None, block: str | None = None,
-                 counters: Mapping[str, Any] | None = None, cycle_counter: Any = "cycle_count",
+                 counters: Mapping[str, Any] | None = None, cycle_counter: Any = _CYCLE_COUNT,
                  clock_period_ns: float | None = None, params: Mapping[str, Any] | None = None,
                  out: str | Path | None = None, extra: Mapping[str, Any] | None = None):
-        self._s = _setup(_CTX[0] or _snapshot_context(), dut, block, workload, cycle_counter, clock_period_ns,
-                         params, out)
+        ctx = _CTX[0] or _snapshot_context()
+        if (cycle_counter is _CYCLE_COUNT and block is None and workload is None and clock_period_ns is None
+                and params is None and out is None):  # the usual call: one lookup by DUT
+            s = _DEFAULT_SETUPS.get(id(dut))
+            if s is None or s.ctx is not ctx or s.dut is not dut:
+                s = _DEFAULT_SETUPS[id(dut)] = _setup(ctx, dut, None, None, cycle_counter, None, None, None)
+            self._s = s
+        else:
+            self._s = _setup(ctx, dut, block, workload, cycle_counter, clock_period_ns, params, out)
         self.op = op
         self.counters = counters or {}
         self.extra = extra or {}
