@@ -3,14 +3,17 @@
 An op's exit only appends the finished `Probe` to `_PENDING`; its line is built (by hand, the
 same text `json.dumps` of the record would give) and written when the buffer is flushed:
 
-- at most `FLUSH_S` seconds after an op (checked at the next op's exit),
+- when an op exits more than `FLUSH_S` seconds after the last flush (so in a steady run a
+  line reaches the file about `FLUSH_S` after its op at most),
 - at once when an op raised (so a failing op and everything before it is on disk before the
   exception propagates, even if the simulator dies next),
 - when cocotb shuts down (end of the regression, also after a failing test) and at interpreter
   exit, and whenever `flush()` is called.
 
-A simulator killed hard (SIGKILL, out of memory, a segfault) loses the ops of its last
-`FLUSH_S` seconds at most; every op before that is in the file.
+A simulator killed hard (SIGKILL, out of memory, a segfault, os._exit) loses the ops since
+the last flush: in a steady run its last `FLUSH_S` seconds' worth, or all ops since the last
+one that flushed if it hangs after them; every op before that is in the file (the old code,
+a buffered text file flushed every `FLUSH_S`, lost the same).
 """
 
 from __future__ import annotations
@@ -33,8 +36,7 @@ _HOOKED = [False]
 
 
 def _add(now: float) -> None:
-    """Called by a probe's exit (which appended itself to `_PENDING`) when a flush may be due:
-    the op failed, the buffer is old or big, or the shutdown hook is not set yet."""
+    """Flush for a probe's exit that found a flush due (failed op, old or big buffer, first op)."""
     if not _HOOKED[0]:
         _hook_shutdown()
     flush()
