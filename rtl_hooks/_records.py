@@ -65,7 +65,7 @@ def flush() -> None:
                 line = _line(p)
             except Exception:  # never lose the batch over one odd value: the record, key order aside
                 line = json.dumps(p.record, default=str)
-            by_out.setdefault(p._out_key, []).append(line)
+            by_out.setdefault(p._s.out_key, []).append(line)
         for key, lines in by_out.items():
             f, data = _writer(key), memoryview(("\n".join(lines) + "\n").encode("utf-8"))
             while data:  # a raw write may be partial

@@ -182,9 +182,13 @@ def _test_part() -> tuple[dict[str, Any], str]:
             regression = None
         _COCOTB[:] = [cocotb, regression]
     cocotb, regression = _COCOTB
-    seed = getattr(cocotb, "RANDOM_SEED", None)
-    test = getattr(getattr(regression, "_manager_inst", None), "_test", None)
     last = _LAST_TEST
+    try:
+        seed = cocotb.RANDOM_SEED
+        test = regression._manager_inst._test
+    except AttributeError:
+        seed = getattr(cocotb, "RANDOM_SEED", None)
+        test = None
     if test is not None and last[0] is test and last[1] is seed:
         return last[2]
     key: Any = (id(test), seed) if test is not None else (_test_name(), seed)
