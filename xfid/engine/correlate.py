@@ -159,7 +159,7 @@ def _side_cat(ent: np.ndarray, cats: np.ndarray, idx: np.ndarray) -> pd.Categori
 
 def _locs(ent_loc: pa.Array | None, idx: np.ndarray) -> Any:
     if ent_loc is None or not len(idx):
-        return pd.Series([None] * len(idx), dtype=object)
+        return pd.Series(np.full(len(idx), None, dtype=object), dtype=object, copy=False)
     taken = pa.chunked_array([ent_loc.take(pa.array(np.maximum(idx, 0), mask=idx < 0))], ent_loc.type)
     return pd.Series(taken.to_pandas(), dtype=object) if len(idx) < 100_000 else taken.to_pandas()
 

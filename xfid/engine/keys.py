@@ -117,12 +117,15 @@ def combine(codes: Sequence[np.ndarray], cards: Sequence[int]) -> tuple[np.ndarr
     key = np.zeros(len(codes[0]) if codes else 0, np.int64)
     radix = 1
     used: list[int] = []
-    for c, n in zip(codes, cards, strict=True):
+    for i, (c, n) in enumerate(zip(codes, cards, strict=True)):
         n = max(int(n), 1)
         if radix * n >= _LIMIT:
             uniq, key = np.unique(key, return_inverse=True)
+            key = key.reshape(-1).astype(np.int64, copy=False)
             radix = len(uniq)
-        key = key * n + c
+        if i:
+            key *= n  # in place: no new full-length temporaries
+        key += c
         radix *= n
         used.append(n)
     return key, used
