@@ -81,11 +81,12 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
                  source_loc=provenance)
     sel = select(table, config, run=prefer)
     pair_list = resolve_pairs(config, pairs, sel.fidelities)
-    eu, unames = raw_codes_at(table.column("unit"), sel.rep) if table.num_rows else (np.zeros(0, np.int32), [])
+    plans: dict = {}  # the chosen records' split by chunk, shared by every column read at them
+    eu, unames = raw_codes_at(table.column("unit"), sel.rep, plans) if table.num_rows else (np.zeros(0, np.int32), [])
     # entry unit codes into unit_names; the last entries give null units "" and the converted units
     unit_names = [("" if u is None else u) for u in unames] + ["", "s", "cycles"]
     units = np.where(eu < 0, len(unames), eu).astype(np.int64)
-    checker = MismatchChecker(table, config, sel.rep)
+    checker = MismatchChecker(table, config, sel.rep, plans)
     results: list[PairRows] = []
     pair_info = []
     for p in pair_list:
@@ -99,7 +100,7 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
             info.update(pr.counts)
             results.append(pr)
         pair_info.append(info)
-    rows = _rows_frame(sel, results, table, fingerprints, provenance, unit_names)
+    rows = _rows_frame(sel, results, table, fingerprints, provenance, unit_names, plans)
     comparisons = _comparisons(sel, results, settings, kendall, bootstrap)
     disc = _discrepancies(rows, include_missing)
     clocks = {t: config.targets[t].clock_hz for t in sel.dims["target"] if t in config.targets}
@@ -136,14 +137,15 @@ def _discrepancies(rows: pd.DataFrame, include_missing: bool) -> pd.DataFrame:
 
 
 def _cat(codes: np.ndarray, names: Sequence[Any]) -> pd.Categorical:
-    return pd.Categorical.from_codes(codes, categories=pd.Index(list(names), dtype=object))
+    # codes are built in range by construction: skip pandas' validation passes
+    return pd.Categorical.from_codes(codes, categories=pd.Index(list(names), dtype=object), validate=False)
 
 
-def _entry_text(table: pa.Table, name: str, rep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _entry_text(table: pa.Table, name: str, rep: np.ndarray, plans: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per entry (record `rep`): the category code of a dictionary column (-1 null), categories."""
     if not table.num_rows:
         return np.full(len(rep), -1, np.int64), np.array([], object)
-    codes, names = raw_codes_at(table.column(name), rep)
+    codes, names = raw_codes_at(table.column(name), rep, plans)
     uniq = [("" if v is None else v) for v in names]
     # dictionaries from several files may repeat a value: map through unique categories
     cats, inv = np.unique(np.array(uniq, dtype=object), return_inverse=True) if uniq else (np.array([], object), np.zeros(0, np.int64))
@@ -175,7 +177,8 @@ def _units_cat(units: np.ndarray, unit_names: list[str]) -> pd.Categorical:
 
 
 def _rows_frame(sel: Selected, results: list[PairRows], table: pa.Table, fingerprints: str,
-                provenance: bool = True, unit_names: list[str] | None = None) -> pd.DataFrame:
+                provenance: bool = True, unit_names: list[str] | None = None,
+                plans: dict | None = None) -> pd.DataFrame:
     if not results:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in (*ROW_COLUMNS, *ROW_EXTRA)})
     cat = lambda k: np.concatenate([getattr(r, k) for r in results])  # noqa: E731
@@ -190,7 +193,7 @@ def _rows_frame(sel: Selected, results: list[PairRows], table: pa.Table, fingerp
     ref_n[ref < 0] = pd.NA
     m = len(cand)
     metric = cat("metric")
-    text = {k: _entry_text(table, k, sel.rep) for k in ("run", "source_path", "config")}
+    text = {k: _entry_text(table, k, sel.rep, plans) for k in ("run", "source_path", "config")}
     ent_loc = None
     if provenance and len(sel.rep):
         ent_loc = table.column("source_loc").take(pa.array(sel.rep)).combine_chunks()

@@ -86,8 +86,12 @@ def raw_codes(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[str | N
     return _remapped(chunks, remaps), list(pos)
 
 
-def raw_codes_at(col: pa.ChunkedArray | pa.Array, rows: np.ndarray) -> tuple[np.ndarray, list[str | None]]:
-    """`raw_codes(col)` at the positions `rows` only (same dictionary), without a full-column pass."""
+def raw_codes_at(col: pa.ChunkedArray | pa.Array, rows: np.ndarray,
+                 plans: dict | None = None) -> tuple[np.ndarray, list[str | None]]:
+    """`raw_codes(col)` at the positions `rows` only (same dictionary), without a full-column pass.
+
+    `plans` (a dict the caller keeps) caches the rows' split by chunk for columns chunked alike.
+    """
     chunks = dict_chunks(col)
     pos: dict[str | None, int] = {}
     remaps = [np.array([-1] + [pos.setdefault(v, len(pos)) for v in c.dictionary.to_pylist()], np.int32)
@@ -95,10 +99,17 @@ def raw_codes_at(col: pa.ChunkedArray | pa.Array, rows: np.ndarray) -> tuple[np.
     out = np.full(len(rows), -1, np.int32)
     if not len(rows) or not chunks:
         return out, list(pos)
-    offs = np.cumsum([0] + [len(c) for c in chunks])
-    k = np.searchsorted(offs, rows, side="right") - 1
-    order = np.argsort(k.astype(np.uint16) if len(chunks) < 1 << 16 else k, kind="stable")
-    bounds = np.searchsorted(k[order], np.arange(len(chunks) + 1))
+    lens = tuple(len(c) for c in chunks)
+    plan = plans.get(lens) if plans is not None else None
+    if plan is None:
+        offs = np.cumsum((0, *lens))
+        k = np.searchsorted(offs, rows, side="right") - 1
+        order = np.argsort(k.astype(np.uint16) if len(chunks) < 1 << 16 else k, kind="stable")
+        bounds = np.searchsorted(k[order], np.arange(len(chunks) + 1))
+        plan = (offs, order, bounds)
+        if plans is not None:
+            plans[lens] = plan
+    offs, order, bounds = plan
     for j, ch in enumerate(chunks):
         a, b = bounds[j], bounds[j + 1]
         if a == b:

@@ -31,14 +31,15 @@ def _block_of(cfg: dict[str, Any], workload: str) -> str | None:
 class MismatchChecker:
     """Finds rows whose two numbers were produced under different configurations."""
 
-    def __init__(self, table: pa.Table, config: Config, rows: np.ndarray | None = None):
+    def __init__(self, table: pa.Table, config: Config, rows: np.ndarray | None = None,
+                 plans: dict | None = None):
         """`rows`: the records the checks will look at (Selected.rep); codes are then read for
         those only and `check` indexes them by entry."""
         self.by_entry = rows is not None
         if not table.num_rows:
             self.codes, self.raw = np.zeros(0, np.int64), []
         elif rows is not None:
-            self.codes, self.raw = raw_codes_at(table.column("config"), rows)
+            self.codes, self.raw = raw_codes_at(table.column("config"), rows, plans)
         else:
             self.codes, self.raw = raw_codes(table.column("config"))
         self.config = config
