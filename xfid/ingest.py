@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from xfid import adapters
 from xfid.adapters.base import ReadContext, iter_batches
 from xfid.errors import AdapterError, InputError, XfidError
-from xfid.schema import canonical_json, normalize
+from xfid.schema import canonical_json, constant_column, normalize
 from xfid.store import PreparedSource, Store
 
 SIDECAR = "xfid-source.toml"
@@ -129,8 +129,9 @@ def _merge_meta(table: pa.Table, meta: Mapping[str, str]) -> pa.Table:
         new.append(canonical_json(dict(meta)))
     else:
         idx = enc.indices
-    merged = pa.DictionaryArray.from_arrays(idx, pa.array(new, pa.string()))
-    return table.set_column(table.column_names.index("config"), "config", merged.cast(pa.string()))
+    merged = pa.DictionaryArray.from_arrays(idx.cast(pa.int32()), pa.array(new, pa.string()))
+    i = table.column_names.index("config")
+    return table.set_column(i, table.schema.field(i), merged)
 
 
 def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool) -> PreparedSource | FileResult | str:
@@ -178,12 +179,10 @@ def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool) -> Pr
         adapter = cls()
         for b in iter_batches(adapter.read(ctx)):
             t = normalize(b, source_path=str(path), defaults=defaults)
-            if ctx.fidelity and cls.fidelity is not None:
-                t = t.set_column(0, "fidelity", pa.chunked_array(
-                    [pa.array([ctx.fidelity] * t.num_rows).dictionary_encode()]).cast(t.schema.field(0).type))
+            if ctx.fidelity and cls.fidelity is not None:  # --fidelity overrides a fixed-fidelity adapter
+                t = t.set_column(0, "fidelity", constant_column("fidelity", ctx.fidelity, t.num_rows))
             if ctx.meta:
                 t = _merge_meta(t, ctx.meta)
-                t = t.cast(normalize(t.slice(0, 0)).schema)
             for r in pc.value_counts(t.column("metric")).to_pylist():
                 metrics[r["values"]] += r["counts"]
             if t.column("value").null_count:

@@ -133,7 +133,7 @@ def normalize(
         default = defaults.get(name)
         if default is not None and col.null_count:
             if col.null_count == n:
-                col = _constant(name, _conv_default(name, default), n)
+                col = constant_column(name, _conv_default(name, default), n)
             else:
                 if pa.types.is_dictionary(col.type):
                     col = col.cast(plain)
@@ -200,7 +200,7 @@ _TEXT = ("fidelity", "target", "workload", "op", "metric", "stat", "unit", "sour
          "source_path", "source_loc", "run", "hardware", "software", "config", "null_reason", "flags")
 
 
-def _constant(name: str, value: Any, n: int) -> pa.ChunkedArray:
+def constant_column(name: str, value: Any, n: int) -> pa.ChunkedArray:
     """A column holding one value n times, built without materialising n copies where possible."""
     t = SCHEMA.field(name).type
     if pa.types.is_dictionary(t):

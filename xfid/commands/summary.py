@@ -50,5 +50,7 @@ def print_store_summary(store: Store) -> None:
     click.echo(f"  {'fidelity':<12} {'target':<14} {'records':>9}")
     for (fid, tgt), n in sorted(by.items()):
         click.echo(f"  {fid:<12} {tgt:<14} {n:>9}")
-    metrics = pc.value_counts(t.column("metric")).to_pylist()
-    click.echo("  metrics: " + ", ".join(f"{r['values']} {r['counts']}" for r in sorted(metrics, key=lambda r: r["values"])))
+    metrics = sorted(pc.value_counts(t.column("metric")).to_pylist(), key=lambda r: -r["counts"])
+    shown = ", ".join(f"{r['values']} {r['counts']}" for r in metrics[:20])
+    more = f", and {len(metrics) - 20} more (xfid export --metric NAME)" if len(metrics) > 20 else ""
+    click.echo(f"  {len(metrics)} metrics, most records first: {shown}{more}")
