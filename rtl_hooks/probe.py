@@ -249,9 +249,13 @@ class Probe:
             _add(now)
 
 
-def probe(dut: Any, op: str, **kwargs: Any) -> Probe:
-    """A `Probe` for one op (see `Probe` for the arguments)."""
-    return Probe(dut, op, **kwargs)
+def probe(dut: Any, op: str, *, workload: str | None = None, block: str | None = None,
+          counters: Mapping[str, Any] | None = None, cycle_counter: Any = _CYCLE_COUNT,
+          clock_period_ns: float | None = None, params: Mapping[str, Any] | None = None,
+          out: str | Path | None = None, extra: Mapping[str, Any] | None = None) -> Probe:
+    """A `Probe` for one op (see `Probe` for the arguments; spelled out: no kwargs dict per op)."""
+    return Probe(dut, op, workload=workload, block=block, counters=counters, cycle_counter=cycle_counter,
+                 clock_period_ns=clock_period_ns, params=params, out=out, extra=extra)
 
 
 def probed(op: str | Callable[..., str], **kwargs: Any) -> Callable[[Callable[..., Awaitable[Any]]],
