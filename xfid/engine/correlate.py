@@ -129,10 +129,21 @@ def _discrepancies(rows: pd.DataFrame, include_missing: bool) -> pd.DataFrame:
         keep &= kind != MISSING
     idx = np.flatnonzero(keep)
     sev = rows["severity"].to_numpy(dtype=np.float64)[idx]
-    fp = rows["fingerprint"].to_numpy(dtype=object)[idx]
-    null_fp = pd.isna(fp)
-    fps = np.where(null_fp, "", fp).astype(str)
-    order = np.lexsort((fps, null_fp, np.isnan(sev), -np.nan_to_num(sev, nan=0.0)))
+    key = -np.nan_to_num(sev, nan=0.0)
+    nan = np.isnan(sev)
+    order = np.lexsort((key, nan))  # severity descending, NaN last; ties in row order
+    ks, ns = key[order], nan[order]
+    tie = np.r_[False, (ks[1:] == ks[:-1]) & (ns[1:] == ns[:-1])]
+    if tie.any():  # only rows of equal severity need their fingerprints compared
+        starts = np.flatnonzero(~tie)
+        gid = np.cumsum(~tie) - 1
+        size = np.diff(np.r_[starts, len(order)])
+        pos = np.flatnonzero(size[gid] > 1)
+        sub = order[pos]
+        fp = rows["fingerprint"].to_numpy(dtype=object)[idx[sub]]
+        null_fp = pd.isna(fp)
+        fps = np.where(null_fp, "", fp).astype(str)
+        order[pos] = sub[np.lexsort((fps, null_fp, gid[pos]))]
     return rows.take(idx[order]).reset_index(drop=True)
 
 
@@ -150,13 +161,22 @@ def _entry_text(table: pa.Table, name: str, rep: np.ndarray, plans: dict | None 
     # dictionaries from several files may repeat a value: map through unique categories
     cats, inv = np.unique(np.array(uniq, dtype=object), return_inverse=True) if uniq else (np.array([], object), np.zeros(0, np.int64))
     inv = np.append(inv.reshape(-1), -1)  # code -1 (null) -> -1
-    return inv[codes] if len(rep) else np.zeros(0, np.int64), cats
+    return _small(inv[codes] if len(rep) else np.zeros(0, np.int64), len(cats)), cats
+
+
+def _small(codes: np.ndarray, n: int) -> np.ndarray:
+    """Codes (-1..n-1) in the smallest signed dtype: random gathers from them stay in cache."""
+    dt = np.int8 if n < 1 << 7 else np.int16 if n < 1 << 15 else np.int32
+    return codes.astype(dt, copy=False)
 
 
 def _side_cat(ent: np.ndarray, cats: np.ndarray, idx: np.ndarray) -> pd.Categorical:
     """Categorical of entry codes `ent` at entry indices `idx` (-1: missing)."""
-    c = ent[np.maximum(idx, 0)] if len(ent) else np.full(len(idx), -1)
-    return _cat(np.where(idx >= 0, c, -1), cats)
+    if not len(ent):
+        return _cat(np.full(len(idx), -1, np.int8), cats)
+    c = ent[np.maximum(idx, 0)]
+    c[idx < 0] = -1
+    return _cat(c, cats)
 
 
 def _locs(ent_loc: pa.Array | None, idx: np.ndarray) -> Any:
@@ -197,13 +217,14 @@ def _rows_frame(sel: Selected, results: list[PairRows], table: pa.Table, fingerp
     ent_loc = None
     if provenance and len(sel.rep):
         ent_loc = table.column("source_loc").take(pa.array(sel.rep)).combine_chunks()
+    sc = {k: _small(c[k], len(sel.dims[k])) for k in ("target", "workload", "op", "stat")}
     df = pd.DataFrame({
         "fingerprint": pd.Series(np.full(m, None, dtype=object), dtype=object),
-        "target": _cat(c["target"][cand], sel.dims["target"]),
-        "workload": _cat(c["workload"][cand], sel.dims["workload"]),
-        "op": _cat(c["op"][cand], sel.dims["op"]),
-        "metric": _cat(metric, sel.dims["metric"]),
-        "stat": _cat(c["stat"][cand], sel.dims["stat"]),
+        "target": _cat(sc["target"][cand], sel.dims["target"]),
+        "workload": _cat(sc["workload"][cand], sel.dims["workload"]),
+        "op": _cat(sc["op"][cand], sel.dims["op"]),
+        "metric": _cat(_small(metric, len(sel.dims["metric"])), sel.dims["metric"]),
+        "stat": _cat(sc["stat"][cand], sel.dims["stat"]),
         "candidate": _cat(cand_code, fids), "reference": _cat(ref_code, fids),
         "candidate_value": cat("cand_value"), "reference_value": cat("ref_value"),
         "unit": _units_cat(cat("unit"), unit_names or []),
