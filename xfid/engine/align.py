@@ -111,7 +111,13 @@ def add_note(notes: Notes | np.ndarray, idx: np.ndarray, text: Any) -> None:
 
 def _side(sel: Selected, fid: int, conv: tuple[str, str, str] | None, clocks: np.ndarray,
           units: np.ndarray, unit_names: list[str], cards: list[int]):
-    """Entries of one fidelity: (entry idx, key, metric code, value, ref value, unit, converted)."""
+    """Entries of one fidelity: (entry idx, key, metric code, value, ref value, unit, converted).
+
+    Without a conversion the result only depends on the fidelity: it is computed once and
+    shared by every pair (callers never write into it).
+    """
+    if conv is None and ("side", fid) in sel.cache:
+        return sel.cache[("side", fid)]
     e = np.flatnonzero(sel.codes["fid"] == fid)
     c = sel.codes
     m = c["metric"][e].copy()
@@ -129,7 +135,11 @@ def _side(sel: Selected, fid: int, conv: tuple[str, str, str] | None, clocks: np
         okv = np.where(conv_mask, okv * factor, okv)
         m[conv_mask] = dst_m
         unit[conv_mask] = dst_unit
-    key, _ = combine([c["target"][e], m, c["stat"][e], c["workload"][e], c["op"][e]], cards)
+    radix = int(np.prod([max(int(x), 1) for x in cards], dtype=object)) * max(len(sel.fidelities), 1)
+    if conv is None and radix < 1 << 62:
+        key = sel.key[e]  # Selected.key is this very combination (not densified below 2**62)
+    else:
+        key, _ = combine([c["target"][e], m, c["stat"][e], c["workload"][e], c["op"][e]], cards)
     if conv is not None and conv_mask.any():
         # a native number of the converted metric wins over a converted one
         order = np.lexsort((conv_mask, key))
@@ -137,6 +147,8 @@ def _side(sel: Selected, fid: int, conv: tuple[str, str, str] | None, clocks: np
         dup = np.r_[False, key[1:] == key[:-1]]
         keep = ~dup
         key, e, m, val, okv, unit, conv_mask = (a[keep] for a in (key, e, m, val, okv, unit, conv_mask))
+    if conv is None:
+        sel.cache[("side", fid)] = (e, key, m, val, okv, unit, conv_mask)
     return e, key, m, val, okv, unit, conv_mask
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -25,6 +27,9 @@ from xfid.engine.stats import (
     grouped_stats,
 )
 from xfid.store import Store
+
+THREADS = min(2, os.cpu_count() or 1)
+"""Worker threads for independent pairs and for the aggregates next to the rows frame."""
 
 ROW_EXTRA = ("efficiency",)
 """Added row column: achieved fraction of a roofline bound (bound/ref for times, ref/bound for rates)."""
@@ -89,8 +94,11 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
     checker = MismatchChecker(table, config, sel.rep, plans)
     results: list[PairRows] = []
     pair_info = []
-    for p in pair_list:
-        pr = align_pair(sel, p, config, settings, units, checker, unit_names)
+    # numpy releases the GIL in its sorts and gathers: pairs, and aggregates vs rows, overlap
+    pool = ThreadPoolExecutor(THREADS) if THREADS > 1 and len(pair_list) > 1 else None
+    aligned = (pool.map if pool else map)(
+        lambda p: align_pair(sel, p, config, settings, units, checker, unit_names), pair_list)
+    for p, pr in zip(pair_list, aligned, strict=True):
         info = {"candidate": p.candidate, "reference": p.reference, "origin": p.origin,
                 "convert": p.convert, "bounds": p.bounds if p.bounds else (
                     settings["roofline_tolerance"] if p.candidate in settings["bound_fidelities"] else None)}
@@ -100,8 +108,13 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
             info.update(pr.counts)
             results.append(pr)
         pair_info.append(info)
-    rows = _rows_frame(sel, results, table, fingerprints, provenance, unit_names, plans)
-    comparisons = _comparisons(sel, results, settings, kendall, bootstrap)
+    try:
+        fut = pool.submit(_comparisons, sel, results, settings, kendall, bootstrap) if pool else None
+        rows = _rows_frame(sel, results, table, fingerprints, provenance, unit_names, plans)
+        comparisons = fut.result() if fut else _comparisons(sel, results, settings, kendall, bootstrap)
+    finally:
+        if pool:
+            pool.shutdown()
     disc = _discrepancies(rows, include_missing)
     clocks = {t: config.targets[t].clock_hz for t in sel.dims["target"] if t in config.targets}
     out_settings = {
@@ -285,6 +298,7 @@ def _comparisons(sel: Selected, results: list[PairRows], settings: dict[str, Any
         orders = (global_order(np.abs(r.rel[idx])),
                   _entry_order(e_order, e, r.cand_value[idx], sel.value, len(sel.value)),
                   _entry_order(e_order, r.ref[idx], r.ref_value[idx], sel.value, len(sel.value)))
+        logs = (np.log(r.cand_value[idx]), np.log(r.ref_value[idx]))
         for level in ("target", "workload"):
             parts = [t, m, s] + ([w] if level == "workload" else [])
             key, _ = combine(parts, cards[:len(parts)])
@@ -301,7 +315,7 @@ def _comparisons(sel: Selected, results: list[PairRows], settings: dict[str, Any
             st = grouped_stats(gid, nuniq, r.rel[idx], r.log_ratio[idx], r.cand_value[idx],
                                r.ref_value[idx], r.within[idx], kendall=kendall, bootstrap=bootstrap,
                                resamples=settings["bootstrap_resamples"], seed=settings["bootstrap_seed"],
-                               exact_max_n=settings["bootstrap_exact_max_n"], orders=orders)
+                               exact_max_n=settings["bootstrap_exact_max_n"], orders=orders, logs=logs)
             f = pd.DataFrame({
                 "target": [sel.dims["target"][x] for x in t[first]],
                 "workload": [sel.dims["workload"][x] for x in w[first]] if level == "workload" else None,

@@ -45,6 +45,7 @@ class Selected:
     notes: dict[int, str]
     coverage: Any
     counts: dict[str, Any] = field(default_factory=dict)
+    cache: dict[Any, Any] = field(default_factory=dict)  # per-fidelity views shared by the pairs
 
 
 def load(store: Store, *, targets: Sequence[str] | None = None, as_of: Any = None,

@@ -109,14 +109,15 @@ def grouped_stats(gid: np.ndarray, ng: int, rel: np.ndarray, lr: np.ndarray, can
                   ref: np.ndarray, within: np.ndarray, *, kendall: bool = True, bootstrap: bool = True,
                   resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
                   exact_max_n: int = BOOTSTRAP_EXACT_MAX_N,
-                  orders: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
+                  orders: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+                  logs: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
     """Aggregate errors of rows grouped by `gid` (0..ng-1). Rows must have finite rel and lr.
 
     Returns a dict of arrays (length ng): n, mape, median_ape, bias, log_rmse, pearson_log,
     spearman, kendall, within_tolerance, mape_ci_low/high, bias_ci_low/high. NaN where a
     statistic is undefined (n < 2, constant values; CIs need n >= 3). `orders` may pass
     orders that sort (|rel|, log cand, log ref) globally (global_order) when the same rows are
-    grouped several ways.
+    grouped several ways; `logs` may pass (log cand, log ref).
     """
     n = np.bincount(gid, minlength=ng).astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -137,7 +138,7 @@ def grouped_stats(gid: np.ndarray, ng: int, rel: np.ndarray, lr: np.ndarray, can
         if len(starts):
             med[gs[starts]] = (srt[starts + (cnt - 1) // 2] + srt[starts + cnt // 2]) / 2
         out["median_ape"] = med
-        lx, ly = np.log(cand), np.log(ref)
+        lx, ly = logs if logs is not None else (np.log(cand), np.log(ref))
         out["pearson_log"] = _pearson(gid, lx, ly, n, ng)
         rx, ox, nrx = grouped_ranks(gid, lx, r_x)
         ry, oy, nry = grouped_ranks(gid, ly, r_y)
