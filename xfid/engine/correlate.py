@@ -9,15 +9,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from xfid.config import Config
-from xfid.engine.align import KINDS, MISSING, OK, PairRows, align_pair
-from xfid.engine.contract import COMPARISON_COLUMNS, ROW_COLUMNS, Correlation
-from xfid.engine.fingerprint import fingerprints as batch_fingerprints
+from xfid.engine.align import MISSING, PairRows, align_pair
+from xfid.engine.contract import COMPARISON_COLUMNS, Correlation
 from xfid.engine.keys import combine, raw_codes_at, run_starts
 from xfid.engine.mismatch import MismatchChecker
 from xfid.engine.pairs import parse_as_of, parse_run, resolve_pairs
+from xfid.engine.rows import ROW_EXTRA, discrepancies, rows_frame  # noqa: F401 (ROW_EXTRA re-exported)
 from xfid.engine.select import ADDITIVE, Selected, load, select
 from xfid.engine.stats import (
     BOOTSTRAP_EXACT_MAX_N,
@@ -31,8 +30,6 @@ from xfid.store import Store
 THREADS = min(2, os.cpu_count() or 1)
 """Worker threads for independent pairs and for the aggregates next to the rows frame."""
 
-ROW_EXTRA = ("efficiency",)
-"""Added row column: achieved fraction of a roofline bound (bound/ref for times, ref/bound for rates)."""
 
 
 def engine_settings(config: Config) -> dict[str, Any]:
@@ -110,12 +107,12 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
         pair_info.append(info)
     try:
         fut = pool.submit(_comparisons, sel, results, settings, kendall, bootstrap) if pool else None
-        rows = _rows_frame(sel, results, table, fingerprints, provenance, unit_names, plans)
+        rows = rows_frame(sel, results, table, fingerprints, provenance, unit_names, plans)
         comparisons = fut.result() if fut else _comparisons(sel, results, settings, kendall, bootstrap)
     finally:
         if pool:
             pool.shutdown()
-    disc = _discrepancies(rows, include_missing)
+    disc = discrepancies(rows, include_missing)
     clocks = {t: config.targets[t].clock_hz for t in sel.dims["target"] if t in config.targets}
     out_settings = {
         **settings, "run": prefer, "as_of": when.isoformat() if when is not None else None,
@@ -131,138 +128,6 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
                 "content_hash": s["content_hash"]} for s in store.sources()]
     cov = sel.coverage
     return Correlation(rows, comparisons, disc, cov, sources, config.hash(), out_settings)
-
-
-def _discrepancies(rows: pd.DataFrame, include_missing: bool) -> pd.DataFrame:
-    """Rows other than ok (and missing_reference unless included), by severity (descending),
-    then fingerprint; NaN severities and null fingerprints last, ties in row order."""
-    kind = rows["kind"].cat.codes.to_numpy() if len(rows) else np.zeros(0, np.int8)
-    keep = kind != KINDS.index("ok")
-    if not include_missing:
-        keep &= kind != MISSING
-    idx = np.flatnonzero(keep)
-    sev = rows["severity"].to_numpy(dtype=np.float64)[idx]
-    key = -np.nan_to_num(sev, nan=0.0)
-    nan = np.isnan(sev)
-    order = np.lexsort((key, nan))  # severity descending, NaN last; ties in row order
-    ks, ns = key[order], nan[order]
-    tie = np.r_[False, (ks[1:] == ks[:-1]) & (ns[1:] == ns[:-1])]
-    if tie.any():  # only rows of equal severity need their fingerprints compared
-        starts = np.flatnonzero(~tie)
-        gid = np.cumsum(~tie) - 1
-        size = np.diff(np.r_[starts, len(order)])
-        pos = np.flatnonzero(size[gid] > 1)
-        sub = order[pos]
-        fp = rows["fingerprint"].to_numpy(dtype=object)[idx[sub]]
-        null_fp = pd.isna(fp)
-        fps = np.where(null_fp, "", fp).astype(str)
-        order[pos] = sub[np.lexsort((fps, null_fp, gid[pos]))]
-    return rows.take(idx[order]).reset_index(drop=True)
-
-
-def _cat(codes: np.ndarray, names: Sequence[Any]) -> pd.Categorical:
-    # codes are built in range by construction: skip pandas' validation passes
-    return pd.Categorical.from_codes(codes, categories=pd.Index(list(names), dtype=object), validate=False)
-
-
-def _entry_text(table: pa.Table, name: str, rep: np.ndarray, plans: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Per entry (record `rep`): the category code of a dictionary column (-1 null), categories."""
-    if not table.num_rows:
-        return np.full(len(rep), -1, np.int64), np.array([], object)
-    codes, names = raw_codes_at(table.column(name), rep, plans)
-    uniq = [("" if v is None else v) for v in names]
-    # dictionaries from several files may repeat a value: map through unique categories
-    cats, inv = np.unique(np.array(uniq, dtype=object), return_inverse=True) if uniq else (np.array([], object), np.zeros(0, np.int64))
-    inv = np.append(inv.reshape(-1), -1)  # code -1 (null) -> -1
-    return _small(inv[codes] if len(rep) else np.zeros(0, np.int64), len(cats)), cats
-
-
-def _small(codes: np.ndarray, n: int) -> np.ndarray:
-    """Codes (-1..n-1) in the smallest signed dtype: random gathers from them stay in cache."""
-    dt = np.int8 if n < 1 << 7 else np.int16 if n < 1 << 15 else np.int32
-    return codes.astype(dt, copy=False)
-
-
-def _side_cat(ent: np.ndarray, cats: np.ndarray, idx: np.ndarray) -> pd.Categorical:
-    """Categorical of entry codes `ent` at entry indices `idx` (-1: missing)."""
-    if not len(ent):
-        return _cat(np.full(len(idx), -1, np.int8), cats)
-    c = ent[np.maximum(idx, 0)]
-    c[idx < 0] = -1
-    return _cat(c, cats)
-
-
-def _locs(ent_loc: pa.Array | None, idx: np.ndarray) -> Any:
-    if ent_loc is None or not len(idx):
-        return pd.Series(np.full(len(idx), None, dtype=object), dtype=object, copy=False)
-    taken = pa.chunked_array([ent_loc.take(pa.array(np.maximum(idx, 0), mask=idx < 0))], ent_loc.type)
-    return pd.Series(taken.to_pandas(), dtype=object) if len(idx) < 100_000 else taken.to_pandas()
-
-
-def _units_cat(units: np.ndarray, unit_names: list[str]) -> pd.Categorical:
-    """Unit codes -> a Categorical whose categories are the distinct unit strings present, sorted."""
-    uniq = sorted(set(unit_names))
-    remap = np.array([uniq.index(u) for u in unit_names], np.int64)
-    rc = remap[units] if len(units) else np.zeros(0, np.int64)
-    present = np.bincount(rc, minlength=len(uniq)) > 0 if len(rc) else np.zeros(len(uniq), bool)
-    new = np.cumsum(present) - 1
-    return _cat(new[rc] if len(rc) else rc, [u for u, k in zip(uniq, present, strict=True) if k])
-
-
-def _rows_frame(sel: Selected, results: list[PairRows], table: pa.Table, fingerprints: str,
-                provenance: bool = True, unit_names: list[str] | None = None,
-                plans: dict | None = None) -> pd.DataFrame:
-    if not results:
-        return pd.DataFrame({c: pd.Series(dtype=object) for c in (*ROW_COLUMNS, *ROW_EXTRA)})
-    cat = lambda k: np.concatenate([getattr(r, k) for r in results])  # noqa: E731
-    cand, ref = cat("cand"), cat("ref")
-    c = sel.codes
-    fids = sorted({r.pair.candidate for r in results} | {r.pair.reference for r in results})
-    pair_code = np.repeat(np.arange(len(results)), [len(r.cand) for r in results])
-    cand_code = np.array([fids.index(r.pair.candidate) for r in results])[pair_code]
-    ref_code = np.array([fids.index(r.pair.reference) for r in results])[pair_code]
-    kind = cat("kind")
-    ref_n = pd.array(np.where(ref >= 0, sel.n[np.maximum(ref, 0)], 0), dtype="Int64")
-    ref_n[ref < 0] = pd.NA
-    m = len(cand)
-    metric = cat("metric")
-    text = {k: _entry_text(table, k, sel.rep, plans) for k in ("run", "source_path", "config")}
-    ent_loc = None
-    if provenance and len(sel.rep):
-        ent_loc = table.column("source_loc").take(pa.array(sel.rep)).combine_chunks()
-    sc = {k: _small(c[k], len(sel.dims[k])) for k in ("target", "workload", "op", "stat")}
-    df = pd.DataFrame({
-        "fingerprint": pd.Series(np.full(m, None, dtype=object), dtype=object),
-        "target": _cat(sc["target"][cand], sel.dims["target"]),
-        "workload": _cat(sc["workload"][cand], sel.dims["workload"]),
-        "op": _cat(sc["op"][cand], sel.dims["op"]),
-        "metric": _cat(_small(metric, len(sel.dims["metric"])), sel.dims["metric"]),
-        "stat": _cat(sc["stat"][cand], sel.dims["stat"]),
-        "candidate": _cat(cand_code, fids), "reference": _cat(ref_code, fids),
-        "candidate_value": cat("cand_value"), "reference_value": cat("ref_value"),
-        "unit": _units_cat(cat("unit"), unit_names or []),
-        "rel_error": cat("rel"), "log_ratio": cat("log_ratio"),
-        "tolerance": cat("tol"), "tolerance_abs": cat("tol_abs"), "within": cat("within").astype(bool),
-        "kind": _cat(kind.astype(np.int64), KINDS), "severity": cat("severity"),
-        "candidate_n": sel.n[cand], "reference_n": ref_n,
-        "candidate_run": _side_cat(*text["run"], cand), "reference_run": _side_cat(*text["run"], ref),
-        "candidate_source_path": _side_cat(*text["source_path"], cand),
-        "candidate_source_loc": _locs(ent_loc, cand),
-        "reference_source_path": _side_cat(*text["source_path"], ref),
-        "reference_source_loc": _locs(ent_loc, ref),
-        "candidate_config": _side_cat(*text["config"], cand), "reference_config": _side_cat(*text["config"], ref),
-        "note": pd.Series(np.concatenate([r.note.strings() for r in results]), dtype=object),
-        "efficiency": cat("efficiency"),
-    }, copy=False)
-    want = np.flatnonzero(np.ones(m, bool) if fingerprints == "all" else (kind != OK) & (kind != MISSING))
-    if len(want):
-        e = cand[want]
-        parts = [sel.dims["target"], sel.dims["workload"], sel.dims["op"], sel.dims["metric"], sel.dims["stat"], fids, fids]
-        codes = [c["target"][e], c["workload"][e], c["op"][e], metric[want], c["stat"][e], cand_code[want], ref_code[want]]
-        fp = np.full(m, None, dtype=object)
-        fp[want] = batch_fingerprints(parts, codes)
-        df["fingerprint"] = pd.Series(fp, dtype=object)
-    return df
 
 
 def _entry_order(e_order: np.ndarray, ent: np.ndarray, vals: np.ndarray, ent_vals: np.ndarray,

@@ -66,7 +66,7 @@ class MismatchChecker:
         """Row indices (into the pair's rows) with a config mismatch, and a note for each."""
         if not len(self.raw) or not len(ce):
             return np.zeros(0, np.int64), []
-        at = (lambda e: e) if self.by_entry else (lambda e: sel.rep[e])  # noqa: E731
+        at = (lambda e: e) if self.by_entry else (lambda e: sel.rep[e])
         cc = self.codes[at(ce)]
         rc = np.where(ref >= 0, self.codes[at(np.maximum(ref, 0))], -1)
         rel = self._relevant

@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from xfid.config import Config
-from xfid.engine.keys import dict_chunks, combine, encode, raw_codes, run_starts
+from xfid.engine.keys import combine, dict_chunks, encode, raw_codes, run_starts
 from xfid.engine.opmap import apply_op_maps
 from xfid.errors import EngineError
 from xfid.schema import FLAG_NO_REFERENCE
@@ -143,10 +143,7 @@ def select(table: pa.Table, config: Config, *, run: Mapping[str, str] | None = N
     del best, rr
     counts: dict[str, Any] = {"records": n, "history_records": int(n - len(sel)),
                               "null_records": int(np.isnan(value).sum())}
-    if merges:
-        sub = combine([fk[sel], o_raw[sel]], [size, len(raw_names)])[0]
-    else:
-        sub = fk[sel]
+    sub = combine([fk[sel], o_raw[sel]], [size, len(raw_names)])[0] if merges else fk[sel]
     o2 = np.argsort(sub, kind="stable")
     sel, sub = sel[o2], sub[o2]
     del o2
