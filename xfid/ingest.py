@@ -194,6 +194,9 @@ def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool) -> Pr
         store.write_temp(prep, batches())
     except XfidError:
         raise
+    except csv.Error as e:  # e.g. a field over Python's csv limit: binary or corrupt input
+        raise InputError(path, None, f"not well-formed CSV for {cls.name}: {e}",
+                         f"check that it is a {cls.formats} file") from None
     except (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError, UnicodeError,
             csv.Error, pa.ArrowException) as e:
         raise InputError(path, None, f"{cls.name} could not read this file: {type(e).__name__}: {e}",
