@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from xfid.config import Config
 from xfid.engine.align import MISSING, PairRows, align_pair
@@ -16,7 +17,7 @@ from xfid.engine.contract import COMPARISON_COLUMNS, Correlation
 from xfid.engine.keys import combine, raw_codes_at, run_starts
 from xfid.engine.mismatch import MismatchChecker
 from xfid.engine.pairs import parse_as_of, parse_run, resolve_pairs
-from xfid.engine.rows import ROW_EXTRA, discrepancies, rows_frame  # noqa: F401 (ROW_EXTRA re-exported)
+from xfid.engine.rows import ROW_EXTRA, discrepancies, entry_provenance, rows_frame  # noqa: F401 (ROW_EXTRA re-exported)
 from xfid.engine.select import ADDITIVE, Selected, load, select
 from xfid.engine.stats import (
     BOOTSTRAP_EXACT_MAX_N,
@@ -89,6 +90,11 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
     unit_names = [("" if u is None else u) for u in unames] + ["", "s", "cycles"]
     units = np.where(eu < 0, len(unames), eu).astype(np.int64)
     checker = MismatchChecker(table, config, sel.rep, plans)
+    prov = entry_provenance(table, sel.rep, provenance, plans)
+    # everything later works on entries: let the records table go (the largest allocation)
+    sel.table = None  # type: ignore[assignment]
+    del table
+    pa.default_memory_pool().release_unused()
     results: list[PairRows] = []
     pair_info = []
     # numpy releases the GIL in its sorts and gathers: pairs, and aggregates vs rows, overlap
@@ -107,7 +113,7 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
         pair_info.append(info)
     try:
         fut = pool.submit(_comparisons, sel, results, settings, kendall, bootstrap) if pool else None
-        rows = rows_frame(sel, results, table, fingerprints, provenance, unit_names, plans)
+        rows = rows_frame(sel, results, prov, fingerprints, unit_names)
         comparisons = fut.result() if fut else _comparisons(sel, results, settings, kendall, bootstrap)
     finally:
         if pool:

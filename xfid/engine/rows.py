@@ -95,9 +95,19 @@ def _units_cat(units: np.ndarray, unit_names: list[str]) -> pd.Categorical:
     return _cat(new[rc] if len(rc) else rc, [u for u, k in zip(uniq, present, strict=True) if k])
 
 
-def rows_frame(sel: Selected, results: list[PairRows], table: pa.Table, fingerprints: str,
-                provenance: bool = True, unit_names: list[str] | None = None,
-                plans: dict | None = None) -> pd.DataFrame:
+def entry_provenance(table: pa.Table, rep: np.ndarray, provenance: bool, plans: dict | None = None) -> dict[str, Any]:
+    """What the rows need from the records table, read at the chosen records `rep` only: run,
+    source_path and config as (category codes, categories), source_loc as an Arrow array (or None).
+
+    Afterwards the table itself can be dropped."""
+    out: dict[str, Any] = {k: _entry_text(table, k, rep, plans) for k in ("run", "source_path", "config")}
+    out["source_loc"] = (table.column("source_loc").take(pa.array(rep)).combine_chunks()
+                         if provenance and len(rep) else None)
+    return out
+
+
+def rows_frame(sel: Selected, results: list[PairRows], prov: dict[str, Any], fingerprints: str,
+               unit_names: list[str] | None = None) -> pd.DataFrame:
     if not results:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in (*ROW_COLUMNS, *ROW_EXTRA)})
     cat = lambda k: np.concatenate([getattr(r, k) for r in results])  # noqa: E731
@@ -112,10 +122,7 @@ def rows_frame(sel: Selected, results: list[PairRows], table: pa.Table, fingerpr
     ref_n[ref < 0] = pd.NA
     m = len(cand)
     metric = cat("metric")
-    text = {k: _entry_text(table, k, sel.rep, plans) for k in ("run", "source_path", "config")}
-    ent_loc = None
-    if provenance and len(sel.rep):
-        ent_loc = table.column("source_loc").take(pa.array(sel.rep)).combine_chunks()
+    text, ent_loc = prov, prov["source_loc"]
     sc = {k: _small(c[k], len(sel.dims[k])) for k in ("target", "workload", "op", "stat")}
     df = pd.DataFrame({
         "fingerprint": pd.Series(np.full(m, None, dtype=object), dtype=object),
