@@ -29,6 +29,18 @@ EXTRA_KEYS = ("unit", "tolerance", "waiver_reason", "waiver_until", "waiver_max_
               "first_check", "last_check", "updated_at")
 
 
+def _window(query: str, column: str, since: datetime | None, until: datetime | None) -> tuple[str, list[Any]]:
+    """`query` narrowed to since <= column < until (either bound optional), with its arguments."""
+    args: list[Any] = []
+    if since is not None:
+        query += f" AND {column} >= ?"
+        args.append(stamp(since))
+    if until is not None:
+        query += f" AND {column} < ?"
+        args.append(stamp(until))
+    return query, args
+
+
 @dataclass
 class CheckSummary:
     """What one check changed: issue ids per outcome, and the counts."""
@@ -234,13 +246,7 @@ class Tracker:
 
     def checks(self, since: datetime | None = None, until: datetime | None = None) -> list[dict[str, Any]]:
         """Checks with since <= time < until, oldest first."""
-        q, args = "SELECT * FROM checks WHERE 1=1", []
-        if since is not None:
-            q += " AND time >= ?"
-            args.append(stamp(since))
-        if until is not None:
-            q += " AND time < ?"
-            args.append(stamp(until))
+        q, args = _window("SELECT * FROM checks WHERE 1=1", "time", since, until)
         out = []
         for r in self.conn.execute(q + " ORDER BY id", args):
             d = {k: r[k] for k in ("id", "time", "actor", "label", "config_hash", "rows_file", "n_rows")}
@@ -265,15 +271,9 @@ class Tracker:
     def events(self, since: datetime | None = None, until: datetime | None = None) -> list[dict[str, Any]]:
         """Transitions with since <= time < until, oldest first (kind = the issue's discrepancy kind)."""
         self._expire_on_read(None)
-        q = ("SELECT t.*, i.fingerprint, i.kind, i.target, i.workload, i.op, i.metric, i.stat,"
-             " i.candidate, i.reference FROM transitions t JOIN issues i ON i.num = t.issue_num WHERE 1=1")
-        args: list[Any] = []
-        if since is not None:
-            q += " AND t.time >= ?"
-            args.append(stamp(since))
-        if until is not None:
-            q += " AND t.time < ?"
-            args.append(stamp(until))
+        q, args = _window("SELECT t.*, i.fingerprint, i.kind, i.target, i.workload, i.op, i.metric, i.stat,"
+                          " i.candidate, i.reference FROM transitions t JOIN issues i ON i.num = t.issue_num"
+                          " WHERE 1=1", "t.time", since, until)
         out = []
         for r in self.conn.execute(q + " ORDER BY t.id", args):
             d = {"id": format_id(r["issue_num"]), "event_id": r["id"]}
