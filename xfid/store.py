@@ -253,9 +253,16 @@ class Store:
             for t in batches:
                 if t.num_rows == 0:
                     continue
-                fids = pc.unique(t.column("fidelity")).to_pylist()
-                for fid in fids:
-                    part = t if len(fids) == 1 else t.filter(pc.equal(t.column("fidelity").cast(pa.string()), fid))
+                # one sort by (fidelity, target, workload, op, metric), then a zero-copy slice per
+                # fidelity: no per-fidelity filter copies, and each slice is already in file order
+                order = sort_order(t, ["fidelity", *(k for k, _ in SORT_KEYS)])
+                if order is not None:
+                    t = t.take(order)
+                fcodes = dict_codes(t.column("fidelity"))
+                starts = [0, *(np.flatnonzero(np.diff(fcodes)) + 1).tolist()]
+                for a, b in zip(starts, [*starts[1:], t.num_rows], strict=True):
+                    part = t.slice(a, b - a)
+                    fid = part.column("fidelity")[0].as_py()
                     buf.setdefault(fid, []).append(part.drop_columns(["fidelity"]))
                     buffered[fid] = buffered.get(fid, 0) + part.num_rows
                     if buffered[fid] >= ROW_GROUP:
