@@ -20,6 +20,8 @@ TEXT_COLUMNS = ("fidelity", "target", "workload", "op", "metric", "stat", "unit"
                 "software", "config", "null_reason", "flags", "source_loc", "timestamp")
 ALLOWED = tuple(c for c in COLUMNS if c not in ("source", "source_id", "source_path"))
 BATCH_ROWS = 1 << 20
+WHOLE_CSV_BYTES = 256 << 20
+"""CSV files up to this size are parsed in one multi-threaded read; larger ones are streamed."""
 
 
 def _line_locs(start: int, n: int, word: str = "line") -> pa.Array:
@@ -110,17 +112,21 @@ class RecordsAdapter(Adapter):
         types: dict[str, Any] = {c: pa.string() for c in TEXT_COLUMNS if c in names}
         if "value" in names:
             types["value"] = pa.float64()
+        opts = {
+            "read_options": pcsv.ReadOptions(block_size=1 << 26),
+            "parse_options": pcsv.ParseOptions(newlines_in_values=False),
+            # only an empty field is null: "NA", "null", "n/a" stay strings
+            "convert_options": pcsv.ConvertOptions(column_types=types, strings_can_be_null=True,
+                                                   null_values=[""], quoted_strings_can_be_null=False),
+        }
         try:
-            reader = pcsv.open_csv(
-                ctx.path,
-                read_options=pcsv.ReadOptions(block_size=1 << 26),
-                parse_options=pcsv.ParseOptions(newlines_in_values=False),
-                # only an empty field is null: "NA", "null", "n/a" stay strings
-                convert_options=pcsv.ConvertOptions(column_types=types, strings_can_be_null=True,
-                                                    null_values=[""], quoted_strings_can_be_null=False),
-            )
+            if ctx.path.stat().st_size <= WHOLE_CSV_BYTES:
+                # small enough to parse at once: Arrow's multi-threaded reader, then ~1M-row batches
+                batches: Any = pcsv.read_csv(ctx.path, **opts).to_batches(max_chunksize=BATCH_ROWS)
+            else:
+                batches = pcsv.open_csv(ctx.path, **opts)  # streamed: memory stays bounded
             row = 0
-            for batch in reader:
+            for batch in batches:
                 t = pa.Table.from_batches([batch])
                 if "op" in t.column_names and t.column("op").null_count:
                     t = t.set_column(t.column_names.index("op"), "op", pc.fill_null(t.column("op"), ""))
