@@ -26,6 +26,14 @@ class Cli:
         return self.runner.invoke(cli, ["--store", str(self.store), *map(str, args)], input=input,
                                   env=env, catch_exceptions=False)
 
+    def ingest_export(self, path, *args: str) -> tuple[list[dict], str]:
+        """`xfid ingest PATH ARGS` (must succeed), then every record of the store; and the ingest output."""
+        import json
+
+        r = self("ingest", path, *args)
+        assert r.exit_code == 0, r.output
+        return [json.loads(x) for x in self("export").output.splitlines()], r.output
+
 
 @pytest.fixture
 def xfid_cli(tmp_path: Path) -> Cli:

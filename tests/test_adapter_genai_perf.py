@@ -14,10 +14,8 @@ JSON = "h100_llama3-8b_c8_genai_perf.json"
 CSV = "h200x2_llama3-70b_c64_genai_perf.csv"
 
 
-def rows(xfid_cli, path):
-    r = xfid_cli("ingest", path)
-    assert r.exit_code == 0, r.output
-    return [json.loads(x) for x in xfid_cli("export").output.splitlines()]
+def rows(xfid_cli, path, *args):
+    return xfid_cli.ingest_export(path, *args)[0]
 
 
 def pick(recs, metric, stat="value", op=""):

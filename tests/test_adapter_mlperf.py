@@ -18,10 +18,8 @@ DETAIL = "h100x8_llama2-70b-99_server_INVALID_mlperf_log_detail.txt"
 PCTS = ("p50", "p90", "p95", "p97", "p99", "p99.9")
 
 
-def rows(xfid_cli, path):
-    r = xfid_cli("ingest", path)
-    assert r.exit_code == 0, r.output
-    return [json.loads(x) for x in xfid_cli("export").output.splitlines()]
+def rows(xfid_cli, path, *args):
+    return xfid_cli.ingest_export(path, *args)[0]
 
 
 def table(recs):

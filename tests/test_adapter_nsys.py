@@ -22,9 +22,7 @@ TRACE_HEADER = ("Start (ns),Duration (ns),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,R
 
 
 def rows(xfid_cli, path, *args):
-    r = xfid_cli("ingest", path, *args)
-    assert r.exit_code == 0, r.output
-    return [json.loads(x) for x in xfid_cli("export").output.splitlines()], r.output
+    return xfid_cli.ingest_export(path, *args)
 
 
 def pick(recs, op, metric, stat="value", line=None):

@@ -13,9 +13,7 @@ DIR = "measured/nvidia-smi"
 
 
 def rows(xfid_cli, path, *args):
-    r = xfid_cli("ingest", path, *args)
-    assert r.exit_code == 0, r.output
-    return [json.loads(x) for x in xfid_cli("export").output.splitlines()]
+    return xfid_cli.ingest_export(path, *args)[0]
 
 
 def pick(recs, metric, stat="value", op="gpu0", loc=None):

@@ -12,10 +12,8 @@ from xfid.adapters.vllm import VllmAdapter
 VLLM = "fixtures/measured/vllm"
 
 
-def rows(xfid_cli, path):
-    r = xfid_cli("ingest", path)
-    assert r.exit_code == 0, r.output
-    return [json.loads(x) for x in xfid_cli("export").output.splitlines()]
+def rows(xfid_cli, path, *args):
+    return xfid_cli.ingest_export(path, *args)[0]
 
 
 def pick(recs, metric, stat="value", run=None):

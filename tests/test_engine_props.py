@@ -17,7 +17,7 @@ values = st.lists(st.tuples(st.floats(1e-3, 1e3), st.floats(1e-3, 1e3)), min_siz
 
 def _separated(xs: list[float]) -> bool:
     s = sorted(xs)
-    return all(b > a * (1 + 1e-9) for a, b in zip(s, s[1:], strict=False))
+    return all(b > a * (1 + 1e-9) for a, b in itertools.pairwise(s))
 
 
 # Rank statistics are scale-invariant only for values that are really distinct: two values one
