@@ -119,8 +119,9 @@ def run_demo(store: Store, config: Config, out_dir: Path, *, progress: Callable[
         summary = Tracker(store).record_check(corr, actor=actor, label="demo", clean_checks_to_resolve=k)
         res.check = summary.to_dict()
         res.check["comparisons"] = int((corr.comparisons["workload"].isna()).sum()) if len(corr.comparisons) else 0
-        res.check["_corr"] = corr
+        checked.append(corr)
 
+    checked: list[Any] = []  # the correlation of this run's check, compared with the baseline below
     timed("correlating and updating the tracker", check)
 
     def report() -> None:
@@ -147,7 +148,7 @@ def run_demo(store: Store, config: Config, out_dir: Path, *, progress: Callable[
         from xfid.engine.drift import Thresholds, compare_snapshots
         from xfid.engine.snapshot import make_snapshot, read_snapshot
 
-        cur = make_snapshot(res.check.pop("_corr"))
+        cur = make_snapshot(checked[0])
         if not BASELINE.is_file():
             res.compare = {"baseline": None}
             res.notes.append(f"no committed baseline at {BASELINE}; write one with `xfid snapshot -o {BASELINE}`")
@@ -160,5 +161,4 @@ def run_demo(store: Store, config: Config, out_dir: Path, *, progress: Callable[
         timed("comparing against the committed baseline", compare)
     except XfidError as e:
         res.notes.append(f"compare: {e}")
-    res.check.pop("_corr", None)
     return res

@@ -212,6 +212,3 @@ def _first_bad_value(ctx: ReadContext, names: list[str]) -> tuple[str, str] | No
                 return f"line {lineno}", f"'value' must be a number, got {fields[col]!r}"
     return None
 
-
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number (write null with a null_reason)")
