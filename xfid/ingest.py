@@ -178,7 +178,7 @@ def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool) -> Pr
     def batches() -> Iterable[pa.Table]:
         adapter = cls()
         for b in iter_batches(adapter.read(ctx)):
-            t = normalize(b, source_path=str(path), defaults=defaults)
+            t = normalize(b, source_path=str(path), defaults=defaults, keep_lazy_loc=True)
             if ctx.fidelity and cls.fidelity is not None:  # --fidelity overrides a fixed-fidelity adapter
                 t = t.set_column(0, "fidelity", constant_column("fidelity", ctx.fidelity, t.num_rows))
             if ctx.meta:

@@ -79,9 +79,37 @@ def empty_table() -> pa.Table:
     return SCHEMA.empty_table()
 
 
-def _where(source_path: str | None, locs: pa.ChunkedArray | None, i: int) -> str:
+LOC_META = b"xfid.source_loc"
+"""Schema metadata of a batch without a `source_loc` column: b"WORD START" says that the
+source_loc of row i is f"{WORD} {START + i}" (e.g. "line 2", "line 3", ...). The store builds
+those strings after sorting, from the permuted row numbers, instead of gathering strings."""
+
+
+def with_lazy_loc(table: pa.Table, word: str, start: int) -> pa.Table:
+    """`table` (without source_loc) marked so that row i's source_loc is f"{word} {start + i}"."""
+    return table.replace_schema_metadata({LOC_META: f"{word} {start}".encode()})
+
+
+def lazy_loc(table: pa.Table) -> tuple[str, int] | None:
+    """(word, start) when `table` carries a lazy source_loc (see LOC_META), else None."""
+    meta = table.schema.metadata or {}
+    if LOC_META not in meta:
+        return None
+    word, start = meta[LOC_META].decode().rsplit(" ", 1)
+    return word, int(start)
+
+
+def loc_strings(word: str, numbers: np.ndarray) -> pa.Array:
+    """The source_loc strings f"{word} {n}" for an array of numbers."""
+    nums = pc.cast(pa.array(np.asarray(numbers, dtype=np.int64)), pa.string())
+    return pc.binary_join_element_wise(pa.scalar(word), nums, " ")
+
+
+def _where(source_path: str | None, locs: pa.ChunkedArray | tuple[str, int] | None, i: int) -> str:
     loc = None
-    if locs is not None and i < len(locs):
+    if isinstance(locs, tuple):
+        loc = f"{locs[0]} {locs[1] + i}"
+    elif locs is not None and i < len(locs):
         loc = locs[i].as_py()
     base = source_path or "<records>"
     return f"{base}, {loc}" if loc else f"{base}, record {i + 1}"
@@ -92,6 +120,7 @@ def normalize(
     *,
     source_path: str | None = None,
     defaults: Mapping[str, Any] | None = None,
+    keep_lazy_loc: bool = False,
 ) -> pa.Table:
     """Validate records and return them in exactly `SCHEMA`, values in canonical units.
 
@@ -100,6 +129,9 @@ def normalize(
             (`defaults` may supply a missing required column as a constant).
         source_path: the file the records came from, named in errors.
         defaults: constants for columns that are missing or null (e.g. target from `--target`).
+        keep_lazy_loc: for a batch with a lazy source_loc (LOC_META), leave the column null and
+            keep the marker, so the store builds the strings after sorting; by default they are
+            built here.
 
     Returns:
         A table with SCHEMA. A non-canonical `unit` is converted and replaced by the canonical one.
@@ -114,7 +146,8 @@ def normalize(
         data = pa.Table.from_pandas(data, preserve_index=False)
     n = data.num_rows
     defaults = dict(defaults or {})
-    locs = data.column("source_loc") if "source_loc" in data.column_names else None
+    lazy = None if "source_loc" in data.column_names else lazy_loc(data)
+    locs = data.column("source_loc") if "source_loc" in data.column_names else lazy
     unknown = [c for c in data.column_names if c not in COLUMNS]
     if unknown:
         raise SchemaError(
@@ -128,8 +161,8 @@ def normalize(
             col = data.column(name)
             if pa.types.is_null(col.type):
                 col = col.cast(plain)
-        else:
-            col = pa.chunked_array([pa.nulls(n, plain)])
+        else:  # already in the schema's type: nothing to encode or cast later
+            col = pa.chunked_array([pa.nulls(n, SCHEMA.field(name).type)])
         default = defaults.get(name)
         if default is not None and col.null_count:
             if col.null_count == n:
@@ -149,8 +182,15 @@ def normalize(
             raise SchemaError(f"{_where(source_path, locs, i)}: missing {name!r} ({fix})")
     for name in _TEXT:
         cols[name] = _as_text(cols[name], name, source_path)
-    if cols["stat"].null_count:
+    if cols["stat"].null_count == n:
+        cols["stat"] = constant_column("stat", "value", n)
+    elif cols["stat"].null_count:
         cols["stat"] = pc.fill_null(cols["stat"].cast(pa.string()), "value")
+    # plain strings become dictionaries once, up front (two threads for big batches): the
+    # checks and unit conversion below then work on small dictionaries and integer codes
+    plain_text = [k for k in _TEXT if k != "source_loc" and not pa.types.is_dictionary(cols[k].type)]
+    for k, c in zip(plain_text, _map(_encode, [cols[k] for k in plain_text], n), strict=True):
+        cols[k] = c
     _check_values(cols["fidelity"], is_valid_fidelity, "fidelity",
                   f"use one of {', '.join(FIDELITIES)} (or a derived label like roofline-cal)", source_path, locs)
     _check_values(cols["metric"], units.is_known_metric, "metric",
@@ -166,6 +206,8 @@ def normalize(
     cols["value"], cols["unit"] = _to_canonical(value, nulls, cols["metric"], cols["unit"], source_path, locs)
     cols["n_samples"] = _as_counts(cols["n_samples"], source_path, locs)
     cols["timestamp"] = _as_timestamp(cols["timestamp"], source_path)
+    if lazy is not None and not keep_lazy_loc:
+        cols["source_loc"] = pa.chunked_array([loc_strings(lazy[0], np.arange(lazy[1], lazy[1] + n))])
     out = []
     for name in COLUMNS:
         t = SCHEMA.field(name).type
@@ -175,7 +217,32 @@ def normalize(
         else:
             c = c.cast(t)
         out.append(c)
-    return pa.Table.from_arrays(out, schema=SCHEMA)
+    table = pa.Table.from_arrays(out, schema=SCHEMA)
+    return with_lazy_loc(table, *lazy) if lazy is not None and keep_lazy_loc else table
+
+
+def _encode(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    return pc.dictionary_encode(col).cast(_D)
+
+
+def _map(fn, items: list, n: int) -> list:
+    """fn over items, on two threads when the batch is big (Arrow kernels release the GIL)."""
+    if n < 100_000 or len(items) < 2:
+        return [fn(x) for x in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as ex:
+        return list(ex.map(fn, items))
+
+
+def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
+    """Indices (a null as len(values)) and the values of a dictionary column."""
+    arr = col.unify_dictionaries().combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    values = arr.dictionary.to_pylist()
+    idx = arr.indices
+    if idx.null_count:
+        idx = pc.fill_null(idx, len(values))
+    return idx.to_numpy(zero_copy_only=False).astype(np.int64, copy=False), values
 
 
 def _table_from_columns(cols: Mapping[str, Any], source_path: str | None) -> pa.Table:
@@ -280,32 +347,51 @@ def _as_values(v: pa.ChunkedArray, source_path, locs) -> tuple[np.ndarray, np.nd
 
 
 def _to_canonical(arr, nulls, metric, unit, source_path, locs):
-    """Convert values per (metric, unit) pair; returns (values, canonical units)."""
+    """Convert values per (metric, unit) pair; returns (values, canonical units).
+
+    Works on the integer codes of the two dictionary columns: one check per distinct pair.
+    """
     n = len(arr)
     if n == 0:
         return pa.chunked_array([pa.array([], pa.float64())]), pa.chunked_array([pa.array([], pa.string())])
-    key = pc.binary_join_element_wise(metric.cast(pa.string()),
-                                      pc.fill_null(unit.cast(pa.string()), "\x00"), "\x01")
-    enc = pc.dictionary_encode(key).combine_chunks()
-    codes = enc.indices.to_numpy(zero_copy_only=False)
-    mult = np.ones(len(enc.dictionary))
-    canon = []
-    for j, k in enumerate(enc.dictionary.to_pylist()):
-        m, u = k.split("\x01", 1)
-        u = None if u == "\x00" else u
+    m, mvals = _codes(metric)
+    u, uvals = _codes(unit)
+    width = len(uvals) + 1  # the last code is "no unit"
+    key = m * width + u
+    space = len(mvals) * width
+    if space <= 4 * n + 4096:  # small key space: dense remap instead of a sort
+        seen = np.zeros(space, dtype=bool)
+        seen[key] = True
+        pairs = np.flatnonzero(seen)
+        remap = np.zeros(space, dtype=np.int64)
+        remap[pairs] = np.arange(len(pairs))
+        codes = remap[key]
+    else:
+        pairs, codes = np.unique(key, return_inverse=True)
+    mult = np.ones(len(pairs))
+    canon: list[str] = []
+    bad: list[tuple[int, Exception]] = []
+    for j, k in enumerate(pairs.tolist()):
+        mname, ui = mvals[k // width], k % width
+        uname = uvals[ui] if ui < len(uvals) else None
         try:
-            cu = units.canonical_unit(m, u)
-            if u is not None and u != cu:
-                mult[j] = units.lookup(u)[1]
+            cu = units.canonical_unit(mname, uname)
+            if uname is not None and uname != cu:
+                mult[j] = units.lookup(uname)[1]
         except (UnitError, SchemaError) as e:
-            i = int(np.argmax(codes == j))
-            raise SchemaError(f"{_where(source_path, locs, i)}: {e}") from None
+            bad.append((int(np.argmax(codes == j)), e))
+            cu = ""
         canon.append(cu)
+    if bad:  # the first offending row, as a row-by-row check would find it
+        i, e = min(bad, key=lambda b: b[0])
+        raise SchemaError(f"{_where(source_path, locs, i)}: {e}") from None
     if not np.all(mult == 1.0):
         arr = arr * mult[codes]
     values = pa.chunked_array([pa.array(arr, mask=nulls if nulls.any() else None)])
-    units_col = pa.chunked_array([pa.DictionaryArray.from_arrays(enc.indices, pa.array(canon, pa.string()))])
-    return values, pc.dictionary_encode(units_col.cast(pa.string())) if len(set(canon)) != len(canon) else units_col
+    names = sorted(set(canon))
+    pos = {c: i for i, c in enumerate(names)}
+    idx = np.array([pos[c] for c in canon], dtype=np.int32)[codes]
+    return values, pa.chunked_array([pa.DictionaryArray.from_arrays(idx, pa.array(names, pa.string()))])
 
 
 def _as_counts(ns: pa.ChunkedArray, source_path, locs) -> pa.ChunkedArray:

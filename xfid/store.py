@@ -13,21 +13,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from xfid.errors import StoreError
+from xfid.parts import (
+    FILE_SCHEMA,
+    ROW_GROUP,
+    SORT_KEYS,
+    PartWriter,
+    WriteFailed,
+    dict_codes,
+    sort_order,
+)
 from xfid.schema import SCHEMA
+
+__all__ = ["FILE_SCHEMA", "ROW_GROUP", "SORT_KEYS", "PreparedSource", "Store", "dict_codes", "sort_order"]
 
 DB_NAME = "xfid.db"
 RECORDS = "records"
-FILE_SCHEMA = pa.schema([f for f in SCHEMA if f.name != "fidelity"])
 PARTITIONING = ds.HivePartitioning.discover(infer_dictionary=True)
-SORT_KEYS = [("target", "ascending"), ("workload", "ascending"), ("op", "ascending"), ("metric", "ascending")]
-ROW_GROUP = 1 << 20
 TMP_PREFIX = ".tmp-"
 BUSY_TIMEOUT_S = 120.0
 
@@ -121,10 +128,6 @@ def migrate(conn: sqlite3.Connection, component: str, migrations: Sequence[str])
         conn.execute("INSERT OR REPLACE INTO schema_version VALUES (?, ?)", (component, len(migrations)))
 
 
-class _WriteFailed(Exception):
-    """Internal: writing a temp part failed (disk full, file-size limit); its cause says why."""
-
-
 @dataclass
 class PreparedSource:
     """One source file read and written to temp Parquet parts, not yet visible."""
@@ -138,39 +141,6 @@ class PreparedSource:
     summary: dict[str, Any] = field(default_factory=dict)
     temps: dict[str, Path] = field(default_factory=dict)  # fidelity -> temp file
     already: bool = False
-
-
-def dict_codes(col: pa.ChunkedArray) -> np.ndarray:
-    """Integer codes of a dictionary column whose order is the order of its string values."""
-    arr = col.unify_dictionaries().combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    if not pa.types.is_dictionary(arr.type):
-        arr = pc.dictionary_encode(arr)
-    ranks = pc.rank(arr.dictionary, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(np.int64)
-    idx = arr.indices.to_numpy(zero_copy_only=False)
-    return ranks[idx] if len(ranks) else idx.astype(np.int64)
-
-
-def sort_order(table: pa.Table, keys: Sequence[str]) -> np.ndarray | None:
-    """Row order sorted by dictionary-encoded key columns (Arrow cannot sort dictionaries).
-
-    Returns None when the rows are already in order (no reordering needed).
-    """
-    codes = [dict_codes(table.column(k)) for k in keys]
-    if len(codes[0]) < 2:
-        return None
-    combined = np.zeros(len(codes[0]), dtype=np.int64)
-    fits = True
-    for c in codes:
-        width = int(c.max()) + 1 if len(c) else 1
-        if combined.max(initial=0) > (2**62) // max(width, 1):
-            fits = False
-            break
-        combined = combined * width + c
-    if fits:
-        if np.all(combined[1:] >= combined[:-1]):
-            return None
-        return np.argsort(combined, kind="stable")
-    return np.lexsort(list(reversed(codes)))
 
 
 class Store:
@@ -217,72 +187,34 @@ class Store:
     def write_temp(self, prep: PreparedSource, batches: Iterable[pa.Table]) -> None:
         """Write normalized batches into hidden temp parts, one per fidelity.
 
-        Small batches are buffered per fidelity and written as row groups of about
-        ROW_GROUP rows, each sorted by target/workload/op/metric.
+        Rows are buffered per fidelity and written as row groups of about ROW_GROUP rows,
+        each sorted by target/workload/op/metric (xfid.parts), on two threads.
         """
-        writers: dict[str, pq.ParquetWriter] = {}
-        buf: dict[str, list[pa.Table]] = {}
-        buffered: dict[str, int] = {}
 
-        def flush(fid: str) -> None:
-            parts = buf.pop(fid, [])
-            buffered.pop(fid, None)
-            if not parts:
-                return
-            part = pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0]
-            order = sort_order(part, [k for k, _ in SORT_KEYS])
-            if order is not None:
-                part = part.take(order)
-            w = writers.get(fid)
-            if w is None:
-                d = self.records / f"fidelity={fid}"
-                d.mkdir(exist_ok=True)
-                tmp = d / f"{TMP_PREFIX}{uuid.uuid4().hex}.parquet"
-                prep.temps[fid] = tmp
-                try:
-                    w = writers[fid] = pq.ParquetWriter(tmp, FILE_SCHEMA, compression="zstd", write_page_checksum=True)
-                except OSError as e:
-                    raise _WriteFailed() from e
-            try:
-                w.write_table(part, row_group_size=ROW_GROUP)
-            except OSError as e:
-                raise _WriteFailed() from e
-            prep.rows += part.num_rows
+        def open_file(fid: str) -> Path:
+            d = self.records / f"fidelity={fid}"
+            d.mkdir(exist_ok=True)
+            tmp = prep.temps[fid] = d / f"{TMP_PREFIX}{uuid.uuid4().hex}.parquet"
+            return tmp
 
+        pw = PartWriter(open_file)
         try:
             for t in batches:
-                if t.num_rows == 0:
-                    continue
-                # one sort by (fidelity, target, workload, op, metric), then a zero-copy slice per
-                # fidelity: no per-fidelity filter copies, and each slice is already in file order
-                order = sort_order(t, ["fidelity", *(k for k, _ in SORT_KEYS)])
-                if order is not None:
-                    t = t.take(order)
-                fcodes = dict_codes(t.column("fidelity"))
-                starts = [0, *(np.flatnonzero(np.diff(fcodes)) + 1).tolist()]
-                for a, b in zip(starts, [*starts[1:], t.num_rows], strict=True):
-                    part = t.slice(a, b - a)
-                    fid = part.column("fidelity")[0].as_py()
-                    buf.setdefault(fid, []).append(part.drop_columns(["fidelity"]))
-                    buffered[fid] = buffered.get(fid, 0) + part.num_rows
-                    if buffered[fid] >= ROW_GROUP:
-                        flush(fid)
-            for fid in list(buf):
-                flush(fid)
+                pw.add(t)
+            pw.finish()
+            prep.rows += pw.rows
             fault_point("store.temp_written")
+            pw.close()
             try:
-                for fid in list(writers):
-                    writers.pop(fid).close()
-                    with open(prep.temps[fid], "rb+") as f:
+                for tmp in prep.temps.values():
+                    with open(tmp, "rb+") as f:
                         os.fsync(f.fileno())
             except OSError as e:
-                raise _WriteFailed() from e
+                raise WriteFailed() from e
         except BaseException as e:
-            for w in writers.values():
-                with contextlib.suppress(OSError, pa.ArrowException):
-                    w.close()
+            pw.abort()
             self.discard(prep)
-            if isinstance(e, _WriteFailed):
+            if isinstance(e, WriteFailed):
                 raise self._write_error(e.__cause__ or e) from None
             raise
 

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 
 from xfid.adapters import jsonutil
 from xfid.adapters.base import Adapter, ReadContext, head_text
-from xfid.schema import COLUMNS, REQUIRED
+from xfid.schema import COLUMNS, REQUIRED, with_lazy_loc
 
 TEXT_COLUMNS = ("fidelity", "target", "workload", "op", "metric", "stat", "unit", "run", "hardware",
                 "software", "config", "null_reason", "flags", "source_loc", "timestamp")
@@ -22,13 +22,37 @@ ALLOWED = tuple(c for c in COLUMNS if c not in ("source", "source_id", "source_p
 BATCH_ROWS = 1 << 20
 WHOLE_CSV_BYTES = 256 << 20
 """CSV files up to this size are parsed in one multi-threaded read; larger ones are streamed."""
+CSV_BLOCK = 4 << 20
+"""Bytes per CSV block: many blocks keep both cores busy (one 64 MB block each did not)."""
+_DICT = pa.dictionary(pa.int32(), pa.string())
+_DICT_COLUMNS = frozenset(c for c in TEXT_COLUMNS if c not in ("source_loc", "timestamp"))
 
 
-def _line_locs(start: int, n: int, word: str = "line") -> pa.Array:
-    import numpy as np
+def _regroup(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
+    """Record batches (one per CSV block) as tables of at least `rows` rows (the last: the rest)."""
+    acc: list[pa.RecordBatch] = []
+    n = 0
+    for b in batches:
+        acc.append(b)
+        n += b.num_rows
+        if n >= rows:
+            yield pa.Table.from_batches(acc)
+            acc, n = [], 0
+    if acc:
+        yield pa.Table.from_batches(acc)
 
-    nums = pc.cast(pa.array(np.arange(start, start + n, dtype=np.int64)), pa.string())
-    return pc.binary_join_element_wise(pa.scalar(word), nums, " ")
+
+def _fill_empty(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A dictionary column with each null as "" (an empty CSV field of `op`)."""
+    out = []
+    for c in col.chunks:
+        if c.null_count:
+            d = c.dictionary.to_pylist()
+            if "" not in d:
+                d.append("")
+            c = pa.DictionaryArray.from_arrays(pc.fill_null(c.indices, d.index("")), pa.array(d, pa.string()))
+        out.append(c)
+    return pa.chunked_array(out, col.type)
 
 
 class RecordsAdapter(Adapter):
@@ -94,8 +118,8 @@ class RecordsAdapter(Adapter):
         row = 0
         for batch in pf.iter_batches(batch_size=BATCH_ROWS):
             t = pa.Table.from_batches([batch])
-            if "source_loc" not in t.column_names:
-                t = t.append_column("source_loc", _line_locs(row + 1, t.num_rows, "row"))
+            if "source_loc" not in t.column_names:  # "row N", built by the store after sorting
+                t = with_lazy_loc(t, "row", row + 1)
             row += t.num_rows
             yield t
 
@@ -109,11 +133,12 @@ class RecordsAdapter(Adapter):
         header = head.split(b"\n", 1)[0].decode("utf-8", errors="replace").strip("\r")
         names = [c.strip().strip('"') for c in header.split(",")]
         self._check_columns(ctx, names, "line 1")
-        types: dict[str, Any] = {c: pa.string() for c in TEXT_COLUMNS if c in names}
+        # key-like text is read straight into dictionaries (what the schema stores)
+        types: dict[str, Any] = {c: _DICT if c in _DICT_COLUMNS else pa.string() for c in TEXT_COLUMNS if c in names}
         if "value" in names:
             types["value"] = pa.float64()
         opts = {
-            "read_options": pcsv.ReadOptions(block_size=1 << 26),
+            "read_options": pcsv.ReadOptions(block_size=CSV_BLOCK),
             "parse_options": pcsv.ParseOptions(newlines_in_values=False),
             # only an empty field is null: "NA", "null", "n/a" stay strings
             "convert_options": pcsv.ConvertOptions(column_types=types, strings_can_be_null=True,
@@ -121,16 +146,16 @@ class RecordsAdapter(Adapter):
         }
         try:
             if ctx.path.stat().st_size <= WHOLE_CSV_BYTES:
-                # small enough to parse at once: Arrow's multi-threaded reader, then ~1M-row batches
-                batches: Any = pcsv.read_csv(ctx.path, **opts).to_batches(max_chunksize=BATCH_ROWS)
+                # small enough to parse at once: Arrow's multi-threaded reader
+                batches: Any = pcsv.read_csv(ctx.path, **opts).to_batches()
             else:
                 batches = pcsv.open_csv(ctx.path, **opts)  # streamed: memory stays bounded
             row = 0
-            for batch in batches:
-                t = pa.Table.from_batches([batch])
+            for t in _regroup(batches, BATCH_ROWS):
                 if "op" in t.column_names and t.column("op").null_count:
-                    t = t.set_column(t.column_names.index("op"), "op", pc.fill_null(t.column("op"), ""))
-                t = t.append_column("source_loc", _line_locs(row + 2, t.num_rows))
+                    t = t.set_column(t.column_names.index("op"), "op", _fill_empty(t.column("op")))
+                if "source_loc" not in t.column_names:  # "line N", built by the store after sorting
+                    t = with_lazy_loc(t, "line", row + 2)
                 row += t.num_rows
                 yield t
         except pa.ArrowInvalid as e:
