@@ -17,8 +17,9 @@ from xfid.engine.contract import COMPARISON_COLUMNS, Correlation
 from xfid.engine.keys import combine, raw_codes_at, run_starts
 from xfid.engine.mismatch import MismatchChecker
 from xfid.engine.pairs import parse_as_of, parse_run, resolve_pairs
-from xfid.engine.rows import ROW_EXTRA, discrepancies, entry_provenance, rows_frame  # noqa: F401 (ROW_EXTRA re-exported)
-from xfid.engine.select import ADDITIVE, Selected, load, select
+from xfid.engine.rows import ROW_EXTRA, discrepancies, entry_provenance, pack, rows_frame  # noqa: F401 (ROW_EXTRA re-exported)
+from xfid.engine.partitions import select_store
+from xfid.engine.select import ADDITIVE, Selected
 from xfid.engine.stats import (
     BOOTSTRAP_EXACT_MAX_N,
     BOOTSTRAP_RESAMPLES,
@@ -80,9 +81,9 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
     settings = engine_settings(config)
     prefer = parse_run(run)
     when = parse_as_of(as_of)
-    table = load(store, targets=targets or None, as_of=when.to_pydatetime() if when is not None else None,
-                 source_loc=provenance)
-    sel = select(table, config, run=prefer)
+    sel = select_store(store, config, targets=targets or None, run=prefer, source_loc=provenance,
+                       as_of=when.to_pydatetime() if when is not None else None)
+    table = sel.table  # the chosen records' provenance columns (entry i at row sel.rep[i])
     pair_list = resolve_pairs(config, pairs, sel.fidelities)
     plans: dict = {}  # the chosen records' split by chunk, shared by every column read at them
     eu, unames = raw_codes_at(table.column("unit"), sel.rep, plans) if table.num_rows else (np.zeros(0, np.int32), [])
@@ -111,9 +112,10 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
             info.update(pr.counts)
             results.append(pr)
         pair_info.append(info)
+    packed = pack(results, len(sel.value))  # per-pair arrays become views into the rows columns
     try:
         fut = pool.submit(_comparisons, sel, results, settings, kendall, bootstrap) if pool else None
-        rows = rows_frame(sel, results, prov, fingerprints, unit_names)
+        rows = rows_frame(sel, results, packed, prov, fingerprints, unit_names)
         comparisons = fut.result() if fut else _comparisons(sel, results, settings, kendall, bootstrap)
     finally:
         if pool:

@@ -78,9 +78,9 @@ def _side_cat(ent: np.ndarray, cats: np.ndarray, idx: np.ndarray) -> pd.Categori
     return _cat(c, cats)
 
 
-def _locs(ent_loc: pa.Array | None, idx: np.ndarray) -> Any:
+def _locs(ent_loc: pa.Array | None, idx: np.ndarray, nones: np.ndarray) -> Any:
     if ent_loc is None or not len(idx):
-        return pd.Series(np.full(len(idx), None, dtype=object), dtype=object, copy=False)
+        return pd.Series(nones, dtype=object, copy=False)
     taken = pa.chunked_array([ent_loc.take(pa.array(np.maximum(idx, 0), mask=idx < 0))], ent_loc.type)
     return pd.Series(taken.to_pandas(), dtype=object) if len(idx) < 100_000 else taken.to_pandas()
 
@@ -106,46 +106,85 @@ def entry_provenance(table: pa.Table, rep: np.ndarray, provenance: bool, plans: 
     return out
 
 
-def rows_frame(sel: Selected, results: list[PairRows], prov: dict[str, Any], fingerprints: str,
-               unit_names: list[str] | None = None) -> pd.DataFrame:
+PACKED = ("cand", "ref", "metric", "unit", "cand_value", "ref_value", "rel", "log_ratio", "tol", "tol_abs",
+          "within", "kind", "severity", "efficiency")
+"""PairRows arrays that pack() concatenates over the pairs."""
+
+
+def pack(results: list[PairRows], n_entries: int) -> dict[str, Any]:
+    """Concatenate every pair's row arrays into one array per field; each PairRows' field becomes
+    a view into it, so the per-pair arrays are freed one field at a time (no second copy of
+    the rows in memory). Entry indices and codes are narrowed on the way.
+
+    Returns the concatenated arrays plus `pair` (pair number per row), `note_texts` (object
+    array) and `note_ids` (codes into it)."""
+    if not results:
+        return {}
+    sizes = [len(r.cand) for r in results]
+    bounds = np.cumsum([0, *sizes])
+    entry = np.int32 if n_entries < 1 << 31 else np.int64
+    small = {k: np.int16 if max((int(getattr(r, k).max()) for r in results if len(getattr(r, k))), default=0) < 1 << 15
+             else np.int64 for k in ("metric", "unit")}
+    narrow = {"cand": entry, "ref": entry, **small}
+    out: dict[str, Any] = {}
+    for k in PACKED:
+        big = np.concatenate([getattr(r, k) for r in results], dtype=narrow.get(k))
+        for r, a, b in zip(results, bounds[:-1], bounds[1:], strict=True):
+            setattr(r, k, big[a:b])
+        out[k] = big
+    texts: dict[str, int] = {}
+    ids = np.empty(int(bounds[-1]), np.int32)
+    for r, a, b in zip(results, bounds[:-1], bounds[1:], strict=True):
+        lut = np.array([texts.setdefault(t, len(texts)) for t in r.note.texts], np.int32)
+        ids[a:b] = lut[r.note.ids]
+    out["note_texts"] = np.array(list(texts), dtype=object)
+    out["note_ids"] = ids
+    out["pair"] = np.repeat(np.arange(len(results), dtype=np.int16), sizes)
+    return out
+
+
+def rows_frame(sel: Selected, results: list[PairRows], packed: dict[str, Any], prov: dict[str, Any],
+               fingerprints: str, unit_names: list[str] | None = None) -> pd.DataFrame:
+    """The rows frame (ROW_COLUMNS + ROW_EXTRA) of the packed pair rows (see pack())."""
     if not results:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in (*ROW_COLUMNS, *ROW_EXTRA)})
-    cat = lambda k: np.concatenate([getattr(r, k) for r in results])  # noqa: E731
-    cand, ref = cat("cand"), cat("ref")
+    P = packed
+    cand, ref = P["cand"], P["ref"]
     c = sel.codes
     fids = sorted({r.pair.candidate for r in results} | {r.pair.reference for r in results})
-    pair_code = np.repeat(np.arange(len(results)), [len(r.cand) for r in results])
-    cand_code = np.array([fids.index(r.pair.candidate) for r in results])[pair_code]
-    ref_code = np.array([fids.index(r.pair.reference) for r in results])[pair_code]
-    kind = cat("kind")
+    pair_code = P["pair"]
+    cand_code = np.array([fids.index(r.pair.candidate) for r in results], np.int8)[pair_code]
+    ref_code = np.array([fids.index(r.pair.reference) for r in results], np.int8)[pair_code]
+    kind = P["kind"]
     ref_n = pd.array(np.where(ref >= 0, sel.n[np.maximum(ref, 0)], 0), dtype="Int64")
     ref_n[ref < 0] = pd.NA
     m = len(cand)
-    metric = cat("metric")
+    metric = P["metric"]
     text, ent_loc = prov, prov["source_loc"]
     sc = {k: _small(c[k], len(sel.dims[k])) for k in ("target", "workload", "op", "stat")}
+    nones = np.full(m, None, dtype=object)  # shared by the all-None columns (copy-on-write frames)
     df = pd.DataFrame({
-        "fingerprint": pd.Series(np.full(m, None, dtype=object), dtype=object),
+        "fingerprint": pd.Series(nones, dtype=object, copy=False),
         "target": _cat(sc["target"][cand], sel.dims["target"]),
         "workload": _cat(sc["workload"][cand], sel.dims["workload"]),
         "op": _cat(sc["op"][cand], sel.dims["op"]),
         "metric": _cat(_small(metric, len(sel.dims["metric"])), sel.dims["metric"]),
         "stat": _cat(sc["stat"][cand], sel.dims["stat"]),
         "candidate": _cat(cand_code, fids), "reference": _cat(ref_code, fids),
-        "candidate_value": cat("cand_value"), "reference_value": cat("ref_value"),
-        "unit": _units_cat(cat("unit"), unit_names or []),
-        "rel_error": cat("rel"), "log_ratio": cat("log_ratio"),
-        "tolerance": cat("tol"), "tolerance_abs": cat("tol_abs"), "within": cat("within").astype(bool),
-        "kind": _cat(kind.astype(np.int64), KINDS), "severity": cat("severity"),
+        "candidate_value": P["cand_value"], "reference_value": P["ref_value"],
+        "unit": _units_cat(P["unit"], unit_names or []),
+        "rel_error": P["rel"], "log_ratio": P["log_ratio"],
+        "tolerance": P["tol"], "tolerance_abs": P["tol_abs"], "within": P["within"].astype(bool, copy=False),
+        "kind": _cat(kind, KINDS), "severity": P["severity"],
         "candidate_n": sel.n[cand], "reference_n": ref_n,
         "candidate_run": _side_cat(*text["run"], cand), "reference_run": _side_cat(*text["run"], ref),
         "candidate_source_path": _side_cat(*text["source_path"], cand),
-        "candidate_source_loc": _locs(ent_loc, cand),
+        "candidate_source_loc": _locs(ent_loc, cand, nones),
         "reference_source_path": _side_cat(*text["source_path"], ref),
-        "reference_source_loc": _locs(ent_loc, ref),
+        "reference_source_loc": _locs(ent_loc, ref, nones),
         "candidate_config": _side_cat(*text["config"], cand), "reference_config": _side_cat(*text["config"], ref),
-        "note": pd.Series(np.concatenate([r.note.strings() for r in results]), dtype=object),
-        "efficiency": cat("efficiency"),
+        "note": pd.Series(P["note_texts"][P["note_ids"]], dtype=object, copy=False),
+        "efficiency": P["efficiency"],
     }, copy=False)
     want = np.flatnonzero(np.ones(m, bool) if fingerprints == "all" else (kind != OK) & (kind != MISSING))
     if len(want):
@@ -154,5 +193,5 @@ def rows_frame(sel: Selected, results: list[PairRows], prov: dict[str, Any], fin
         codes = [c["target"][e], c["workload"][e], c["op"][e], metric[want], c["stat"][e], cand_code[want], ref_code[want]]
         fp = np.full(m, None, dtype=object)
         fp[want] = batch_fingerprints(parts, codes)
-        df["fingerprint"] = pd.Series(fp, dtype=object)
+        df["fingerprint"] = pd.Series(fp, dtype=object, copy=False)
     return df

@@ -49,9 +49,10 @@ class Selected:
 
 
 def load(store: Store, *, targets: Sequence[str] | None = None, as_of: Any = None,
-         source_loc: bool = True) -> pa.Table:
-    """Read the columns the engine needs; low-cardinality strings come as dictionaries."""
-    files = store.part_files()
+         source_loc: bool = True, files: Sequence[Any] | None = None) -> pa.Table:
+    """Read the columns the engine needs (of `files`, default all); low-cardinality strings
+    come as dictionaries."""
+    files = store.part_files() if files is None else files
     cols = [c for c in LOAD_COLUMNS if source_loc or c != "source_loc"]
     if not files:
         return pa.table({c: pa.array([], pa.float64() if c == "value" else pa.string()) for c in LOAD_COLUMNS})
@@ -168,13 +169,7 @@ def select(table: pa.Table, config: Config, *, run: Mapping[str, str] | None = N
     code = {"target": t[rep], "metric": mt[rep], "stat": st[rep], "workload": w[rep], "op": o[rep], "fid": f[rep]}
     code = {k: v.astype(np.int64) for k, v in code.items()}
     gk, _ = combine([code[k] for k in ("target", "metric", "stat", "workload", "op", "fid")], cards)
-    gsize = int(np.prod([max(c, 1) for c in cards], dtype=object))
-    if len(gk) > 1 and gsize <= max(DENSE_MAX, 4 * len(gk)):
-        slot = np.full(gsize, -1, np.int64)  # keys are unique: order by scattering into the key space
-        slot[gk] = np.arange(len(gk))
-        reorder = slot[slot >= 0]
-    else:
-        reorder = np.argsort(gk, kind="stable")
+    reorder = order_entries(gk, cards)
     if notes:
         inv = np.empty_like(reorder)
         inv[reorder] = np.arange(len(reorder))
@@ -186,6 +181,16 @@ def select(table: pa.Table, config: Config, *, run: Mapping[str, str] | None = N
     key = gk // len(fid_names) if len(fid_names) else gk
     return Selected(table, dims, fid_names, codes, key, val, ok_val, cnt, rep, anyflag, notes,
                     coverage, counts)
+
+
+def order_entries(gk: np.ndarray, cards: Sequence[int]) -> np.ndarray:
+    """The order sorting unique entry keys `gk` (mixed radix over `cards`)."""
+    gsize = int(np.prod([max(c, 1) for c in cards], dtype=object))
+    if len(gk) > 1 and gsize <= max(DENSE_MAX, 4 * len(gk)):
+        slot = np.full(gsize, -1, np.int64)  # keys are unique: order by scattering into the key space
+        slot[gk] = np.arange(len(gk))
+        return slot[slot >= 0]
+    return np.argsort(gk, kind="stable")
 
 
 def _check_fidelity(name: str) -> None:

@@ -1,0 +1,34 @@
+"""Discrepancy fingerprints: pinned, and the batch version equal to the single one."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from xfid.engine.fingerprint import fingerprint, fingerprints
+
+KEY = ("h100-sxm", "llama3-8b/decode/bs1/ctx8/bf16", "attn.qkv_proj", "latency", "value", "archmodel", "measured")
+
+
+def test_fingerprint_is_pinned():
+    # sha256 of the fields joined by U+001F, first 16 hex digits: never changes between releases
+    assert fingerprint(*KEY) == "cd4dff70c8df066d"
+
+
+names = st.lists(st.text(min_size=0, max_size=12), min_size=1, max_size=5, unique=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(names, min_size=7, max_size=7), st.integers(0, 2**32 - 1), st.integers(1, 40))
+def test_batch_fingerprints_equal_single(parts, seed, n):
+    rng = np.random.default_rng(seed)
+    codes = [rng.integers(0, len(p), n) for p in parts]
+    got = fingerprints(parts, codes)
+    want = [fingerprint(*(parts[f][int(codes[f][i])] for f in range(7))) for i in range(n)]
+    assert got == want
+    assert all(type(x) is str and len(x) == 16 for x in got)
+
+
+def test_batch_of_nothing():
+    assert fingerprints([["a"]] * 7, [np.zeros(0, np.int64)] * 7) == []
