@@ -35,6 +35,9 @@ __all__ = ["FILE_SCHEMA", "ROW_GROUP", "SORT_KEYS", "PreparedSource", "Store", "
 DB_NAME = "xfid.db"
 RECORDS = "records"
 PARTITIONING = ds.HivePartitioning.discover(infer_dictionary=True)
+VERIFIED_PARQUET = ds.ParquetFileFormat(
+    default_fragment_scan_options=ds.ParquetFragmentScanOptions(page_checksum_verification=True))
+"""Reads check every page's CRC: a flipped bit is an error naming the part, never a wrong value."""
 TMP_PREFIX = ".tmp-"
 BUSY_TIMEOUT_S = 120.0
 
@@ -295,7 +298,7 @@ class Store:
         missing = [f for f in files if not f.exists()]
         if missing:
             raise StoreError(f"{missing[0]}: a part named in the manifest is missing (run `xfid doctor`)")
-        return ds.dataset([str(f) for f in files], format="parquet",
+        return ds.dataset([str(f) for f in files], format=VERIFIED_PARQUET,
                           partitioning=PARTITIONING, partition_base_dir=str(self.records))
 
     def read(self, filters: dict[str, Sequence[str]] | None = None, columns: Sequence[str] | None = None) -> pa.Table:
