@@ -176,10 +176,10 @@ def align_pair(sel: Selected, pair: Pair, config: Config, settings: dict[str, An
     ce, ck, cm, cv, _, cu, cconv = _side(sel, cf, conv, clocks, units, unit_names, cards)
     re_, rk, _rm, _rv, rok, _ru, rconv = _side(sel, rf, conv, clocks, units, unit_names, cards)
     W = len(sel.dims["workload"])
-    tw_r = sel.codes["target"][re_] * W + sel.codes["workload"][re_]
+    tw_r = sel.codes["target"][re_].astype(np.int64) * W + sel.codes["workload"][re_]
     present = np.zeros(len(tn) * W, bool)
     present[tw_r] = True
-    tw_c = sel.codes["target"][ce] * W + sel.codes["workload"][ce]
+    tw_c = sel.codes["target"][ce].astype(np.int64) * W + sel.codes["workload"][ce]
     active = present[tw_c]
     counts = {"candidate_keys": len(ce), "outside_reference_workloads": int((~active).sum())}
     ce, ck, cm, cv, cu, cconv = ce[active], ck[active], cm[active], cv[active], cu[active], cconv[active]

@@ -138,28 +138,46 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
     return Correlation(rows, comparisons, disc, cov, sources, config.hash(), out_settings)
 
 
-def _entry_order(e_order: np.ndarray, ent: np.ndarray, vals: np.ndarray, ent_vals: np.ndarray,
-                 n_ent: int) -> np.ndarray:
-    """An order sorting `vals` (row i holds the value of entry ent[i]) from the entries' order.
+class _EntryOrders:
+    """Per fidelity, the order of its entries by value, computed once and shared by every pair:
+    a pair's rows on one side are that fidelity's entries in increasing entry order."""
 
-    Valid when every row's value is its entry's (no conversion) and each entry occurs once;
-    otherwise the rows are sorted directly.
-    """
-    if len(ent) and (ent >= 0).all() and np.array_equal(vals, ent_vals[ent], equal_nan=True):
-        pos = np.full(n_ent, -1, np.int64)
-        pos[ent] = np.arange(len(ent))
-        if np.count_nonzero(pos >= 0) == len(ent):  # no entry twice
-            o = pos[e_order]
-            return o[o >= 0]
-    return global_order(vals)
+    def __init__(self, sel: Selected):
+        self.sel = sel
+        self.local = np.empty(len(sel.value), np.int64)  # entry -> index among its fidelity's entries
+        self.members: dict[int, np.ndarray] = {}
+        self.orders: dict[int, np.ndarray] = {}
+
+    def _fid(self, f: int) -> tuple[np.ndarray, np.ndarray]:
+        if f not in self.orders:
+            ent = np.flatnonzero(self.sel.codes["fid"] == f)
+            self.local[ent] = np.arange(len(ent))
+            self.members[f] = ent
+            self.orders[f] = global_order(self.sel.value[ent])
+        return self.members[f], self.orders[f]
+
+    def rows_order(self, f: int, ent: np.ndarray, vals: np.ndarray) -> np.ndarray:
+        """An order sorting `vals`, where row i holds the value of entry ent[i] of fidelity f.
+
+        Valid when every row's value is its entry's (no conversion) and each entry occurs once;
+        otherwise the rows are sorted directly."""
+        members, order = self._fid(f)
+        if len(ent) and (ent >= 0).all() and np.array_equal(vals, self.sel.value[ent], equal_nan=True):
+            pos = np.full(len(members), -1, np.int64)
+            loc = self.local[ent]
+            pos[loc] = np.arange(len(ent))
+            if np.count_nonzero(pos >= 0) == len(ent):  # no entry twice
+                o = pos[order]
+                return o[o >= 0]
+        return global_order(vals)
 
 
 def _comparisons(sel: Selected, results: list[PairRows], settings: dict[str, Any], kendall: bool,
                  bootstrap: bool) -> pd.DataFrame:
     frames = []
     c = sel.codes
-    # one order of the entries' values serves every pair's log cand / log ref (log is monotone)
-    e_order = global_order(sel.value) if results else None
+    # one order of each fidelity's values serves every pair's log cand / log ref (log is monotone)
+    eo = _EntryOrders(sel)
     for r in results:
         ok = (r.kind != MISSING) & np.isfinite(r.rel) & np.isfinite(r.log_ratio)
         idx = np.flatnonzero(ok)
@@ -169,8 +187,8 @@ def _comparisons(sel: Selected, results: list[PairRows], settings: dict[str, Any
         t, m, s, w = c["target"][e], r.metric[idx], c["stat"][e], c["workload"][e]
         cards = [len(sel.dims["target"]), len(sel.dims["metric"]), len(sel.dims["stat"]), len(sel.dims["workload"])]
         orders = (global_order(np.abs(r.rel[idx])),
-                  _entry_order(e_order, e, r.cand_value[idx], sel.value, len(sel.value)),
-                  _entry_order(e_order, r.ref[idx], r.ref_value[idx], sel.value, len(sel.value)))
+                  eo.rows_order(sel.fidelities.index(r.pair.candidate), e, r.cand_value[idx]),
+                  eo.rows_order(sel.fidelities.index(r.pair.reference), r.ref[idx], r.ref_value[idx]))
         logs = (np.log(r.cand_value[idx]), np.log(r.ref_value[idx]))
         for level in ("target", "workload"):
             parts = [t, m, s] + ([w] if level == "workload" else [])

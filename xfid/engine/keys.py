@@ -39,8 +39,16 @@ def _chunk_indices(ch: pa.DictionaryArray) -> np.ndarray:
 
 
 def _remapped(chunks: list[pa.DictionaryArray], remaps: list[np.ndarray]) -> np.ndarray:
-    """Concatenate per-chunk `remap[indices]` (null -> -1) into one int32 array, no unification copy."""
-    out = np.empty(sum(len(c) for c in chunks), np.int32)
+    """Concatenate per-chunk `remap[indices]` (null -> -1) into one int32 array, no unification copy.
+
+    A column holding one value everywhere (a partition column, one target) comes back as a
+    read-only broadcast view of that code: no memory, no pass over the rows."""
+    total = sum(len(c) for c in chunks)
+    const = {int(r[0]) for c, r in zip(chunks, remaps, strict=True) if len(c) and len(r) == 1 and not c.null_count}
+    if total and len(const) == 1 and all(not len(c) or (len(r) == 1 and not c.null_count)
+                                         for c, r in zip(chunks, remaps, strict=True)):
+        return np.broadcast_to(np.int32(const.pop()), (total,))
+    out = np.empty(total, np.int32)
     at = 0
     for ch, remap in zip(chunks, remaps, strict=True):
         n = len(ch)
@@ -134,6 +142,9 @@ def combine(codes: Sequence[np.ndarray], cards: Sequence[int]) -> tuple[np.ndarr
             uniq, key = np.unique(key, return_inverse=True)
             key = key.reshape(-1).astype(np.int64, copy=False)
             radix = len(uniq)
+        if n == 1 and c.strides == (0,) and (not len(c) or int(c[0]) == 0):
+            used.append(n)  # a constant 0 of a one-value column: key * 1 + 0
+            continue
         if i:
             key *= n  # in place: no new full-length temporaries
         key += c

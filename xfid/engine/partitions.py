@@ -37,19 +37,27 @@ def select_store(store: Store, config: Config, *, targets: Sequence[str] | None 
     The returned Selected's `table` holds the KEPT columns of the chosen records only (entry i
     at row `rep[i]`).
     """
-    parts: list[Selected] = []
-    slims: list[pa.Table] = []
     groups = _groups(store) or [[]]
-    for i, files in enumerate(groups):
+
+    def one(files: list) -> tuple[Selected, pa.Table] | None:
         table = load(store, targets=targets, as_of=as_of, source_loc=source_loc, files=files)
-        if not table.num_rows and (parts or i < len(groups) - 1):
-            continue  # nothing left after the filters (an empty store still gets one empty part)
+        if not table.num_rows:
+            return None
         s = select(table, config, run=run)
-        slims.append(table.select(list(KEPT)).take(pa.array(s.rep, pa.int64())))
+        slim = table.select(list(KEPT)).take(pa.array(s.rep, pa.int64()))
         s.table = None  # type: ignore[assignment]
         del table
-        pa.default_memory_pool().release_unused()
-        parts.append(s)
+        pa.default_memory_pool().release_unused()  # the next partition's numpy arrays reuse it
+        return s, slim
+
+    # one partition at a time: two at once (threads) was no faster and raised the peak
+    found = [d for d in map(one, groups) if d is not None]
+    if not found:  # nothing left after the filters: one empty selection
+        empty = load(store, targets=targets, as_of=as_of, source_loc=source_loc, files=[])
+        s = select(empty, config, run=run)
+        found = [(s, empty.select(list(KEPT)))]
+    parts = [s for s, _ in found]
+    slims = [t for _, t in found]
     if len(parts) == 1:
         s = parts[0]
         s.table, s.rep = slims[0], np.arange(len(s.rep), dtype=np.int64)
@@ -58,41 +66,53 @@ def select_store(store: Store, config: Config, *, targets: Sequence[str] | None 
 
 
 def _merge(parts: list[Selected], slim: pa.Table) -> Selected:
-    """One Selected from partitions with disjoint fidelities, ordered as `select` orders entries."""
+    """One Selected from partitions with disjoint fidelities, ordered as `select` orders entries.
+
+    Each field is concatenated and the partitions' arrays dropped before the next, then put in
+    order in place of the concatenation: the peak is one field above the entries themselves.
+    """
     dims = {k: sorted(set().union(*(p.dims[k] for p in parts))) for k in KEY_DIMS}
     fids = sorted(set().union(*(p.fidelities for p in parts)))
-    codes: dict[str, list[np.ndarray]] = {k: [] for k in (*KEY_DIMS, "fid")}
-    for p in parts:
-        for k in KEY_DIMS:
-            pos = {v: i for i, v in enumerate(dims[k])}
-            lut = np.array([pos[v] for v in p.dims[k]] or [0], np.int64)
-            codes[k].append(lut[p.codes[k]])
-        codes["fid"].append(np.array([fids.index(f) for f in p.fidelities] or [0], np.int64)[p.codes["fid"]])
-    code = {k: np.concatenate(v) for k, v in codes.items()}
-    cat = lambda name: np.concatenate([getattr(p, name) for p in parts])  # noqa: E731
-    val, ok_val, cnt, anyflag = cat("value"), cat("ref_value"), cat("n"), cat("flagged")
-    rep = np.arange(len(val), dtype=np.int64)
+    code: dict[str, np.ndarray] = {}
+    for k in (*KEY_DIMS, "fid"):
+        names = dims[k] if k != "fid" else fids
+        pos = {v: i for i, v in enumerate(names)}
+        chunks = []
+        for p in parts:
+            own = p.dims[k] if k != "fid" else p.fidelities
+            lut = np.array([pos[v] for v in own] or [0], np.int32)
+            chunks.append(lut[p.codes[k]])
+            p.codes[k] = None  # type: ignore[assignment]
+        code[k] = np.concatenate(chunks)
+        del chunks
+    fields: dict[str, np.ndarray] = {}
+    for name in ("value", "ref_value", "n", "flagged"):
+        fields[name] = np.concatenate([getattr(p, name) for p in parts])
+        for p in parts:
+            setattr(p, name, None)
     notes: dict[int, str] = {}
     at = 0
     for p in parts:
         notes.update({at + k: v for k, v in p.notes.items()})
-        at += len(p.value)
+        at += len(p.rep)
     cards = [len(dims[k]) for k in KEY_DIMS] + [len(fids)]
     gk, _ = combine([code[k] for k in (*KEY_DIMS, "fid")], cards)
     reorder = order_entries(gk, cards)
+    gk = gk[reorder]
     if notes:
         inv = np.empty_like(reorder)
         inv[reorder] = np.arange(len(reorder))
         notes = {int(inv[k]): v for k, v in notes.items()}
-    val, ok_val, cnt, rep, anyflag, gk = (a[reorder] for a in (val, ok_val, cnt, rep, anyflag, gk))
-    code = {k: v[reorder] for k, v in code.items()}
+    for d in (code, fields):
+        for k in list(d):
+            d[k] = d[k][reorder]  # the unordered array is freed as it is replaced
     counts: dict[str, Any] = {}
     for p in parts:
         for k, v in p.counts.items():
             counts[k] = counts.get(k, 0) + v
     key = gk // len(fids) if fids else gk
-    return Selected(slim, dims, fids, code, key, val, ok_val, cnt, rep, anyflag, notes,
-                    _coverage([p.coverage for p in parts]), counts)
+    return Selected(slim, dims, fids, code, key, fields["value"], fields["ref_value"], fields["n"], reorder,
+                    fields["flagged"], notes, _coverage([p.coverage for p in parts]), counts)
 
 
 def _coverage(frames: list) -> Any:

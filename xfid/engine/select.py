@@ -16,7 +16,7 @@ from xfid.engine.keys import combine, dict_chunks, encode, raw_codes, run_starts
 from xfid.engine.opmap import apply_op_maps
 from xfid.errors import EngineError
 from xfid.schema import FLAG_NO_REFERENCE
-from xfid.store import PARTITIONING, Store
+from xfid.store import Store
 
 LOAD_COLUMNS = ("fidelity", "target", "workload", "op", "metric", "stat", "value", "unit", "source",
                 "source_path", "source_loc", "run", "timestamp", "config", "flags")
@@ -57,7 +57,9 @@ def load(store: Store, *, targets: Sequence[str] | None = None, as_of: Any = Non
     if not files:
         return pa.table({c: pa.array([], pa.float64() if c == "value" else pa.string()) for c in LOAD_COLUMNS})
     fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=set(_DICT_READ)))
-    dset = ds.dataset([str(f) for f in files], format=fmt, partitioning=PARTITIONING,
+    # a fresh partitioning factory per dataset: discovery mutates it (two threads sharing one crash)
+    part = ds.HivePartitioning.discover(infer_dictionary=True)
+    dset = ds.dataset([str(f) for f in files], format=fmt, partitioning=part,
                       partition_base_dir=str(store.records))
     expr = None
     if targets:
@@ -87,7 +89,12 @@ def _run_rank(fid: np.ndarray, run: np.ndarray, run_names: list[Any], ts: np.nda
               prefer: Mapping[str, str] | None, fid_names: list[str]) -> np.ndarray:
     """Rank of each record's run within its fidelity: by the run's latest timestamp, then name."""
     nr = max(len(run_names), 1)
-    fr = fid.astype(np.int64) * (nr + 1) + (run + 1)
+    fr = run.astype(np.int64)  # (fidelity, run) code, built in place
+    fr += 1
+    if len(fid) and fid.strides == (0,):
+        fr += int(fid[0]) * (nr + 1)  # one fidelity (a partition): a constant offset
+    elif len(fid):
+        fr += fid.astype(np.int64) * (nr + 1)
     size = max(len(fid_names), 1) * (nr + 1)
     run_ts = np.full(size, np.iinfo(np.int64).min, np.int64)
     np.maximum.at(run_ts, fr, ts)
@@ -167,7 +174,7 @@ def select(table: pa.Table, config: Config, *, run: Mapping[str, str] | None = N
                                                       anyflag[idx], efk[idx], remap)
     # entries in (target, metric, stat, workload, op, fidelity) order: groups are contiguous
     code = {"target": t[rep], "metric": mt[rep], "stat": st[rep], "workload": w[rep], "op": o[rep], "fid": f[rep]}
-    code = {k: v.astype(np.int64) for k, v in code.items()}
+    code = {k: v.astype(np.int32, copy=False) for k, v in code.items()}  # codes < 2**31: half the memory
     gk, _ = combine([code[k] for k in ("target", "metric", "stat", "workload", "op", "fid")], cards)
     reorder = order_entries(gk, cards)
     if notes:
