@@ -45,11 +45,14 @@ def test_undefined_is_nan():
     assert math.isnan(c["pearson_log"]) and math.isnan(c["spearman"]) and math.isnan(c["kendall"])
 
 
-def test_matches_scipy_on_seeded_groups_with_ties():
+@pytest.mark.parametrize("grouped", [False, True], ids=["shuffled", "grouped"])
+def test_matches_scipy_on_seeded_groups_with_ties(grouped):
+    # grouped rows (gid 0,0,1,1,1,...) take the segment path, shuffled ones the general path
     rng = np.random.default_rng(7)
     ng = 40
     gid = np.repeat(np.arange(ng), rng.integers(2, 60, ng))
-    rng.shuffle(gid)
+    if not grouped:
+        rng.shuffle(gid)
     m = len(gid)
     ref = np.round(np.exp(rng.normal(0, 1, m)), 1) + 0.1  # rounding makes ties
     cand = np.round(ref * np.exp(rng.normal(0, 0.3, m)), 1) + 0.1
@@ -108,3 +111,21 @@ def test_large_groups_use_normal_approximation():
     assert s["mape_ci_high"] == pytest.approx(ape.mean() + half)
     exact = _one(cand, ref, exact_max_n=5000)  # the exact bootstrap agrees closely at this n
     assert exact["mape_ci_low"] == pytest.approx(s["mape_ci_low"], rel=0.03)
+
+
+def test_grouped_and_shuffled_rows_give_the_same_statistics():
+    rng = np.random.default_rng(11)
+    ng = 25
+    gid = np.repeat(np.arange(ng), rng.integers(1, 40, ng))
+    m = len(gid)
+    ref = np.round(np.exp(rng.normal(0, 1, m)), 2) + 0.01
+    cand = np.round(ref * np.exp(rng.normal(0, 0.3, m)), 2) + 0.01
+    rel, lr = (cand - ref) / ref, np.log(cand / ref)
+    # (bootstrap CIs resample by position within a group: row order matters there by design,
+    # and correlate() always passes rows in key order)
+    a = grouped_stats(gid, ng, rel, lr, cand, ref, np.abs(rel) <= 0.1, bootstrap=False)
+    p = rng.permutation(m)
+    b = grouped_stats(gid[p], ng, rel[p], lr[p], cand[p], ref[p], np.abs(rel[p]) <= 0.1, bootstrap=False)
+    assert np.isfinite(a["kendall"]).sum() >= 20
+    for k in a:
+        np.testing.assert_allclose(a[k], b[k], rtol=1e-12, atol=1e-12, equal_nan=True, err_msg=k)

@@ -152,15 +152,9 @@ def _side(sel: Selected, fid: int, conv: tuple[str, str, str] | None, clocks: np
     return e, key, m, val, okv, unit, conv_mask
 
 
-def align_pair(sel: Selected, pair: Pair, config: Config, settings: dict[str, Any],
-               units: np.ndarray, mismatch: MismatchChecker, unit_names: list[str]) -> PairRows | None:
-    """Align candidate entries with reference entries for one pair; None if a side is absent.
-
-    `units` holds a code per entry into `unit_names` (which must contain "s" and "cycles").
-    """
+def _sides(sel: Selected, pair: Pair, config: Config, units: np.ndarray, unit_names: list[str]):
+    """Both sides of a pair and which candidate entries lie in workloads the reference has."""
     fids = sel.fidelities
-    if pair.candidate not in fids or pair.reference not in fids:
-        return None
     cf, rf = fids.index(pair.candidate), fids.index(pair.reference)
     conv = None
     if pair.convert:
@@ -173,14 +167,34 @@ def align_pair(sel: Selected, pair: Pair, config: Config, settings: dict[str, An
                        else np.nan for t in tn], dtype=np.float64)
     cards = [len(tn), len(sel.dims["metric"]), len(sel.dims["stat"]), len(sel.dims["workload"]),
              len(sel.dims["op"])]
-    ce, ck, cm, cv, _, cu, cconv = _side(sel, cf, conv, clocks, units, unit_names, cards)
-    re_, rk, _rm, _rv, rok, _ru, rconv = _side(sel, rf, conv, clocks, units, unit_names, cards)
+    cand = _side(sel, cf, conv, clocks, units, unit_names, cards)
+    refs = _side(sel, rf, conv, clocks, units, unit_names, cards)
     W = len(sel.dims["workload"])
-    tw_r = sel.codes["target"][re_].astype(np.int64) * W + sel.codes["workload"][re_]
+    re_ = refs[0]
     present = np.zeros(len(tn) * W, bool)
-    present[tw_r] = True
-    tw_c = sel.codes["target"][ce].astype(np.int64) * W + sel.codes["workload"][ce]
-    active = present[tw_c]
+    present[sel.codes["target"][re_].astype(np.int64) * W + sel.codes["workload"][re_]] = True
+    ce = cand[0]
+    active = present[sel.codes["target"][ce].astype(np.int64) * W + sel.codes["workload"][ce]]
+    return cand, refs, active, cards
+
+
+def pair_size(sel: Selected, pair: Pair, config: Config, units: np.ndarray, unit_names: list[str]) -> int:
+    """How many rows align_pair will return for `pair` (0 when a side is absent)."""
+    if pair.candidate not in sel.fidelities or pair.reference not in sel.fidelities:
+        return 0
+    return int(np.count_nonzero(_sides(sel, pair, config, units, unit_names)[2]))
+
+
+def align_pair(sel: Selected, pair: Pair, config: Config, settings: dict[str, Any],
+               units: np.ndarray, mismatch: MismatchChecker, unit_names: list[str]) -> PairRows | None:
+    """Align candidate entries with reference entries for one pair; None if a side is absent.
+
+    `units` holds a code per entry into `unit_names` (which must contain "s" and "cycles").
+    """
+    if pair.candidate not in sel.fidelities or pair.reference not in sel.fidelities:
+        return None
+    (ce, ck, cm, cv, _, cu, cconv), (re_, rk, _rm, _rv, rok, _ru, rconv), active, cards = _sides(
+        sel, pair, config, units, unit_names)
     counts = {"candidate_keys": len(ce), "outside_reference_workloads": int((~active).sum())}
     ce, ck, cm, cv, cu, cconv = ce[active], ck[active], cm[active], cv[active], cu[active], cconv[active]
     pos_c, hit = _lookup(rk, ck)

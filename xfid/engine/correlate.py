@@ -12,12 +12,12 @@ import pandas as pd
 import pyarrow as pa
 
 from xfid.config import Config
-from xfid.engine.align import MISSING, PairRows, align_pair
+from xfid.engine.align import MISSING, PairRows, align_pair, pair_size
 from xfid.engine.contract import COMPARISON_COLUMNS, Correlation
 from xfid.engine.keys import combine, raw_codes_at, run_starts
 from xfid.engine.mismatch import MismatchChecker
 from xfid.engine.pairs import parse_as_of, parse_run, resolve_pairs
-from xfid.engine.rows import ROW_EXTRA, discrepancies, entry_provenance, pack, rows_frame  # noqa: F401 (ROW_EXTRA re-exported)
+from xfid.engine.rows import ROW_EXTRA, Packer, discrepancies, entry_provenance, rows_frame  # noqa: F401 (ROW_EXTRA re-exported)
 from xfid.engine.partitions import select_store
 from xfid.engine.select import ADDITIVE, Selected
 from xfid.engine.stats import (
@@ -98,11 +98,21 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
     pa.default_memory_pool().release_unused()
     results: list[PairRows] = []
     pair_info = []
+    # the rows columns are allocated once; each pair is copied in as soon as it is aligned
+    sizes = [pair_size(sel, p, config, units, unit_names) for p in pair_list]
+    packer = Packer(sizes, len(sel.value), len(sel.dims["metric"]), len(unit_names))
+
+    def one(i: int) -> PairRows | None:
+        pr = align_pair(sel, pair_list[i], config, settings, units, checker, unit_names)
+        if pr is not None:
+            packer.place(i, pr)
+        return pr
+
     # numpy releases the GIL in its sorts and gathers: pairs, and aggregates vs rows, overlap
     pool = ThreadPoolExecutor(THREADS) if THREADS > 1 and len(pair_list) > 1 else None
-    aligned = (pool.map if pool else map)(
-        lambda p: align_pair(sel, p, config, settings, units, checker, unit_names), pair_list)
-    for p, pr in zip(pair_list, aligned, strict=True):
+    aligned = (pool.map if pool else map)(one, range(len(pair_list)))
+    placed = []
+    for i, (p, pr) in enumerate(zip(pair_list, aligned, strict=True)):
         info = {"candidate": p.candidate, "reference": p.reference, "origin": p.origin,
                 "convert": p.convert, "bounds": p.bounds if p.bounds else (
                     settings["roofline_tolerance"] if p.candidate in settings["bound_fidelities"] else None)}
@@ -111,8 +121,10 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
         else:
             info.update(pr.counts)
             results.append(pr)
+            placed.append((i, pr))
         pair_info.append(info)
-    packed = pack(results, len(sel.value))  # per-pair arrays become views into the rows columns
+    sel.cache.clear()  # the per-fidelity side arrays are no longer needed
+    packed = packer.finish(placed)
     try:
         fut = pool.submit(_comparisons, sel, results, settings, kendall, bootstrap) if pool else None
         rows = rows_frame(sel, results, packed, prov, fingerprints, unit_names)
@@ -183,13 +195,16 @@ def _comparisons(sel: Selected, results: list[PairRows], settings: dict[str, Any
         idx = np.flatnonzero(ok)
         if not len(idx):
             continue
-        e = r.cand[idx]
-        t, m, s, w = c["target"][e], r.metric[idx], c["stat"][e], c["workload"][e]
+        # the rows the aggregates use, gathered once for both levels (views when all are used)
+        take = (lambda a: a) if len(idx) == len(ok) else (lambda a: a[idx])  # noqa: E731
+        rel, lr, cv, rv, within = (take(a) for a in (r.rel, r.log_ratio, r.cand_value, r.ref_value, r.within))
+        e = take(r.cand)
+        t, m, s, w = c["target"][e], take(r.metric), c["stat"][e], c["workload"][e]
         cards = [len(sel.dims["target"]), len(sel.dims["metric"]), len(sel.dims["stat"]), len(sel.dims["workload"])]
-        orders = (global_order(np.abs(r.rel[idx])),
-                  eo.rows_order(sel.fidelities.index(r.pair.candidate), e, r.cand_value[idx]),
-                  eo.rows_order(sel.fidelities.index(r.pair.reference), r.ref[idx], r.ref_value[idx]))
-        logs = (np.log(r.cand_value[idx]), np.log(r.ref_value[idx]))
+        orders = (global_order(np.abs(rel)),
+                  eo.rows_order(sel.fidelities.index(r.pair.candidate), e, cv),
+                  eo.rows_order(sel.fidelities.index(r.pair.reference), take(r.ref), rv))
+        logs = (np.log(cv), np.log(rv))
         for level in ("target", "workload"):
             parts = [t, m, s] + ([w] if level == "workload" else [])
             key, _ = combine(parts, cards[:len(parts)])
@@ -203,8 +218,7 @@ def _comparisons(sel: Selected, results: list[PairRows], settings: dict[str, Any
             else:
                 uniq, first, gid = np.unique(key, return_index=True, return_inverse=True)
                 gid, nuniq = gid.reshape(-1), len(uniq)
-            st = grouped_stats(gid, nuniq, r.rel[idx], r.log_ratio[idx], r.cand_value[idx],
-                               r.ref_value[idx], r.within[idx], kendall=kendall, bootstrap=bootstrap,
+            st = grouped_stats(gid, nuniq, rel, lr, cv, rv, within, kendall=kendall, bootstrap=bootstrap,
                                resamples=settings["bootstrap_resamples"], seed=settings["bootstrap_seed"],
                                exact_max_n=settings["bootstrap_exact_max_n"], orders=orders, logs=logs)
             f = pd.DataFrame({

@@ -108,44 +108,58 @@ def entry_provenance(table: pa.Table, rep: np.ndarray, provenance: bool, plans: 
 
 PACKED = ("cand", "ref", "metric", "unit", "cand_value", "ref_value", "rel", "log_ratio", "tol", "tol_abs",
           "within", "kind", "severity", "efficiency")
-"""PairRows arrays that pack() concatenates over the pairs."""
+"""PairRows arrays that Packer keeps in one column each over all pairs."""
 
 
-def pack(results: list[PairRows], n_entries: int) -> dict[str, Any]:
-    """Concatenate every pair's row arrays into one array per field; each PairRows' field becomes
-    a view into it, so the per-pair arrays are freed one field at a time (no second copy of
-    the rows in memory). Entry indices and codes are narrowed on the way.
+class Packer:
+    """The rows columns, allocated once for every pair: each aligned pair is copied into its
+    slice as soon as it is done and its fields become views of it, so the per-pair arrays are
+    freed pair by pair (no second copy of the rows in memory, no concatenation).
 
-    Returns the concatenated arrays plus `pair` (pair number per row), `note_texts` (object
-    array) and `note_ids` (codes into it)."""
-    if not results:
-        return {}
-    sizes = [len(r.cand) for r in results]
-    bounds = np.cumsum([0, *sizes])
-    entry = np.int32 if n_entries < 1 << 31 else np.int64
-    small = {k: np.int16 if max((int(getattr(r, k).max()) for r in results if len(getattr(r, k))), default=0) < 1 << 15
-             else np.int64 for k in ("metric", "unit")}
-    narrow = {"cand": entry, "ref": entry, **small}
-    out: dict[str, Any] = {}
-    for k in PACKED:
-        big = np.concatenate([getattr(r, k) for r in results], dtype=narrow.get(k))
-        for r, a, b in zip(results, bounds[:-1], bounds[1:], strict=True):
-            setattr(r, k, big[a:b])
-        out[k] = big
-    texts: dict[str, int] = {}
-    ids = np.empty(int(bounds[-1]), np.int32)
-    for r, a, b in zip(results, bounds[:-1], bounds[1:], strict=True):
-        lut = np.array([texts.setdefault(t, len(texts)) for t in r.note.texts], np.int32)
-        ids[a:b] = lut[r.note.ids]
-    out["note_texts"] = np.array(list(texts), dtype=object)
-    out["note_ids"] = ids
-    out["pair"] = np.repeat(np.arange(len(results), dtype=np.int16), sizes)
-    return out
+    Entry indices and metric/unit codes are narrowed on the way."""
+
+    def __init__(self, sizes: list[int], n_entries: int, n_metrics: int, n_units: int):
+        self.bounds = np.cumsum([0, *sizes])
+        total = int(self.bounds[-1])
+        entry = np.int32 if n_entries < 1 << 31 else np.int64
+        dtypes = {"cand": entry, "ref": entry, "metric": np.int16 if n_metrics < 1 << 15 else np.int64,
+                  "unit": np.int16 if n_units < 1 << 15 else np.int64, "within": np.bool_, "kind": np.int8}
+        self.out: dict[str, Any] = {k: np.empty(total, dtypes.get(k, np.float64)) for k in PACKED}
+
+    def place(self, i: int, r: PairRows) -> None:
+        """Copy pair number i's rows into its slice; its fields become views of the columns."""
+        a, b = int(self.bounds[i]), int(self.bounds[i + 1])
+        if len(r.cand) != b - a:
+            raise AssertionError(f"pair {r.pair.label}: {len(r.cand)} rows, {b - a} planned")
+        for k in PACKED:
+            view = self.out[k][a:b]
+            view[...] = getattr(r, k)
+            setattr(r, k, view)
+
+    def finish(self, placed: list[tuple[int, PairRows]]) -> dict[str, Any]:
+        """The columns of the placed pairs (in order, contiguous) plus `pair` (pair number per
+        row among them), `note_texts` (object array) and `note_ids` (codes into it)."""
+        if not placed:
+            return {}
+        idx = [i for i, _ in placed]
+        a, b = int(self.bounds[idx[0]]), int(self.bounds[idx[-1] + 1])
+        out = {k: v[a:b] for k, v in self.out.items()}
+        texts: dict[str, int] = {}
+        ids = np.empty(b - a, np.int32)
+        sizes = []
+        for i, r in placed:
+            lut = np.array([texts.setdefault(t, len(texts)) for t in r.note.texts], np.int32)
+            ids[self.bounds[i] - a:self.bounds[i + 1] - a] = lut[r.note.ids]
+            sizes.append(int(self.bounds[i + 1] - self.bounds[i]))
+        out["note_texts"] = np.array(list(texts), dtype=object)
+        out["note_ids"] = ids
+        out["pair"] = np.repeat(np.arange(len(placed), dtype=np.int16), sizes)
+        return out
 
 
 def rows_frame(sel: Selected, results: list[PairRows], packed: dict[str, Any], prov: dict[str, Any],
                fingerprints: str, unit_names: list[str] | None = None) -> pd.DataFrame:
-    """The rows frame (ROW_COLUMNS + ROW_EXTRA) of the packed pair rows (see pack())."""
+    """The rows frame (ROW_COLUMNS + ROW_EXTRA) of the packed pair rows (Packer.finish())."""
     if not results:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in (*ROW_COLUMNS, *ROW_EXTRA)})
     P = packed

@@ -18,12 +18,31 @@ def _sums(gid: np.ndarray, x: np.ndarray, ng: int) -> np.ndarray:
     return np.bincount(gid, weights=x, minlength=ng)
 
 
-def grouped_ranks(gid: np.ndarray, x: np.ndarray, order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _segments(gid: np.ndarray, ng: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(starts, sizes) when the rows come grouped as 0, 0, 1, 1, 1, 2, ... (every group 0..ng-1
+    present, in order), else None. Grouped rows allow segment sums and no group gathers."""
+    m = len(gid)
+    if not m or ng < 1 or gid[0] != 0 or gid[-1] != ng - 1:
+        return None
+    step = np.diff(gid)
+    if len(step) and (step.min() < 0 or step.max() > 1):
+        return None
+    starts = np.r_[0, np.flatnonzero(step) + 1]
+    if len(starts) != ng:
+        return None
+    return starts, np.diff(np.r_[starts, m])
+
+
+def grouped_ranks(gid: np.ndarray, x: np.ndarray, order: np.ndarray | None = None,
+                  seg: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Average ranks (1-based) of x within groups, plus per-position tie-run ids and run lengths.
 
-    `order` may pass an order that sorts x globally (see global_order), reused across groupings.
+    `order` may pass an order that sorts x globally (see global_order), reused across groupings;
+    `seg` the (starts, sizes) of grouped rows (see _segments).
     Returns (ranks aligned with x, order used, run start flags in that order).
     """
+    if seg is not None:
+        return _ranks_grouped(gid, x, order, *seg)
     order = _group_sort(gid, x, order)
     xs, gs = x[order], gid[order]
     n = len(x)
@@ -37,6 +56,25 @@ def grouped_ranks(gid: np.ndarray, x: np.ndarray, order: np.ndarray | None = Non
     avg = (rs[run_id] + re_[run_id]) / 2.0 - gstart + 1.0
     ranks = np.empty(n)
     ranks[order] = avg
+    return ranks, order, new_run
+
+
+def _ranks_grouped(gid: np.ndarray, x: np.ndarray, order: np.ndarray | None, starts: np.ndarray,
+                   sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """grouped_ranks for grouped rows: tie runs from one comparison, ranks per run, then spread."""
+    order = _group_sort(gid, x, order)
+    xs = x[order]
+    n = len(x)
+    new_run = np.empty(n, bool)
+    if n:
+        new_run[0] = True
+        np.not_equal(xs[1:], xs[:-1], out=new_run[1:])
+        new_run[starts] = True  # a run never crosses a group (gid in sorted order is gid itself)
+    rs = np.flatnonzero(new_run)
+    rl = np.diff(np.r_[rs, n])
+    avg = (2 * rs + rl - 1) / 2.0 - starts[gid[rs]] + 1.0
+    ranks = np.empty(n)
+    ranks[order] = np.repeat(avg, rl)
     return ranks, order, new_run
 
 
@@ -119,31 +157,34 @@ def grouped_stats(gid: np.ndarray, ng: int, rel: np.ndarray, lr: np.ndarray, can
     orders that sort (|rel|, log cand, log ref) globally (global_order) when the same rows are
     grouped several ways; `logs` may pass (log cand, log ref).
     """
-    n = np.bincount(gid, minlength=ng).astype(np.float64)
+    seg = _segments(gid, ng)
+    n = np.bincount(gid, minlength=ng).astype(np.float64) if seg is None else seg[1].astype(np.float64)
+    S = (lambda x: _sums(gid, x, ng)) if seg is None else (lambda x: np.add.reduceat(x, seg[0]))
     with np.errstate(divide="ignore", invalid="ignore"):
         ape = np.abs(rel)
         out: dict[str, Any] = {"n": n.astype(np.int64)}
-        out["mape"] = _sums(gid, ape, ng) / n
-        mlr = _sums(gid, lr, ng) / n
+        out["mape"] = S(ape) / n
+        mlr = S(lr) / n
         out["bias"] = np.exp(mlr)
-        out["log_rmse"] = np.sqrt(_sums(gid, lr * lr, ng) / n)
-        out["within_tolerance"] = _sums(gid, within.astype(np.float64), ng) / n
+        out["log_rmse"] = np.sqrt(S(lr * lr) / n)
+        out["within_tolerance"] = S(within.astype(np.float64)) / n
         r_ape, r_x, r_y = orders if orders is not None else (None, None, None)
         order = _group_sort(gid, ape, r_ape)
-        gs = gid[order]
-        starts = run_starts(gs)
+        gs = gid[order] if seg is None else gid  # sorted groups: the order only moves rows within them
+        starts = run_starts(gs) if seg is None else seg[0]
         cnt = np.diff(np.r_[starts, len(gs)])
-        srt = ape[order]
         med = np.full(ng, np.nan)
         if len(starts):
-            med[gs[starts]] = (srt[starts + (cnt - 1) // 2] + srt[starts + cnt // 2]) / 2
+            lo, hi = order[starts + (cnt - 1) // 2], order[starts + cnt // 2]
+            med[gs[starts]] = (ape[lo] + ape[hi]) / 2
         out["median_ape"] = med
         lx, ly = logs if logs is not None else (np.log(cand), np.log(ref))
-        out["pearson_log"] = _pearson(gid, lx, ly, n, ng)
-        rx, ox, nrx = grouped_ranks(gid, lx, r_x)
-        ry, oy, nry = grouped_ranks(gid, ly, r_y)
-        out["spearman"] = _pearson(gid, rx, ry, n, ng)
-        out["kendall"] = _kendall(gid, lx, ry, n, ng, gid[ox], nrx, gid[oy], nry) if kendall else np.full(ng, np.nan)
+        out["pearson_log"] = _pearson(gid, lx, ly, n, ng, seg)
+        rx, ox, nrx = grouped_ranks(gid, lx, r_x, seg)
+        ry, oy, nry = grouped_ranks(gid, ly, r_y, seg)
+        out["spearman"] = _pearson(gid, rx, ry, n, ng, seg, rank_means=True)
+        gx, gy = (gid[ox], gid[oy]) if seg is None else (gid, gid)
+        out["kendall"] = _kendall(gid, lx, ry, n, ng, gx, nrx, gy, nry) if kendall else np.full(ng, np.nan)
     small = n < 2
     for k in ("pearson_log", "spearman", "kendall"):
         out[k] = np.where(small, np.nan, out[k])
@@ -153,10 +194,19 @@ def grouped_stats(gid: np.ndarray, ng: int, rel: np.ndarray, lr: np.ndarray, can
     return out
 
 
-def _pearson(gid, x, y, n, ng):
-    mx, my = _sums(gid, x, ng) / n, _sums(gid, y, ng) / n
-    dx, dy = x - mx[gid], y - my[gid]
-    sxy, sxx, syy = _sums(gid, dx * dy, ng), _sums(gid, dx * dx, ng), _sums(gid, dy * dy, ng)
+def _pearson(gid, x, y, n, ng, seg=None, rank_means=False):
+    """Pearson r per group (two passes: means, then centred sums). With `rank_means`, x and y
+    are average ranks within the groups, whose mean is (n + 1) / 2 exactly."""
+    if seg is None:
+        S, spread = (lambda v: _sums(gid, v, ng)), (lambda v: v[gid])
+    else:
+        S, spread = (lambda v: np.add.reduceat(v, seg[0])), (lambda v: np.repeat(v, seg[1]))
+    if rank_means:
+        mx = my = (n + 1) / 2
+    else:
+        mx, my = S(x) / n, S(y) / n
+    dx, dy = x - spread(mx), y - spread(my)
+    sxy, sxx, syy = S(dx * dy), S(dx * dx), S(dy * dy)
     tiny = 1e-24
     r = sxy / np.sqrt(sxx * syy)
     r = np.where((sxx <= tiny * np.maximum(n, 1)) | (syy <= tiny * np.maximum(n, 1)), np.nan, r)
