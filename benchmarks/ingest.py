@@ -39,7 +39,10 @@ else:
     with Store(out / "store") as s:
         rows = ingest(s, [path], IngestOptions()).rows
 dt = time.perf_counter() - t0
-print(json.dumps({"s": dt, "rows": rows, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+# peak RSS of this process: VmHWM (ru_maxrss would carry over the parent's peak across fork+exec)
+hwm = [ln for ln in Path("/proc/self/status").read_text().splitlines() if ln.startswith("VmHWM:")]
+rss = int(hwm[0].split()[1]) / 1024 if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"s": dt, "rows": rows, "rss_mb": rss}))
 """
 
 
@@ -74,16 +77,26 @@ def make_data(rows: int, d: Path) -> tuple[Path, Path, float]:
     return pqf, csvf, plain.nbytes / 2**20
 
 
-def run(mode: str, path: Path, repeat: int) -> dict:
-    res = []
-    for _ in range(repeat):
-        with tempfile.TemporaryDirectory() as out:
-            p = subprocess.run([sys.executable, "-c", CHILD, mode, str(path), out], capture_output=True, text=True)
-            if p.returncode:
-                raise SystemExit(p.stderr)
-            res.append(json.loads(p.stdout.strip().splitlines()[-1]))
-    return {"s": statistics.median(r["s"] for r in res), "rss_mb": statistics.median(r["rss_mb"] for r in res),
-            "rows": res[0]["rows"]}
+def once(mode: str, path: Path) -> dict:
+    with tempfile.TemporaryDirectory() as out:
+        p = subprocess.run([sys.executable, "-c", CHILD, mode, str(path), out], capture_output=True, text=True)
+        if p.returncode:
+            raise SystemExit(p.stderr)
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def run(path: Path, repeat: int) -> tuple[dict, dict, float]:
+    """Bare and xfid alternately, `repeat` times each (other load on the machine hits both
+    sides alike); medians, and the median of the per-pair time ratios."""
+    bare, xfid = [], []
+    for i in range(repeat):
+        pair = ("bare", "xfid") if i % 2 == 0 else ("xfid", "bare")
+        for mode in pair:
+            (bare if mode == "bare" else xfid).append(once(mode, path))
+    ratio = statistics.median(x["s"] / b["s"] for x, b in zip(xfid, bare, strict=True))
+    med = [{"s": statistics.median(r["s"] for r in rs), "rss_mb": statistics.median(r["rss_mb"] for r in rs),
+            "rows": rs[0]["rows"]} for rs in (bare, xfid)]
+    return med[0], med[1], ratio
 
 
 def main() -> None:
@@ -96,11 +109,10 @@ def main() -> None:
         for rows in a.rows or [1_000_000]:
             pqf, csvf, arrow_mb = make_data(rows, Path(d))
             for f in (pqf, csvf):
-                bare = run("bare", f, a.repeat)
-                x = run("xfid", f, a.repeat)
+                bare, x, ratio = run(f, a.repeat)
                 assert x["rows"] == rows, x
                 print(f"{f.suffix[1:] + ' ' + format(rows, ','):<22} {x['s']:>8.2f} {rows / x['s']:>12,.0f} {bare['s']:>8.2f} "
-                      f"{x['s'] / bare['s']:>6.2f} {x['rss_mb']:>8.0f} {arrow_mb:>9.0f} {x['rss_mb'] / arrow_mb:>9.2f}")
+                      f"{ratio:>6.2f} {x['rss_mb']:>8.0f} {arrow_mb:>9.0f} {x['rss_mb'] / arrow_mb:>9.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -198,7 +198,7 @@ def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool) -> Pr
         raise InputError(path, None, f"not well-formed CSV for {cls.name}: {e}",
                          f"check that it is a {cls.formats} file") from None
     except (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError, UnicodeError,
-            csv.Error, pa.ArrowException) as e:
+            pa.ArrowException) as e:
         raise InputError(path, None, f"{cls.name} could not read this file: {type(e).__name__}: {e}",
                          f"check that it is a {cls.formats} file") from None
     prep.summary = {"metrics": dict(metrics), "nulls": dict(nulls), "warnings": ctx.warnings,

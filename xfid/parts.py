@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from xfid.convert import zeros_index
 from xfid.schema import SCHEMA, lazy_loc, loc_strings
 
 FILE_SCHEMA = pa.schema([f for f in SCHEMA if f.name != "fidelity"])
@@ -42,22 +44,23 @@ def dict_codes(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     arr = col.unify_dictionaries().combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     if not pa.types.is_dictionary(arr.type):
         arr = pc.dictionary_encode(arr)
-    ranks = pc.rank(arr.dictionary, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(np.int64)
+    ranks = pc.rank(arr.dictionary, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(np.int32)
     idx = arr.indices.to_numpy(zero_copy_only=False)
-    return ranks[idx] if len(ranks) else idx.astype(np.int64)
+    return ranks[idx] if len(ranks) else idx.astype(np.int32)
 
 
 def order_of(codes: Sequence[np.ndarray]) -> np.ndarray | None:
     """Stable row order sorting by the code columns (most significant first); None if sorted."""
     if not codes or len(codes[0]) < 2:
         return None
-    combined = np.zeros(len(codes[0]), dtype=np.int64)
-    space = 1
-    for c in codes:
+    combined = codes[0].astype(np.int64)  # mixed-radix number, built in place
+    space = int(combined.max()) + 1
+    for c in codes[1:]:
         width = int(c.max()) + 1
         if space > (2**62) // width:
             return np.lexsort(list(reversed(codes)))
-        combined = combined * width + c
+        combined *= width
+        combined += c
         space *= width
     if np.all(combined[1:] >= combined[:-1]):
         return None
@@ -65,10 +68,12 @@ def order_of(codes: Sequence[np.ndarray]) -> np.ndarray | None:
     if bits > 48:
         return np.argsort(combined, kind="stable")
     # LSD radix sort on 16-bit digits: numpy's stable sort of uint16 is a counting sort
-    order = np.argsort((combined & 0xFFFF).astype(np.uint16), kind="stable")
-    for shift in range(16, bits, 16):
-        digit = ((combined[order] >> shift) & 0xFFFF).astype(np.uint16)
-        order = order[np.argsort(digit, kind="stable")]
+    if sys.byteorder != "little":
+        return np.argsort(combined, kind="stable")
+    digits = combined.view(np.uint16).reshape(-1, 4)  # column 0 = the lowest 16 bits
+    order = np.argsort(digits[:, 0], kind="stable")
+    for d in range(1, (bits + 15) // 16):
+        order = order[np.argsort(digits[order, d], kind="stable")]
     return order
 
 
@@ -141,12 +146,14 @@ def split_fidelities(table: pa.Table) -> list[tuple[str, np.ndarray | None]]:
     return out
 
 
-def _constant(f: pa.Field, value: Any, n: int) -> pa.Array:
-    if value is _NULL:
-        return pa.nulls(n, f.type)
+def _constant(f: pa.Field, value: Any, pieces: Sequence[_Piece]) -> pa.Array | pa.ChunkedArray:
+    """A column holding `value` in every row of the pieces, built without copying rows."""
+    n = sum(len(p) for p in pieces)
     if pa.types.is_dictionary(f.type):
-        return pa.DictionaryArray.from_arrays(np.zeros(n, dtype=np.int32), pa.array([value], f.type.value_type))
-    return pa.repeat(value, n)
+        values = pa.array([] if value is _NULL else [value], f.type.value_type)
+        return pa.DictionaryArray.from_arrays(zeros_index(n, null=value is _NULL), values, safe=False)
+    # fixed width: the pieces' own (constant) columns, cut to their lengths: zero-copy
+    return pa.chunked_array([c for p in pieces for c in p.batch.table.column(f.name).slice(0, len(p)).chunks], f.type)
 
 
 def _single(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
@@ -156,52 +163,62 @@ def _single(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
     return col
 
 
+def _locs(pieces: Sequence[_Piece], order: np.ndarray | None) -> pa.Array:
+    """source_loc of the pieces' rows in `order`: built from row numbers where it is lazy."""
+    rows = [p.idx if p.idx is not None else np.arange(len(p)) for p in pieces]
+    locs = [p.batch.loc for p in pieces]
+    if all(locs) and len({w for w, _ in locs}) == 1:
+        nums = np.concatenate([s + r for (_, s), r in zip(locs, rows, strict=True)])
+        return loc_strings(locs[0][0], nums if order is None else nums[order])
+    parts = [loc_strings(lz[0], lz[1] + r) if lz else p.batch.table.column("source_loc").take(r).combine_chunks()
+             for p, lz, r in zip(pieces, locs, rows, strict=True)]
+    col = pa.chunked_array(parts, pa.string())
+    return _single(col if order is None else col.take(order))
+
+
 def assemble(pieces: Sequence[_Piece]) -> pa.Table:
     """The rows of `pieces` (one fidelity) as one table in FILE_SCHEMA, sorted by SORT_KEYS.
 
-    Only columns that vary are gathered; constant ones are rebuilt, and a lazy source_loc is
+    Only columns that vary are gathered (one gather for a single piece; for several, each
+    piece's rows, then the sort order); constant ones are rebuilt, and a lazy source_loc is
     built from the permuted row numbers.
     """
-    n = sum(len(p) for p in pieces)
-    rows = [p.idx if p.idx is not None else np.arange(len(p)) for p in pieces]
+    gathered: dict[str, pa.ChunkedArray] = {}
 
-    def gather(name: str) -> pa.ChunkedArray:
-        return pa.chunked_array([c for p in pieces for c in
-                                 (p.batch.table.column(name).take(p.idx) if p.idx is not None
-                                  else p.batch.table.column(name)).chunks], FILE_SCHEMA.field(name).type)
+    def rows_of(name: str) -> pa.ChunkedArray | pa.Array:
+        """The pieces' rows of a column, piece after piece (not yet sorted), one chunk."""
+        if name not in gathered:
+            chunks: list[pa.Array] = []
+            for p in pieces:
+                col = p.batch.table.column(name)
+                chunks.extend((col if p.idx is None else col.take(p.idx)).chunks)
+            gathered[name] = _single(pa.chunked_array(chunks, FILE_SCHEMA.field(name).type))
+        return gathered[name]
 
     def const(name: str) -> Any:
         vals = [p.batch.consts.get(name, KeyError) for p in pieces]
         return vals[0] if vals[0] is not KeyError and all(v == vals[0] for v in vals[1:]) else KeyError
 
-    order = order_of([dict_codes(gather(k)) for k, _ in SORT_KEYS if const(k) is KeyError])
-    if len(pieces) == 1:
-        g = rows[0] if order is None else rows[0][order]
-        g = None if pieces[0].idx is None and order is None else g
-    else:
-        base = np.cumsum([0, *(p.batch.table.num_rows for p in pieces[:-1])])
-        g = np.concatenate([b + r for b, r in zip(base, rows, strict=True)])
-        g = g if order is None else g[order]
-    locs = [p.batch.loc for p in pieces]
+    order = order_of([dict_codes(rows_of(k)) for k, _ in SORT_KEYS if const(k) is KeyError])
+    single = pieces[0] if len(pieces) == 1 else None
+    g = None  # for a single piece: its batch's rows in file order
+    if single is not None and single.idx is not None:
+        g = single.idx if order is None else single.idx[order]
+    elif single is not None:
+        g = order
     out = []
     for f in FILE_SCHEMA:
         c = const(f.name)
-        if f.name == "source_loc" and all(locs) and len({w for w, _ in locs}) == 1:
-            nums = np.concatenate([s + r for (_, s), r in zip(locs, rows, strict=True)])
-            out.append(loc_strings(locs[0][0], nums if order is None else nums[order]))
-        elif f.name == "source_loc" and any(locs):  # mixed: strings per piece, then gathered
-            parts = [loc_strings(lz[0], lz[1] + np.arange(p.batch.table.num_rows)) if lz
-                     else p.batch.table.column("source_loc").combine_chunks() for p, lz in zip(pieces, locs, strict=True)]
-            col = pa.chunked_array(parts, pa.string())
-            out.append(_single(col.take(g if g is not None else np.arange(n))))
+        if f.name == "source_loc" and any(p.batch.loc for p in pieces):
+            out.append(_locs(pieces, order))
         elif c is not KeyError:
-            out.append(_constant(f, c, n))
-        elif len(pieces) == 1:
-            col = pieces[0].batch.table.column(f.name)
+            out.append(_constant(f, c, pieces))
+        elif single is not None:
+            col = single.batch.table.column(f.name)
             out.append(_single(col if g is None else col.take(g)))
         else:
-            col = pa.chunked_array([c for p in pieces for c in p.batch.table.column(f.name).chunks], f.type)
-            out.append(_single(col.take(g)))
+            col = rows_of(f.name)
+            out.append(_single(col if order is None else col.take(order)))
     return pa.Table.from_arrays(out, schema=FILE_SCHEMA)
 
 

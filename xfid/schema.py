@@ -12,7 +12,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from xfid import units
-from xfid.errors import SchemaError, UnitError
+from xfid.convert import (
+    as_counts,
+    as_timestamp,
+    as_values,
+    check_values,
+    first_null,
+    to_canonical,
+    zeros_index,
+)
+from xfid.convert import where as _where
+from xfid.errors import SchemaError
 
 FIDELITIES: tuple[str, ...] = ("roofline", "archmodel", "rtl", "measured")
 """Known fidelities, ordered low -> high. Derived labels (`roofline-cal`) rank as their base."""
@@ -102,17 +112,7 @@ def lazy_loc(table: pa.Table) -> tuple[str, int] | None:
 def loc_strings(word: str, numbers: np.ndarray) -> pa.Array:
     """The source_loc strings f"{word} {n}" for an array of numbers."""
     nums = pc.cast(pa.array(np.asarray(numbers, dtype=np.int64)), pa.string())
-    return pc.binary_join_element_wise(pa.scalar(word), nums, " ")
-
-
-def _where(source_path: str | None, locs: pa.ChunkedArray | tuple[str, int] | None, i: int) -> str:
-    loc = None
-    if isinstance(locs, tuple):
-        loc = f"{locs[0]} {locs[1] + i}"
-    elif locs is not None and i < len(locs):
-        loc = locs[i].as_py()
-    base = source_path or "<records>"
-    return f"{base}, {loc}" if loc else f"{base}, record {i + 1}"
+    return pc.binary_replace_slice(nums, 0, 0, f"{word} ")  # a prefix: one pass over the bytes
 
 
 def normalize(
@@ -175,7 +175,7 @@ def normalize(
     for name in ("fidelity", "target", "workload", "op", "metric"):
         c = cols[name]
         if c.null_count:
-            i = _first_null(c)
+            i = first_null(c)
             flag = {"target": "--target", "workload": "--workload", "fidelity": "--fidelity"}.get(name)
             fix = (f"pass {flag} or set it in xfid-source.toml beside the file" if flag
                    else 'use "" for an end-to-end metric' if name == "op" else "every record needs one")
@@ -191,21 +191,21 @@ def normalize(
     plain_text = [k for k in _TEXT if k != "source_loc" and not pa.types.is_dictionary(cols[k].type)]
     for k, c in zip(plain_text, _map(_encode, [cols[k] for k in plain_text], n), strict=True):
         cols[k] = c
-    _check_values(cols["fidelity"], is_valid_fidelity, "fidelity",
-                  f"use one of {', '.join(FIDELITIES)} (or a derived label like roofline-cal)", source_path, locs)
-    _check_values(cols["metric"], units.is_known_metric, "metric",
-                  f"use one of {', '.join(sorted(units.METRICS))}, or tool:name", source_path, locs)
-    _check_values(cols["stat"], lambda s: bool(STAT_RE.match(s)), "stat",
-                  "use value, mean, median, std, min, max or pNN", source_path, locs)
-    value, nulls = _as_values(cols["value"], source_path, locs)
-    if nulls.any():
-        no_reason = nulls & cols["null_reason"].is_null().to_numpy(zero_copy_only=False)
-        if no_reason.any():
-            i = int(np.argmax(no_reason))
+    check_values(cols["fidelity"], is_valid_fidelity, "fidelity",
+                 f"use one of {', '.join(FIDELITIES)} (or a derived label like roofline-cal)", source_path, locs)
+    check_values(cols["metric"], units.is_known_metric, "metric",
+                 f"use one of {', '.join(sorted(units.METRICS))}, or tool:name", source_path, locs)
+    check_values(cols["stat"], lambda s: bool(STAT_RE.match(s)), "stat",
+                 "use value, mean, median, std, min, max or pNN", source_path, locs)
+    value = as_values(cols["value"], source_path, locs)
+    if value.null_count:
+        no_reason = pc.and_(value.is_null(), cols["null_reason"].is_null())
+        if pc.any(no_reason).as_py():
+            i = pc.index(no_reason, True).as_py()
             raise SchemaError(f"{_where(source_path, locs, i)}: 'value' is missing and no null_reason says why")
-    cols["value"], cols["unit"] = _to_canonical(value, nulls, cols["metric"], cols["unit"], source_path, locs)
-    cols["n_samples"] = _as_counts(cols["n_samples"], source_path, locs)
-    cols["timestamp"] = _as_timestamp(cols["timestamp"], source_path)
+    cols["value"], cols["unit"] = to_canonical(value, cols["metric"], cols["unit"], source_path, locs)
+    cols["n_samples"] = as_counts(cols["n_samples"], source_path, locs)
+    cols["timestamp"] = as_timestamp(cols["timestamp"], source_path)
     if lazy is not None and not keep_lazy_loc:
         cols["source_loc"] = pa.chunked_array([loc_strings(lazy[0], np.arange(lazy[1], lazy[1] + n))])
     out = []
@@ -235,16 +235,6 @@ def _map(fn, items: list, n: int) -> list:
         return list(ex.map(fn, items))
 
 
-def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
-    """Indices (a null as len(values)) and the values of a dictionary column."""
-    arr = col.unify_dictionaries().combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-    values = arr.dictionary.to_pylist()
-    idx = arr.indices
-    if idx.null_count:
-        idx = pc.fill_null(idx, len(values))
-    return idx.to_numpy(zero_copy_only=False).astype(np.int64, copy=False), values
-
-
 def _table_from_columns(cols: Mapping[str, Any], source_path: str | None) -> pa.Table:
     """A dict of Python lists/arrays (what simple adapters build) as a Table."""
     arrays = {}
@@ -271,8 +261,8 @@ def constant_column(name: str, value: Any, n: int) -> pa.ChunkedArray:
     """A column holding one value n times, built without materialising n copies where possible."""
     t = SCHEMA.field(name).type
     if pa.types.is_dictionary(t):
-        idx = pa.array(np.zeros(n, dtype=np.int32))
-        return pa.chunked_array([pa.DictionaryArray.from_arrays(idx, pa.array([value], pa.string()))])
+        dictionary = pa.array([value], pa.string())
+        return pa.chunked_array([pa.DictionaryArray.from_arrays(zeros_index(n), dictionary, safe=False)])
     return pa.chunked_array([pa.repeat(pa.scalar(value, t), n)])
 
 
@@ -284,10 +274,6 @@ def _conv_default(name: str, value: Any) -> Any:
     if name == "config" and isinstance(value, Mapping):
         return canonical_json(value)
     return str(value) if name not in ("n_samples", "value", "timestamp") else value
-
-
-def _first_null(c: pa.ChunkedArray) -> int:
-    return int(np.argmax(c.is_null().to_numpy(zero_copy_only=False)))
 
 
 def _as_text(col: pa.ChunkedArray, name: str, source_path: str | None) -> pa.ChunkedArray:
@@ -303,128 +289,3 @@ def _as_text(col: pa.ChunkedArray, name: str, source_path: str | None) -> pa.Chu
         f"{source_path or '<records>'}: column {name!r} must hold text, got {t}"
         " (quote the values, e.g. workload \"NA\" or op \"1\")"
     )
-
-
-def _check_values(col, ok, name, fix, source_path, locs) -> None:
-    uniq = (pc.unique(col.combine_chunks().dictionary) if pa.types.is_dictionary(col.type)
-            else pc.unique(col)).to_pylist()
-    for u in uniq:
-        if u is None or not ok(u):
-            plain = col.cast(pa.string()) if pa.types.is_dictionary(col.type) else col
-            idx = pc.index(plain, u).as_py() if u is not None else _first_null(col)
-            if idx < 0:
-                continue  # an unused dictionary entry
-            raise SchemaError(f"{_where(source_path, locs, idx)}: unknown {name} {u!r}; {fix}")
-
-
-def _as_values(v: pa.ChunkedArray, source_path, locs) -> tuple[np.ndarray, np.ndarray]:
-    t = v.type
-    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
-        vals = v.to_pylist()
-        for i, x in enumerate(vals):
-            if x is not None and (isinstance(x, bool) or not isinstance(x, (int, float))):
-                try:
-                    float(x)
-                except (TypeError, ValueError):
-                    raise SchemaError(
-                        f"{_where(source_path, locs, i)}: 'value' must be a number, got {x!r}"
-                    ) from None
-        try:
-            v = pc.cast(v, pa.float64())
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-            raise SchemaError(f"{source_path or '<records>'}: 'value' must be numbers ({e})") from None
-    v = v.cast(pa.float64())
-    nulls = v.is_null().to_numpy(zero_copy_only=False)
-    arr = v.to_numpy(zero_copy_only=False)
-    bad = ~np.isfinite(arr) & ~nulls
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise SchemaError(
-            f"{_where(source_path, locs, i)}: 'value' is {float(arr[i])!r}, not a finite number "
-            "(write a missing number as null with a null_reason, never NaN/Infinity)"
-        )
-    return arr, nulls
-
-
-def _to_canonical(arr, nulls, metric, unit, source_path, locs):
-    """Convert values per (metric, unit) pair; returns (values, canonical units).
-
-    Works on the integer codes of the two dictionary columns: one check per distinct pair.
-    """
-    n = len(arr)
-    if n == 0:
-        return pa.chunked_array([pa.array([], pa.float64())]), pa.chunked_array([pa.array([], pa.string())])
-    m, mvals = _codes(metric)
-    u, uvals = _codes(unit)
-    width = len(uvals) + 1  # the last code is "no unit"
-    key = m * width + u
-    space = len(mvals) * width
-    if space <= 4 * n + 4096:  # small key space: dense remap instead of a sort
-        seen = np.zeros(space, dtype=bool)
-        seen[key] = True
-        pairs = np.flatnonzero(seen)
-        remap = np.zeros(space, dtype=np.int64)
-        remap[pairs] = np.arange(len(pairs))
-        codes = remap[key]
-    else:
-        pairs, codes = np.unique(key, return_inverse=True)
-    mult = np.ones(len(pairs))
-    canon: list[str] = []
-    bad: list[tuple[int, Exception]] = []
-    for j, k in enumerate(pairs.tolist()):
-        mname, ui = mvals[k // width], k % width
-        uname = uvals[ui] if ui < len(uvals) else None
-        try:
-            cu = units.canonical_unit(mname, uname)
-            if uname is not None and uname != cu:
-                mult[j] = units.lookup(uname)[1]
-        except (UnitError, SchemaError) as e:
-            bad.append((int(np.argmax(codes == j)), e))
-            cu = ""
-        canon.append(cu)
-    if bad:  # the first offending row, as a row-by-row check would find it
-        i, e = min(bad, key=lambda b: b[0])
-        raise SchemaError(f"{_where(source_path, locs, i)}: {e}") from None
-    if not np.all(mult == 1.0):
-        arr = arr * mult[codes]
-    values = pa.chunked_array([pa.array(arr, mask=nulls if nulls.any() else None)])
-    names = sorted(set(canon))
-    pos = {c: i for i, c in enumerate(names)}
-    idx = np.array([pos[c] for c in canon], dtype=np.int32)[codes]
-    return values, pa.chunked_array([pa.DictionaryArray.from_arrays(idx, pa.array(names, pa.string()))])
-
-
-def _as_counts(ns: pa.ChunkedArray, source_path, locs) -> pa.ChunkedArray:
-    if pa.types.is_floating(ns.type):
-        nsv = ns.to_numpy(zero_copy_only=False)
-        ok = np.isnan(nsv) | (nsv == np.round(nsv))
-        if not ok.all():
-            i = int(np.argmax(~ok))
-            raise SchemaError(f"{_where(source_path, locs, i)}: 'n_samples' must be a whole number, got {nsv[i]}")
-    try:
-        return ns.cast(pa.int64())
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        raise SchemaError(f"{source_path or '<records>'}: 'n_samples' must be a whole number") from None
-
-
-def _as_timestamp(col: pa.ChunkedArray, source_path: str | None) -> pa.ChunkedArray:
-    target = pa.timestamp("us", tz="UTC")
-    t = col.type
-    if pa.types.is_null(t):
-        return col.cast(target)
-    if pa.types.is_timestamp(t):
-        if t.tz is None:
-            col = pc.assume_timezone(col, "UTC")
-        return col.cast(target)
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_dictionary(t):
-        import pandas as pd
-
-        s = pd.Series(col.to_pylist(), dtype=object)
-        try:
-            parsed = pd.to_datetime(s, utc=True, format="ISO8601")
-        except (ValueError, TypeError) as e:
-            raise SchemaError(
-                f"{source_path or '<records>'}: 'timestamp' is not an ISO-8601 date/time ({e})"
-            ) from None
-        return pa.chunked_array([pa.array(parsed.dt.tz_convert("UTC").astype("datetime64[us, UTC]"), target)])
-    raise SchemaError(f"{source_path or '<records>'}: 'timestamp' must be a date/time, got {t}")
