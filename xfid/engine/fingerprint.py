@@ -16,9 +16,8 @@ def fingerprint(target: str, workload: str, op: str, metric: str, stat: str, can
 def fingerprints(parts: list[list[str]], codes: list[object]) -> list[str]:
     """Many fingerprints at once, equal to `fingerprint()` for each row.
 
-    The fields are split into two halves, (target, workload) and (op, metric, stat, candidate,
-    reference); each half is joined once per distinct combination present, so a row costs one
-    byte join and one hash; the digests are turned into hex in one pass.
+    Adjacent fields are pre-joined per distinct combination present (few: targets x
+    workloads, metrics x stats x pairs), so each row costs a couple of byte joins and a hash.
 
     Args:
         parts: for each of FINGERPRINT_FIELDS, the list of its distinct strings.
@@ -26,22 +25,32 @@ def fingerprints(parts: list[list[str]], codes: list[object]) -> list[str]:
     """
     import numpy as np
 
-    from xfid.engine.keys import combine
-
+    sep = b"\x1f"
     cols = [np.asarray(c, dtype=np.int64) for c in codes]
     n = len(cols[0]) if cols else 0
-    if not n:
-        return []
-    enc = [[p.encode("utf-8") for p in field] for field in parts]
-    halves = []
-    for lo, hi in ((0, 2), (2, len(parts))):
-        key, _ = combine(cols[lo:hi], [len(p) for p in parts[lo:hi]])
-        _, first, inv = np.unique(key, return_index=True, return_inverse=True)
-        rows = [[int(cols[f][i]) for f in range(lo, hi)] for i in first.tolist()]
-        texts = [b"\x1f".join(enc[lo + k][d] for k, d in enumerate(r)) + (b"\x1f" if lo == 0 else b"")
-                 for r in rows]
-        halves.append((texts, inv.reshape(-1).tolist()))
-    (lt, li), (rt, ri) = halves
+    groups: list[tuple[list[bytes], np.ndarray]] = []
+    i = 0
+    while i < len(parts):
+        # join fields i..j-1 while the combined code space stays small
+        key, card, j = np.zeros(n, np.int64), 1, i
+        while j < len(parts) and (j == i or card * max(len(parts[j]), 1) <= 4096):
+            key = key * max(len(parts[j]), 1) + cols[j]
+            card *= max(len(parts[j]), 1)
+            j += 1
+        uniq, inv = np.unique(key, return_inverse=True)
+        radices = [max(len(p), 1) for p in parts[i:j]]
+        texts = []
+        for u in uniq.tolist():
+            digits = []
+            for r in reversed(radices):
+                u, d = divmod(u, r)
+                digits.append(d)
+            texts.append(sep.join(parts[i + k][d].encode("utf-8") for k, d in enumerate(reversed(digits))))
+        groups.append((texts, inv.reshape(-1)))
+        i = j
+    blobs = None
+    for texts, inv in groups:
+        col = np.array(texts, dtype=object)[inv]
+        blobs = col if blobs is None else blobs + sep + col
     sha = hashlib.sha256
-    digests = b"".join([sha(lt[a] + rt[b]).digest()[:8] for a, b in zip(li, ri)])
-    return np.frombuffer(digests.hex().encode("ascii"), dtype="S16").astype("U16").astype(object).tolist()
+    return [sha(b).hexdigest()[:16] for b in (blobs.tolist() if blobs is not None else [])]

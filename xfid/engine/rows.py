@@ -170,8 +170,9 @@ def rows_frame(sel: Selected, results: list[PairRows], packed: dict[str, Any], p
     cand_code = np.array([fids.index(r.pair.candidate) for r in results], np.int8)[pair_code]
     ref_code = np.array([fids.index(r.pair.reference) for r in results], np.int8)[pair_code]
     kind = P["kind"]
-    ref_n = pd.array(np.where(ref >= 0, sel.n[np.maximum(ref, 0)], 0), dtype="Int64")
-    ref_n[ref < 0] = pd.NA
+    no_ref = ref < 0
+    ref_n = pd.arrays.IntegerArray(np.where(no_ref, 0, sel.n[np.maximum(ref, 0)]).astype(np.int64, copy=False),
+                                   no_ref)
     m = len(cand)
     metric = P["metric"]
     text, ent_loc = prov, prov["source_loc"]
