@@ -9,6 +9,7 @@ import time
 import tomllib
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,10 @@ def _merge_meta(table: pa.Table, meta: Mapping[str, str]) -> pa.Table:
     return table.set_column(i, table.schema.field(i), merged)
 
 
+class _AlreadyIngested(Exception):
+    """Internal: the hash, known once reading began, names a source the store already has."""
+
+
 def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool) -> PreparedSource | FileResult | str:
     """Read one file into temp parts. Returns a prepared source, a FileResult when it is
     already ingested, or a skip reason (str) for a file found in a directory that nothing reads."""
@@ -161,23 +166,39 @@ def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool) -> Pr
         meta={**side.get("meta", {}), **opts.meta},
         options={**side.get("options", {}), **opts.options},
     )
-    content = file_hash(path)
     context = {k: getattr(ctx, k) for k in ("target", "workload", "run", "fidelity", "meta", "options")}
-    sid = source_id_of(content, cls.name, context)
-    if store.has_source(sid):
-        return FileResult(str(path), cls.name, sid, already=True)
-    prep = PreparedSource(sid, str(path), cls.name, context, content)
+    hashing: Future[str] | None = None
+    if store.has_path(str(path)):  # seen before (a re-ingest?): hash first, skip without reading
+        sid = source_id_of(file_hash(path), cls.name, context)
+        if store.has_source(sid):
+            return FileResult(str(path), cls.name, sid, already=True)
+    else:  # a new path: hash the bytes on a thread while the adapter reads them
+        pool = ThreadPoolExecutor(1, "xfid-hash")
+        hashing = pool.submit(file_hash, path)
+        pool.shutdown(wait=False)  # the thread ends with the hash
+    prep = PreparedSource("", str(path), cls.name, context, "")
     defaults = {
         "fidelity": ctx.fidelity or cls.fidelity, "target": ctx.target, "workload": ctx.workload,
-        "run": ctx.run or f"src-{sid[:10]}", "source": cls.name, "source_id": sid,
-        "source_path": str(path), "timestamp": pa.scalar(int(time.time() * 1e6), pa.timestamp("us", tz="UTC")),
+        "source": cls.name, "source_path": str(path),
+        "timestamp": pa.scalar(int(time.time() * 1e6), pa.timestamp("us", tz="UTC")),
     }
     metrics: Counter[str] = Counter()
     nulls: Counter[str] = Counter()
 
+    def identify() -> None:
+        """The source id (once the hash is known) and the defaults that name it."""
+        if prep.source_id:
+            return
+        prep.content_hash = hashing.result() if hashing is not None else file_hash(path)
+        prep.source_id = source_id_of(prep.content_hash, cls.name, context)
+        defaults.update(source_id=prep.source_id, run=ctx.run or f"src-{prep.source_id[:10]}")
+        if store.has_source(prep.source_id):
+            raise _AlreadyIngested()
+
     def batches() -> Iterable[pa.Table]:
         adapter = cls()
         for b in iter_batches(adapter.read(ctx)):
+            identify()
             t = normalize(b, source_path=str(path), defaults=defaults, keep_lazy_loc=True)
             if ctx.fidelity and cls.fidelity is not None:  # --fidelity overrides a fixed-fidelity adapter
                 t = t.set_column(0, "fidelity", constant_column("fidelity", ctx.fidelity, t.num_rows))
@@ -189,9 +210,12 @@ def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool) -> Pr
                 for r in pc.value_counts(pc.filter(t.column("null_reason"), t.column("value").is_null())).to_pylist():
                     nulls[r["values"] or "?"] += r["counts"]
             yield t
+        identify()
 
     try:
         store.write_temp(prep, batches())
+    except _AlreadyIngested:
+        return FileResult(str(path), cls.name, prep.source_id, already=True)
     except XfidError:
         raise
     except csv.Error as e:  # e.g. a field over Python's csv limit: binary or corrupt input

@@ -187,6 +187,10 @@ class Store:
     def has_source(self, source_id: str) -> bool:
         return self.conn.execute("SELECT 1 FROM sources WHERE source_id=?", (source_id,)).fetchone() is not None
 
+    def has_path(self, path: str) -> bool:
+        """Whether some source was ingested from this path (its bytes may have changed since)."""
+        return self.conn.execute("SELECT 1 FROM sources WHERE path=? LIMIT 1", (path,)).fetchone() is not None
+
     def write_temp(self, prep: PreparedSource, batches: Iterable[pa.Table]) -> None:
         """Write normalized batches into hidden temp parts, one per fidelity.
 
