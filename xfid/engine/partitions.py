@@ -8,6 +8,7 @@ chosen records' provenance columns are kept from each partition.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -39,21 +40,33 @@ def select_store(store: Store, config: Config, *, targets: Sequence[str] | None 
     """
     groups = _groups(store) or [[]]
 
-    def one(files: list) -> tuple[Selected, pa.Table] | None:
-        table = load(store, targets=targets, as_of=as_of, source_loc=source_loc, files=files)
+    def read(files: list) -> pa.Table:
+        return load(store, targets=targets, as_of=as_of, source_loc=source_loc, files=files, pad=False)
+
+    def one(table: pa.Table) -> tuple[Selected, pa.Table] | None:
         if not table.num_rows:
             return None
         s = select(table, config, run=run)
-        slim = table.select(list(KEPT)).take(pa.array(s.rep, pa.int64()))
+        slim = table.select([c for c in KEPT if c in table.column_names]).take(pa.array(s.rep, pa.int64()))
+        if "source_loc" not in slim.column_names:
+            slim = slim.append_column("source_loc", pa.nulls(slim.num_rows, pa.string()))
         s.table = None  # type: ignore[assignment]
-        del table
-        pa.default_memory_pool().release_unused()  # the next partition's numpy arrays reuse it
         return s, slim
 
-    # one partition at a time: two at once (threads) was no faster and raised the peak
-    found = [d for d in map(one, groups) if d is not None]
+    # one partition at a time, the next one read (Arrow, GIL released) while this one is selected
+    found = []
+    with ThreadPoolExecutor(1) as io:
+        nxt = io.submit(read, groups[0])
+        for i in range(len(groups)):
+            table = nxt.result()
+            if i + 1 < len(groups):
+                nxt = io.submit(read, groups[i + 1])
+            d = one(table)
+            del table
+            if d is not None:
+                found.append(d)
     if not found:  # nothing left after the filters: one empty selection
-        empty = load(store, targets=targets, as_of=as_of, source_loc=source_loc, files=[])
+        empty = load(store, targets=targets, as_of=as_of, source_loc=True, files=[])
         s = select(empty, config, run=run)
         found = [(s, empty.select(list(KEPT)))]
     parts = [s for s, _ in found]

@@ -49,9 +49,9 @@ class Selected:
 
 
 def load(store: Store, *, targets: Sequence[str] | None = None, as_of: Any = None,
-         source_loc: bool = True, files: Sequence[Any] | None = None) -> pa.Table:
+         source_loc: bool = True, files: Sequence[Any] | None = None, pad: bool = True) -> pa.Table:
     """Read the columns the engine needs (of `files`, default all); low-cardinality strings
-    come as dictionaries."""
+    come as dictionaries. Without `source_loc` the column is all null (absent unless `pad`)."""
     files = store.part_files() if files is None else files
     cols = [c for c in LOAD_COLUMNS if source_loc or c != "source_loc"]
     if not files:
@@ -68,7 +68,7 @@ def load(store: Store, *, targets: Sequence[str] | None = None, as_of: Any = Non
         e = pc.field("timestamp") <= pa.scalar(as_of, pa.timestamp("us", tz="UTC"))
         expr = e if expr is None else expr & e
     t = dset.to_table(columns=cols, filter=expr)
-    if not source_loc:
+    if not source_loc and pad:
         t = t.append_column("source_loc", pa.nulls(t.num_rows, pa.string()))
     return t
 
