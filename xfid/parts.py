@@ -73,7 +73,10 @@ def order_of(codes: Sequence[np.ndarray]) -> np.ndarray | None:
     digits = combined.view(np.uint16).reshape(-1, 4)  # column 0 = the lowest 16 bits
     order = np.argsort(digits[:, 0], kind="stable")
     for d in range(1, (bits + 15) // 16):
-        order = order[np.argsort(digits[order, d], kind="stable")]
+        digit = digits[order, d]
+        if bits <= 16 * d + 8:  # the last digit fits a byte: one counting pass, not two
+            digit = digit.astype(np.uint8)
+        order = order[np.argsort(digit, kind="stable")]
     return order
 
 

@@ -19,7 +19,9 @@ from xfid.schema import COLUMNS, REQUIRED, with_lazy_loc
 TEXT_COLUMNS = ("fidelity", "target", "workload", "op", "metric", "stat", "unit", "run", "hardware",
                 "software", "config", "null_reason", "flags", "source_loc", "timestamp")
 ALLOWED = tuple(c for c in COLUMNS if c not in ("source", "source_id", "source_path"))
-BATCH_ROWS = 1 << 20
+BATCH_ROWS = 1 << 22
+"""Rows per batch handed to the normalizer: a few row groups' worth, so that the store's
+per-fidelity row groups (~1M rows) mostly come from one batch (one gather, not two)."""
 WHOLE_CSV_BYTES = 256 << 20
 """CSV files up to this size are parsed in one multi-threaded read; larger ones are streamed."""
 CSV_BLOCK = 4 << 20
