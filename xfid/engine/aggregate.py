@@ -1,0 +1,144 @@
+"""Aggregates per (target[, workload], pair, metric, stat): one task per pair, shared by threads."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from xfid.engine.align import MISSING, PairRows
+from xfid.engine.contract import COMPARISON_COLUMNS
+from xfid.engine.keys import combine, run_starts
+from xfid.engine.select import Selected
+from xfid.engine.stats import global_order, grouped_stats
+
+
+class _EntryOrders:
+    """Per fidelity, the order of its entries by value, computed once and shared by every pair:
+    a pair's rows on one side are that fidelity's entries in increasing entry order."""
+
+    def __init__(self, sel: Selected):
+        self.sel = sel
+        self.lock = threading.Lock()
+        self.local = np.empty(len(sel.value), np.int64)  # entry -> index among its fidelity's entries
+        self.members: dict[int, np.ndarray] = {}
+        self.orders: dict[int, np.ndarray] = {}
+
+    def _fid(self, f: int) -> tuple[np.ndarray, np.ndarray]:
+        with self.lock:
+            return self._fid_locked(f)
+
+    def _fid_locked(self, f: int) -> tuple[np.ndarray, np.ndarray]:
+        if f not in self.orders:
+            ent = np.flatnonzero(self.sel.codes["fid"] == f)
+            self.local[ent] = np.arange(len(ent))
+            self.members[f] = ent
+            self.orders[f] = global_order(self.sel.value[ent])
+        return self.members[f], self.orders[f]
+
+    def rows_order(self, f: int, ent: np.ndarray, vals: np.ndarray) -> np.ndarray:
+        """An order sorting `vals`, where row i holds the value of entry ent[i] of fidelity f.
+
+        Valid when every row's value is its entry's (no conversion) and each entry occurs once;
+        otherwise the rows are sorted directly."""
+        members, order = self._fid(f)
+        if len(ent) and (ent >= 0).all() and np.array_equal(vals, self.sel.value[ent], equal_nan=True):
+            pos = np.full(len(members), -1, np.int64)
+            loc = self.local[ent]
+            pos[loc] = np.arange(len(ent))
+            if np.count_nonzero(pos >= 0) == len(ent):  # no entry twice
+                o = pos[order]
+                return o[o >= 0]
+        return global_order(vals)
+
+
+class Aggregates:
+    """The comparisons table, computed pair by pair by whichever threads call `work()`."""
+
+    def __init__(self, sel: Selected, results: list[PairRows], settings: dict[str, Any], kendall: bool,
+                 bootstrap: bool):
+        self.sel, self.results, self.settings = sel, results, settings
+        self.kendall, self.bootstrap = kendall, bootstrap
+        self.orders = _EntryOrders(sel)
+        self.frames: list[list[pd.DataFrame]] = [[] for _ in results]
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def work(self) -> None:
+        """Aggregate pairs nobody has taken yet, until none is left."""
+        while True:
+            with self._lock:
+                i = self._next
+                self._next += 1
+            if i >= len(self.results):
+                return
+            self.frames[i] = _pair_frames(self.sel, self.results[i], self.orders, self.settings,
+                                          self.kendall, self.bootstrap)
+
+    def result(self) -> pd.DataFrame:
+        """All pairs' aggregates: target-level rows first, then per workload, sorted."""
+        self.work()
+        frames = [f for fs in self.frames for f in fs]
+        if not frames:
+            return pd.DataFrame({k: pd.Series(dtype=object) for k in COMPARISON_COLUMNS})
+        out = pd.concat(frames, ignore_index=True)
+        out["_lvl"] = out["workload"].notna()
+        out = out.sort_values(["_lvl", "target", "workload", "candidate", "reference", "metric", "stat"],
+                              kind="stable", na_position="first").drop(columns="_lvl").reset_index(drop=True)
+        out["workload"] = out["workload"].astype(object).where(out["workload"].notna(), None)
+        return out[list(COMPARISON_COLUMNS)]
+
+
+def _pair_frames(sel: Selected, r: PairRows, eo: _EntryOrders, settings: dict[str, Any], kendall: bool,
+                 bootstrap: bool) -> list[pd.DataFrame]:
+    """The target-level and workload-level aggregates of one pair's rows."""
+    frames: list[pd.DataFrame] = []
+    c = sel.codes
+    ok = (r.kind != MISSING) & np.isfinite(r.rel) & np.isfinite(r.log_ratio)
+    idx = np.flatnonzero(ok)
+    if not len(idx):
+        return frames
+    # the rows the aggregates use, gathered once for both levels (views when all are used)
+    take = (lambda a: a) if len(idx) == len(ok) else (lambda a: a[idx])
+    rel, lr, cv, rv, within = (take(a) for a in (r.rel, r.log_ratio, r.cand_value, r.ref_value, r.within))
+    e = take(r.cand)
+    t, m, s, w = c["target"][e], take(r.metric), c["stat"][e], c["workload"][e]
+    cards = [len(sel.dims["target"]), len(sel.dims["metric"]), len(sel.dims["stat"]), len(sel.dims["workload"])]
+    orders = (global_order(np.abs(rel)),
+              eo.rows_order(sel.fidelities.index(r.pair.candidate), e, cv),
+              eo.rows_order(sel.fidelities.index(r.pair.reference), take(r.ref), rv))
+    logs = (np.log(cv), np.log(rv))
+    for level in ("target", "workload"):
+        parts = [t, m, s] + ([w] if level == "workload" else [])
+        key, _ = combine(parts, cards[:len(parts)])
+        if len(key) > 1 and bool(np.all(key[1:] >= key[:-1])):
+            # rows come in key order: groups are contiguous
+            first = run_starts(key)
+            gid = np.zeros(len(key), np.int64)
+            gid[first[1:]] = 1
+            gid = np.cumsum(gid)
+            nuniq = len(first)
+        else:
+            uniq, first, gid = np.unique(key, return_index=True, return_inverse=True)
+            gid, nuniq = gid.reshape(-1), len(uniq)
+        st = grouped_stats(gid, nuniq, rel, lr, cv, rv, within, kendall=kendall, bootstrap=bootstrap,
+                           resamples=settings["bootstrap_resamples"], seed=settings["bootstrap_seed"],
+                           exact_max_n=settings["bootstrap_exact_max_n"], orders=orders, logs=logs)
+        f = pd.DataFrame({
+            "target": [sel.dims["target"][x] for x in t[first]],
+            "workload": [sel.dims["workload"][x] for x in w[first]] if level == "workload" else None,
+            "candidate": r.pair.candidate, "reference": r.pair.reference,
+            "metric": [sel.dims["metric"][x] for x in m[first]],
+            "stat": [sel.dims["stat"][x] for x in s[first]],
+            **{k: st[k] for k in ("n", "mape", "median_ape", "bias", "log_rmse", "pearson_log",
+                                  "spearman", "kendall", "within_tolerance")},
+        })
+        ci_ok = (st["n"] >= 3) & np.isfinite(st["mape_ci_low"])
+        f["mape_ci"] = [[float(a), float(b)] if k else None
+                        for a, b, k in zip(st["mape_ci_low"], st["mape_ci_high"], ci_ok, strict=True)]
+        f["bias_ci"] = [[float(a), float(b)] if k else None
+                        for a, b, k in zip(st["bias_ci_low"], st["bias_ci_high"], ci_ok, strict=True)]
+        frames.append(f)
+    return frames
