@@ -86,7 +86,7 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
     eu, unames = raw_codes_at(table.column("unit"), sel.rep, plans) if table.num_rows else (np.zeros(0, np.int32), [])
     # entry unit codes into unit_names; the last entries give null units "" and the converted units
     unit_names = [("" if u is None else u) for u in unames] + ["", "s", "cycles"]
-    units = np.where(eu < 0, len(unames), eu).astype(np.int64)
+    units = np.where(eu < 0, len(unames), eu).astype(np.int16 if len(unit_names) < 1 << 15 else np.int64)
     checker = MismatchChecker(table, config, sel.rep, plans)
     prov = entry_provenance(table, sel.rep, provenance, plans)
     # everything later works on entries: let the records table go (the largest allocation)
@@ -119,7 +119,10 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
             results.append(pr)
             placed.append((i, pr))
         pair_info.append(info)
-    sel.cache.clear()  # the per-fidelity side arrays are no longer needed
+    # what only the alignment needed: the per-fidelity side arrays, keys, reference values
+    sel.cache.clear()
+    sel.key = sel.ref_value = None  # type: ignore[assignment]
+    del units, checker
     packed = packer.finish(placed)
     # numpy releases the GIL in its sorts and gathers: the aggregates overlap the rows frame, and
     # this thread takes the pairs the worker has not started once the rows frame is done
