@@ -32,3 +32,17 @@ def test_batch_fingerprints_equal_single(parts, seed, n):
 
 def test_batch_of_nothing():
     assert fingerprints([["a"]] * 7, [np.zeros(0, np.int64)] * 7) == []
+
+
+def test_batch_in_several_chunks(monkeypatch):
+    import sys
+
+    fpm = sys.modules["xfid.engine.fingerprint"]  # (xfid.engine.fingerprint the name is the function)
+
+    parts = [["h100-sxm", "a100"], ["w1", "w2", "w3"], ["op"], ["latency"], ["value"], ["rtl"], ["measured"]]
+    rng = np.random.default_rng(1)
+    codes = [rng.integers(0, len(p), 50) for p in parts]
+    whole = fingerprints(parts, codes)
+    monkeypatch.setattr(fpm, "CHUNK", 7)
+    assert fingerprints(parts, codes) == whole
+    assert whole[3] == fingerprint(*(parts[f][int(codes[f][3])] for f in range(7)))

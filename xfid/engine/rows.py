@@ -78,11 +78,14 @@ def _side_cat(ent: np.ndarray, cats: np.ndarray, idx: np.ndarray) -> pd.Categori
     return _cat(c, cats)
 
 
-def _locs(ent_loc: pa.Array | None, idx: np.ndarray, nones: np.ndarray) -> Any:
+def _locs(ent_loc: np.ndarray | None, idx: np.ndarray, nones: np.ndarray) -> Any:
+    """source_loc per row from the entries' strings (`ent_loc`, one str object per entry, shared
+    by every row and both sides that point at the entry); None where idx < 0."""
     if ent_loc is None or not len(idx):
         return pd.Series(nones, dtype=object, copy=False)
-    taken = pa.chunked_array([ent_loc.take(pa.array(np.maximum(idx, 0), mask=idx < 0))], ent_loc.type)
-    return pd.Series(taken.to_pandas(), dtype=object) if len(idx) < 100_000 else taken.to_pandas()
+    out = ent_loc[idx]
+    out[idx < 0] = None
+    return pd.Series(out, dtype=object, copy=False)
 
 
 def _units_cat(units: np.ndarray, unit_names: list[str]) -> pd.Categorical:
@@ -175,7 +178,8 @@ def rows_frame(sel: Selected, results: list[PairRows], packed: dict[str, Any], p
                                    no_ref)
     m = len(cand)
     metric = P["metric"]
-    text, ent_loc = prov, prov["source_loc"]
+    text = prov
+    ent_loc = None if prov["source_loc"] is None else prov["source_loc"].to_numpy(zero_copy_only=False)
     sc = {k: _small(c[k], len(sel.dims[k])) for k in ("target", "workload", "op", "stat")}
     nones = np.full(m, None, dtype=object)  # shared by the all-None columns (copy-on-write frames)
     df = pd.DataFrame({
