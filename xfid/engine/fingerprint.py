@@ -51,12 +51,13 @@ def fingerprints(parts: list[list[str]], codes: list[object]) -> list[str]:
         groups.append((texts, inv.reshape(-1)))
         i = j
     sha = hashlib.sha256
-    tables = [np.array(texts, dtype=object) for texts, _ in groups]
+    # every group's texts but the first carry their leading separator: one bytes add per group
+    tables = [np.array([t if g == 0 else sep + t for t in texts], dtype=object) for g, (texts, _) in enumerate(groups)]
     out: list[str] = []
     for a in range(0, n, CHUNK):  # the joined keys of one chunk at a time: bounded memory
         blobs = None
         for table, (_, inv) in zip(tables, groups, strict=True):
             col = table[inv[a:a + CHUNK]]
-            blobs = col if blobs is None else blobs + sep + col
+            blobs = col if blobs is None else blobs + col
         out += [sha(b).hexdigest()[:16] for b in (blobs.tolist() if blobs is not None else [])]
     return out
