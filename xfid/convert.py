@@ -32,6 +32,32 @@ def zeros_index(n: int, null: bool = False) -> pa.Array:
     return pa.Array.from_buffers(pa.int32(), n, [bits, zero_buffer(4 * n)], null_count=n if null else 0)
 
 
+def null_array(t: pa.DataType, n: int) -> pa.Array:
+    """n nulls of type t; fixed-width and string ones share zero buffers instead of new ones."""
+    bits = zero_buffer((n + 7) // 8)
+    if pa.types.is_dictionary(t):
+        return pa.DictionaryArray.from_arrays(zeros_index(n, null=True), pa.array([], t.value_type), safe=False)
+    if pa.types.is_string(t):
+        return pa.Array.from_buffers(t, n, [bits, zero_buffer(4 * (n + 1)), zero_buffer(0)], null_count=n)
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_timestamp(t):
+        return pa.Array.from_buffers(t, n, [bits, zero_buffer(t.bit_width // 8 * n)], null_count=n)
+    return pa.nulls(n, t)
+
+
+_REPEATED: list[pa.Array] = []
+
+
+def repeated(value: pa.Scalar, n: int) -> pa.Array:
+    """`value` n times; the last one built is kept and sliced (a source's ingest timestamp)."""
+    last = _REPEATED[0] if _REPEATED else None
+    if last is not None and len(last) >= n and last.type == value.type and last[0] == value:
+        return last.slice(0, n)
+    arr = pa.repeat(value, n)
+    if n <= 1 << 22:
+        _REPEATED[:] = [arr]
+    return arr
+
+
 def where(source_path: str | None, locs: pa.ChunkedArray | tuple[str, int] | None, i: int) -> str:
     """`file, line N` (or row/record N) of row i, for error messages."""
     loc = None

@@ -18,6 +18,8 @@ from xfid.convert import (
     as_values,
     check_values,
     first_null,
+    null_array,
+    repeated,
     to_canonical,
     zeros_index,
 )
@@ -162,7 +164,7 @@ def normalize(
             if pa.types.is_null(col.type):
                 col = col.cast(plain)
         else:  # already in the schema's type: nothing to encode or cast later
-            col = pa.chunked_array([pa.nulls(n, SCHEMA.field(name).type)])
+            col = pa.chunked_array([null_array(SCHEMA.field(name).type, n)])
         default = defaults.get(name)
         if default is not None and col.null_count:
             if col.null_count == n:
@@ -263,7 +265,7 @@ def constant_column(name: str, value: Any, n: int) -> pa.ChunkedArray:
     if pa.types.is_dictionary(t):
         dictionary = pa.array([value], pa.string())
         return pa.chunked_array([pa.DictionaryArray.from_arrays(zeros_index(n), dictionary, safe=False)])
-    return pa.chunked_array([pa.repeat(pa.scalar(value, t), n)])
+    return pa.chunked_array([repeated(pa.scalar(value, t), n)])
 
 
 def _plain(t: pa.DataType) -> pa.DataType:

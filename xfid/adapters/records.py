@@ -19,9 +19,9 @@ from xfid.schema import COLUMNS, REQUIRED, with_lazy_loc
 TEXT_COLUMNS = ("fidelity", "target", "workload", "op", "metric", "stat", "unit", "run", "hardware",
                 "software", "config", "null_reason", "flags", "source_loc", "timestamp")
 ALLOWED = tuple(c for c in COLUMNS if c not in ("source", "source_id", "source_path"))
-BATCH_ROWS = 1 << 22
-"""Rows per batch handed to the normalizer: a few row groups' worth, so that the store's
-per-fidelity row groups (~1M rows) mostly come from one batch (one gather, not two)."""
+BATCH_ROWS = 1 << 20
+"""Rows per batch handed to the normalizer (small Parquet row groups and CSV blocks are
+grouped up to it)."""
 WHOLE_CSV_BYTES = 256 << 20
 """CSV files up to this size are parsed in one multi-threaded read; larger ones are streamed."""
 CSV_BLOCK = 4 << 20
@@ -118,8 +118,7 @@ class RecordsAdapter(Adapter):
             raise ctx.error(None, f"not a readable Parquet file: {e}") from None
         self._check_columns(ctx, pf.schema_arrow.names, "schema")
         row = 0
-        for batch in pf.iter_batches(batch_size=BATCH_ROWS):
-            t = pa.Table.from_batches([batch])
+        for t in _regroup(pf.iter_batches(batch_size=BATCH_ROWS), BATCH_ROWS):
             if "source_loc" not in t.column_names:  # "row N", built by the store after sorting
                 t = with_lazy_loc(t, "row", row + 1)
             row += t.num_rows
