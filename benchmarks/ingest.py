@@ -7,6 +7,21 @@ measured in the same run (median of --repeat), and peak RSS over the Arrow size 
 
     python benchmarks/ingest.py              # 1M rows
     python benchmarks/ingest.py --rows 1000000 --rows 10000000
+
+Measured 2026-12-01 on the 2-core dev VM while another engineer's benchmarks kept one core
+busy (load average 2.8-3.8), so the bare side, mostly one thread, suffers less than xfid,
+which sorts and writes on two; medians, ratio = median of per-pair ratios:
+
+    data               xfid s  bare s  ratio  peak RSS  RSS/arrow
+    parquet 1M (x5)      0.61    0.80   0.89    341 MB   3.20 (118 MB of it: interpreter + libraries)
+    csv 1M (x5)          1.10    1.29   0.89    329 MB   3.08
+    parquet 10M (x3)     6.80    3.78   1.77   1105 MB   1.04
+    csv 10M (x3)        13.47   14.67   0.99    911 MB   0.85
+
+An earlier run the same morning (load ~2): parquet 10M 5.11 s vs 3.30 s (1.55), csv 10M
+11.70 s vs 11.51 s (1.05). Parquet 10M is CPU-bound: xfid does about twice bare's CPU work
+(a sort per row group, 19 columns instead of 9, source_loc strings, validation), so its ratio
+follows how much of the second core it gets.
 """
 
 from __future__ import annotations
