@@ -168,8 +168,10 @@ def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool) -> Pr
     )
     context = {k: getattr(ctx, k) for k in ("target", "workload", "run", "fidelity", "meta", "options")}
     hashing: Future[str] | None = None
+    known = ""
     if store.has_path(str(path)):  # seen before (a re-ingest?): hash first, skip without reading
-        sid = source_id_of(file_hash(path), cls.name, context)
+        known = file_hash(path)
+        sid = source_id_of(known, cls.name, context)
         if store.has_source(sid):
             return FileResult(str(path), cls.name, sid, already=True)
     else:  # a new path: hash the bytes on a thread while the adapter reads them
@@ -189,7 +191,7 @@ def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool) -> Pr
         """The source id (once the hash is known) and the defaults that name it."""
         if prep.source_id:
             return
-        prep.content_hash = hashing.result() if hashing is not None else file_hash(path)
+        prep.content_hash = hashing.result() if hashing is not None else known
         prep.source_id = source_id_of(prep.content_hash, cls.name, context)
         defaults.update(source_id=prep.source_id, run=ctx.run or f"src-{prep.source_id[:10]}")
         if store.has_source(prep.source_id):
