@@ -3,25 +3,27 @@
 Each measurement runs in its own subprocess so peak RSS is its own (imports are done before
 the clock starts, on both sides; peak RSS includes the interpreter and libraries). Prints rows/s, peak RSS,
 the ratio of xfid's time to a bare `pyarrow` read + zstd Parquet write of the same file
-measured in the same run (median of --repeat), and peak RSS over the Arrow size of the data.
+measured in the same run (the two alternate; median of --repeat), and peak RSS (VmHWM) over
+the Arrow size of the data.
 
     python benchmarks/ingest.py              # 1M rows
     python benchmarks/ingest.py --rows 1000000 --rows 10000000
 
-Measured 2026-12-01 on the 2-core dev VM while another engineer's benchmarks kept one core
-busy (load average 2.8-3.8), so the bare side, mostly one thread, suffers less than xfid,
-which sorts and writes on two; medians, ratio = median of per-pair ratios:
+Measured 2026-12-01 (final code) on the 2-core dev VM while another engineer's benchmarks kept
+about one core busy (load average 2.6-3.8); medians, ratio = median of the per-pair ratios:
 
     data               xfid s  bare s  ratio  peak RSS  RSS/arrow
-    parquet 1M (x5)      0.61    0.80   0.89    341 MB   3.20 (118 MB of it: interpreter + libraries)
-    csv 1M (x5)          1.10    1.29   0.89    329 MB   3.08
-    parquet 10M (x3)     6.80    3.78   1.77   1105 MB   1.04
-    csv 10M (x3)        13.47   14.67   0.99    911 MB   0.85
+    parquet 1M (x5)      0.79    0.59   1.33    334 MB   3.13 (118 MB of it: interpreter + libraries)
+    csv 1M (x5)          1.15    0.96   1.13    326 MB   3.06
+    parquet 10M (x3)     6.16    3.81   1.39   1117 MB   1.05
+    csv 10M (x3)        10.11   12.40   0.81    893 MB   0.84
 
-An earlier run the same morning (load ~2): parquet 10M 5.11 s vs 3.30 s (1.55), csv 10M
-11.70 s vs 11.51 s (1.05). Parquet 10M is CPU-bound: xfid does about twice bare's CPU work
-(a sort per row group, 19 columns instead of 9, source_loc strings, validation), so its ratio
-follows how much of the second core it gets.
+Other runs the same hour spread like this: parquet 1M 0.89-1.33, csv 1M 0.89-1.15, parquet 10M
+1.39-1.77, csv 10M 0.81-1.05. Parquet 10M is CPU-bound: xfid does about twice bare's CPU work
+(a sort per row group, 19 columns instead of 9, source_loc strings, validation, the content
+hash) and spreads it over two threads, so its ratio follows how much of the second core it gets.
+Before this round: 2.46 / 3.06 (1M) and 2.75 / 1.90 (10M); the 1.73x peak RSS reported then
+was the parent's peak (ru_maxrss survives fork + exec), not the ingest's.
 """
 
 from __future__ import annotations
