@@ -55,32 +55,49 @@ class _EntryOrders:
 
 
 class Aggregates:
-    """The comparisons table, computed pair by pair by whichever threads call `work()`."""
+    """The comparisons table, pair by pair, by whichever threads call `work()`; pairs are added
+    as they are aligned, so a worker can aggregate one pair while the next is being aligned."""
 
-    def __init__(self, sel: Selected, results: list[PairRows], settings: dict[str, Any], kendall: bool,
-                 bootstrap: bool):
-        self.sel, self.results, self.settings = sel, results, settings
+    def __init__(self, sel: Selected, settings: dict[str, Any], kendall: bool, bootstrap: bool):
+        self.sel, self.settings = sel, settings
         self.kendall, self.bootstrap = kendall, bootstrap
         self.orders = _EntryOrders(sel)
-        self.frames: list[list[pd.DataFrame]] = [[] for _ in results]
+        self.pairs: list[PairRows] = []
+        self.frames: dict[int, list[pd.DataFrame]] = {}
         self._next = 0
-        self._lock = threading.Lock()
+        self._closed = False
+        self._cv = threading.Condition()
 
-    def work(self) -> None:
-        """Aggregate pairs nobody has taken yet, until none is left."""
+    def add(self, r: PairRows) -> None:
+        """A pair whose rows are final (placed): aggregate it."""
+        with self._cv:
+            self.pairs.append(r)
+            self._cv.notify_all()
+
+    def close(self) -> None:
+        """No more pairs: workers waiting for one return."""
+        with self._cv:
+            self._closed = True
+            self._cv.notify_all()
+
+    def work(self, wait: bool = False) -> None:
+        """Aggregate pairs nobody has taken yet; with `wait`, also those still to be added,
+        until close()."""
         while True:
-            with self._lock:
+            with self._cv:
+                while wait and not self._closed and self._next >= len(self.pairs):
+                    self._cv.wait()
+                if self._next >= len(self.pairs):
+                    return
                 i = self._next
                 self._next += 1
-            if i >= len(self.results):
-                return
-            self.frames[i] = _pair_frames(self.sel, self.results[i], self.orders, self.settings,
-                                          self.kendall, self.bootstrap)
+                r = self.pairs[i]
+            self.frames[i] = _pair_frames(self.sel, r, self.orders, self.settings, self.kendall, self.bootstrap)
 
     def result(self) -> pd.DataFrame:
         """All pairs' aggregates: target-level rows first, then per workload, sorted."""
         self.work()
-        frames = [f for fs in self.frames for f in fs]
+        frames = [f for i in sorted(self.frames) for f in self.frames[i]]
         if not frames:
             return pd.DataFrame({k: pd.Series(dtype=object) for k in COMPARISON_COLUMNS})
         out = pd.concat(frames, ignore_index=True)

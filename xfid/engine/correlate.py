@@ -99,39 +99,37 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
     sizes = [pair_size(sel, p, config, units, unit_names) for p in pair_list]
     packer = Packer(sizes, len(sel.value), len(sel.dims["metric"]), len(unit_names))
 
-    def one(i: int) -> PairRows | None:
-        pr = align_pair(sel, pair_list[i], config, settings, units, checker, unit_names)
-        if pr is not None:
-            packer.place(i, pr)
-        return pr
-
-    # pairs one after the other (two threads were no faster at 10M and held two pairs' arrays)
-    aligned = map(one, range(len(pair_list)))
-    placed = []
-    for i, (p, pr) in enumerate(zip(pair_list, aligned, strict=True)):
-        info = {"candidate": p.candidate, "reference": p.reference, "origin": p.origin,
-                "convert": p.convert, "bounds": p.bounds if p.bounds else (
-                    settings["roofline_tolerance"] if p.candidate in settings["bound_fidelities"] else None)}
-        if pr is None:
-            info["skipped"] = "a fidelity of the pair has no records"
-        else:
-            info.update(pr.counts)
-            results.append(pr)
-            placed.append((i, pr))
-        pair_info.append(info)
-    # what only the alignment needed: the per-fidelity side arrays, keys, reference values
-    sel.cache.clear()
-    sel.key = sel.ref_value = None  # type: ignore[assignment]
-    del units, checker
-    packed = packer.finish(placed)
-    # numpy releases the GIL in its sorts and gathers: the aggregates overlap the rows frame, and
-    # this thread takes the pairs the worker has not started once the rows frame is done
-    agg = Aggregates(sel, results, settings, kendall, bootstrap)
-    pool = ThreadPoolExecutor(THREADS - 1) if THREADS > 1 and results else None
+    # the aggregates run on a worker thread, each pair as soon as it is aligned here (numpy
+    # releases the GIL in its sorts and gathers); this thread joins them after the rows frame
+    agg = Aggregates(sel, settings, kendall, bootstrap)
+    pool = ThreadPoolExecutor(THREADS - 1) if THREADS > 1 and pair_list else None
+    fut = pool.submit(agg.work, True) if pool else None
     try:
-        fut = pool.submit(agg.work) if pool else None
+        placed = []
+        try:
+            for i, p in enumerate(pair_list):
+                pr = align_pair(sel, p, config, settings, units, checker, unit_names)
+                info = {"candidate": p.candidate, "reference": p.reference, "origin": p.origin,
+                        "convert": p.convert, "bounds": p.bounds if p.bounds else (
+                            settings["roofline_tolerance"] if p.candidate in settings["bound_fidelities"] else None)}
+                if pr is None:
+                    info["skipped"] = "a fidelity of the pair has no records"
+                else:
+                    packer.place(i, pr)
+                    info.update(pr.counts)
+                    results.append(pr)
+                    placed.append((i, pr))
+                    agg.add(pr)
+                pair_info.append(info)
+        finally:
+            agg.close()
+        # what only the alignment needed: the per-fidelity side arrays, keys, reference values
+        sel.cache.clear()
+        sel.key = sel.ref_value = None  # type: ignore[assignment]
+        del units, checker
+        packed = packer.finish(placed)
         rows = rows_frame(sel, results, packed, prov, fingerprints, unit_names)
-        agg.work()
+        agg.work(wait=False)
         if fut:
             fut.result()
     finally:
