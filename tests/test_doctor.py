@@ -41,6 +41,8 @@ def test_damaged_part_is_named_and_quarantined(xfid_cli, tmp_path, damage):
         bad.write_bytes(bytes(data))
     r = xfid_cli("export")
     assert r.exit_code == 2 and r.output.startswith("Error: ") and bad.name in r.output and "xfid doctor" in r.output
+    r = xfid_cli("correlate")  # the engine's own reader checks the page CRCs too
+    assert r.exit_code == 2 and r.output.startswith("Error: ") and bad.name in r.output and "xfid doctor" in r.output
     r = xfid_cli("doctor")
     assert r.exit_code == 1 and "corrupt_part" in r.output and bad.name in r.output
     r = xfid_cli("doctor", "--repair")

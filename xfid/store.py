@@ -34,7 +34,6 @@ __all__ = ["FILE_SCHEMA", "ROW_GROUP", "SORT_KEYS", "PreparedSource", "Store", "
 
 DB_NAME = "xfid.db"
 RECORDS = "records"
-PARTITIONING = ds.HivePartitioning.discover(infer_dictionary=True)
 VERIFIED_PARQUET = ds.ParquetFileFormat(
     default_fragment_scan_options=ds.ParquetFragmentScanOptions(page_checksum_verification=True))
 """Reads check every page's CRC: a flipped bit is an error naming the part, never a wrong value."""
@@ -302,8 +301,10 @@ class Store:
         missing = [f for f in files if not f.exists()]
         if missing:
             raise StoreError(f"{missing[0]}: a part named in the manifest is missing (run `xfid doctor`)")
+        # a fresh partitioning factory per dataset: discovery mutates it (threads sharing one crash)
         return ds.dataset([str(f) for f in files], format=VERIFIED_PARQUET,
-                          partitioning=PARTITIONING, partition_base_dir=str(self.records))
+                          partitioning=ds.HivePartitioning.discover(infer_dictionary=True),
+                          partition_base_dir=str(self.records))
 
     def read(self, filters: dict[str, Sequence[str]] | None = None, columns: Sequence[str] | None = None) -> pa.Table:
         """All visible records (optionally filtered by column values) in SCHEMA column order."""

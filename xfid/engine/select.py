@@ -14,7 +14,7 @@ import pyarrow.dataset as ds
 from xfid.config import Config
 from xfid.engine.keys import combine, dict_chunks, encode, raw_codes, run_starts
 from xfid.engine.opmap import apply_op_maps
-from xfid.errors import EngineError
+from xfid.errors import EngineError, StoreError
 from xfid.schema import FLAG_NO_REFERENCE
 from xfid.store import Store
 
@@ -56,18 +56,25 @@ def load(store: Store, *, targets: Sequence[str] | None = None, as_of: Any = Non
     cols = [c for c in LOAD_COLUMNS if source_loc or c != "source_loc"]
     if not files:
         return pa.table({c: pa.array([], pa.float64() if c == "value" else pa.string()) for c in LOAD_COLUMNS})
-    fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=set(_DICT_READ)))
-    # a fresh partitioning factory per dataset: discovery mutates it (two threads sharing one crash)
-    part = ds.HivePartitioning.discover(infer_dictionary=True)
-    dset = ds.dataset([str(f) for f in files], format=fmt, partitioning=part,
-                      partition_base_dir=str(store.records))
+    fmt = ds.ParquetFileFormat(  # page CRCs checked: a flipped bit is an error, never a wrong value
+        read_options=ds.ParquetReadOptions(dictionary_columns=set(_DICT_READ)),
+        default_fragment_scan_options=ds.ParquetFragmentScanOptions(page_checksum_verification=True))
     expr = None
     if targets:
         expr = pc.field("target").isin(list(targets))
     if as_of is not None:
         e = pc.field("timestamp") <= pa.scalar(as_of, pa.timestamp("us", tz="UTC"))
         expr = e if expr is None else expr & e
-    t = dset.to_table(columns=cols, filter=expr)
+    try:
+        # a fresh partitioning factory per dataset: discovery mutates it (two threads sharing one crash)
+        part = ds.HivePartitioning.discover(infer_dictionary=True)
+        dset = ds.dataset([str(f) for f in files], format=fmt, partitioning=part,
+                          partition_base_dir=str(store.records))
+        t = dset.to_table(columns=cols, filter=expr)
+    except (pa.ArrowInvalid, OSError) as e:  # a truncated or damaged part
+        bad = store.find_unreadable(files)
+        raise StoreError(f"{bad[0] if bad else store.records}: cannot read this part of the store: "
+                         f"{bad[1] if bad else e} (run `xfid doctor`)") from None
     if not source_loc and pad:
         t = t.append_column("source_loc", pa.nulls(t.num_rows, pa.string()))
     return t
