@@ -22,6 +22,14 @@ Other runs the same hour spread like this: parquet 1M 0.89-1.33, csv 1M 0.89-1.1
 1.39-1.77, csv 10M 0.81-1.05. Parquet 10M is CPU-bound: xfid does about twice bare's CPU work
 (a sort per row group, 19 columns instead of 9, source_loc strings, validation, the content
 hash) and spreads it over two threads, so its ratio follows how much of the second core it gets.
+The same command on the quiet machine afterwards (no other job running; --repeat 3):
+
+    data               xfid s  bare s  ratio  peak RSS  RSS/arrow
+    parquet 1M           0.52    0.62   0.81    339 MB   3.18
+    csv 1M               0.65    0.69   0.94    346 MB   3.25
+    parquet 10M          3.57    3.28   1.21   1142 MB   1.07
+    csv 10M              7.70    9.66   0.78    871 MB   0.82
+
 Before this round: 2.46 / 3.06 (1M) and 2.75 / 1.90 (10M); the 1.73x peak RSS reported then
 was the parent's peak (ru_maxrss survives fork + exec), not the ingest's.
 """
