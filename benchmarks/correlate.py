@@ -185,9 +185,11 @@ def run_duckdb(store_dir: str) -> dict:
                    FROM read_parquet([{files}], hive_partitioning = true)),
         runs AS (SELECT fidelity, run, max(timestamp) AS run_ts FROM r GROUP BY ALL),
         j AS (SELECT r.*, runs.run_ts FROM r JOIN runs USING (fidelity, run)),
-        lat AS (SELECT *, max(run_ts) OVER (PARTITION BY fidelity, target, workload, op, metric, stat) AS mx FROM j),
-        sel AS (SELECT fidelity, target, workload, op, metric, stat, median(value) AS v
-                FROM lat WHERE run_ts = mx GROUP BY ALL),
+        -- latest run per key by GROUP BY + join (a window over all records was ~1.3x slower)
+        best AS (SELECT fidelity, target, workload, op, metric, stat, max(run_ts) AS mx FROM j GROUP BY ALL),
+        sel AS (SELECT j.fidelity, j.target, j.workload, j.op, j.metric, j.stat, median(j.value) AS v
+                FROM j JOIN best USING (fidelity, target, workload, op, metric, stat)
+                WHERE j.run_ts = best.mx GROUP BY ALL),
         p AS (SELECT * FROM (VALUES {pairs}) p(c, rf))
         SELECT p.c, p.rf, a.target, a.workload, a.op, a.metric, a.stat, a.v AS cv, b.v AS rv,
                (a.v - b.v) / b.v AS rel, ln(a.v / b.v) AS lr, ln(a.v) AS lx, ln(b.v) AS ly
