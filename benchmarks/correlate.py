@@ -24,6 +24,9 @@ Each run is a fresh subprocess; with --repeat N every engine runs N times, the o
 each round (the first process after the store build meets colder memory on this VM), and the
 medians and their ratios are printed.
 
+Peak RSS is each child's VmHWM. Today's figures and what they mean: docs/engine.md, "Performance"
+(10M records, quiet 2-core VM: xfid 4.92 s, pandas 11.80 s, DuckDB 10.37 s).
+
     python benchmarks/correlate.py                 # 1M records
     python benchmarks/correlate.py --ten-million   # 1M and 10M records
     python benchmarks/correlate.py --records 10000000 --repeat 3
