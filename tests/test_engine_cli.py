@@ -28,6 +28,7 @@ def test_table_markdown_csv_json(loaded, tmp_path):
     assert "gemm\\_tile\\[m=64,n=64,k=128\\]" in md.output  # untrusted names are escaped
     rows = list(csv.DictReader(io.StringIO(loaded("correlate", "--format", "csv").output)))
     assert {"fingerprint", "rel_error", "kind", "candidate_source_loc"} <= set(rows[0])
+    assert all(len(r["fingerprint"]) == 16 for r in rows)  # the CSV lists every row, ok ones too
     out = tmp_path / "c.json"
     j = loaded("correlate", "--format", "json", "-o", out)
     assert j.exit_code == 0 and out.exists()
@@ -40,6 +41,7 @@ def test_table_markdown_csv_json(loaded, tmp_path):
               "reference_source_loc"):
         assert k in d, k
     assert d["kind"] == "bound_violation"
+    assert all(len(x["fingerprint"]) == 16 for x in doc["discrepancies"])
 
 
 def test_options_pair_target_run_asof_missing(loaded):

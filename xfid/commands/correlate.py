@@ -52,6 +52,8 @@ def cli(app: App, fmt, output, target, pairs, runs, as_of, include_missing) -> N
     from xfid.engine.correlate import correlate
     from xfid.engine.output import render
 
+    # only the CSV lists every aligned row: the other formats show the discrepancies' fingerprints
     corr = correlate(app.store(create=False), app.config, run=list(runs) or None, as_of=as_of,
-                     targets=list(target) or None, pairs=list(pairs) or None, include_missing=include_missing)
+                     targets=list(target) or None, pairs=list(pairs) or None, include_missing=include_missing,
+                     fingerprints="all" if fmt == "csv" else "discrepancies")
     write_output(render(corr, fmt), output)
