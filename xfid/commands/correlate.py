@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 import click
@@ -13,19 +15,27 @@ from xfid.app import App
 FORMATS = ("table", "json", "markdown", "csv")
 
 
-def write_output(text: str, output: str | None) -> None:
-    """Print, or write `output` atomically (temp file + rename)."""
+def write_output(text: str | Iterable[str], output: str | None) -> None:
+    """Print, or write `output` atomically (temp file + rename); `text` may come in pieces."""
+    pieces = [text] if isinstance(text, str) else text
     if not output:
-        click.echo(text, nl=False)
+        for piece in pieces:
+            click.echo(piece, nl=False)
         return
     path = Path(output)
     from xfid.errors import XfidError
 
     try:
         fd, tmp = tempfile.mkstemp(prefix=".xfid-", dir=path.parent if str(path.parent) else ".")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                for piece in pieces:
+                    f.write(piece)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)  # nothing half-written is left behind
+            raise
     except OSError as e:
         raise XfidError(f"cannot write {path}: {e.strerror} (check -o)") from None
     click.echo(f"wrote {path}", err=True)
@@ -50,10 +60,10 @@ def cli(app: App, fmt, output, target, pairs, runs, as_of, include_missing) -> N
     Errors are relative: (candidate - reference) / reference.
     """
     from xfid.engine.correlate import correlate
-    from xfid.engine.output import render
+    from xfid.engine.output import render_pieces
 
     # only the CSV lists every aligned row: the other formats show the discrepancies' fingerprints
     corr = correlate(app.store(create=False), app.config, run=list(runs) or None, as_of=as_of,
                      targets=list(target) or None, pairs=list(pairs) or None, include_missing=include_missing,
                      fingerprints="all" if fmt == "csv" else "discrepancies")
-    write_output(render(corr, fmt), output)
+    write_output(render_pieces(corr, fmt), output)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+from collections.abc import Iterator
 from typing import Any
 
 from xfid.engine.contract import COMPARISON_COLUMNS, COVERAGE_COLUMNS, Correlation
@@ -60,8 +61,24 @@ def to_dict(corr: Correlation) -> dict[str, Any]:
     }
 
 
+def json_pieces(corr: Correlation) -> Iterator[str]:
+    """to_json(corr) in pieces, the discrepancies streamed (bounded memory on huge stores)."""
+    from xfid.engine.jsonout import json_chunks
+
+    doc = {
+        "comparisons": records(corr.comparisons, COMPARISON_COLUMNS),
+        "discrepancies": None,  # streamed by json_chunks, in this place
+        "coverage": records(corr.coverage, (*COVERAGE_COLUMNS, "has_rules")),
+        "settings": json.loads(json.dumps(corr.settings, default=str)),
+        "sources": corr.sources,
+        "config_hash": corr.config_hash,
+    }
+    return json_chunks(doc, corr.discrepancies, DISCREPANCY_FIELDS)
+
+
 def to_json(corr: Correlation) -> str:
-    return json.dumps(to_dict(corr), indent=2, allow_nan=False, default=str) + "\n"
+    """The JSON document (json.dumps(to_dict(corr), indent=2) + newline, byte for byte)."""
+    return "".join(json_pieces(corr))
 
 
 def to_csv(corr: Correlation) -> str:
@@ -166,6 +183,13 @@ def to_table(corr: Correlation, limit: int = 20) -> str:
     gaps = int(((~corr.coverage["matched"]) & corr.coverage["has_rules"]).sum()) if len(corr.coverage) else 0
     lines += ["", f"keys without a reference: {miss}; raw ops no op map matched: {gaps}"]
     return "\n".join(lines) + "\n"
+
+
+def render_pieces(corr: Correlation, fmt: str) -> Iterator[str]:
+    """render(corr, fmt) in pieces (JSON streamed; the other formats in one piece)."""
+    if fmt == "json":
+        return json_pieces(corr)
+    return iter([render(corr, fmt)])
 
 
 def render(corr: Correlation, fmt: str) -> str:
