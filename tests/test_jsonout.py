@@ -1,4 +1,4 @@
-"""The streamed JSON document is byte for byte json.dumps(to_dict(corr), indent=2)."""
+"""The streamed JSON document is byte for byte json.dumps(to_dict(corr), indent=2); CSV in pieces."""
 
 from __future__ import annotations
 
@@ -65,3 +65,11 @@ def test_cli_output_file_is_written_whole(xfid_cli, tmp_path, fmt):
     if fmt == "json":
         assert json.loads(out.read_text())["discrepancies"][0]["op"] == "x"
     assert not list(tmp_path.glob(".xfid-*"))  # no temp file left behind
+
+
+def test_csv_in_pieces_is_the_same_text(tmp_path):
+    from xfid.engine.output import csv_pieces, to_csv
+
+    c = _corr(tmp_path)
+    assert len(c.rows) > 20
+    assert "".join(csv_pieces(c, chunk=7)) == to_csv(c)

@@ -189,7 +189,19 @@ def render_pieces(corr: Correlation, fmt: str) -> Iterator[str]:
     """render(corr, fmt) in pieces (JSON streamed; the other formats in one piece)."""
     if fmt == "json":
         return json_pieces(corr)
+    if fmt == "csv":
+        return csv_pieces(corr)
     return iter([render(corr, fmt)])
+
+
+def csv_pieces(corr: Correlation, chunk: int = 200_000) -> Iterator[str]:
+    """to_csv(corr) in pieces of `chunk` rows (the same text; bounded memory)."""
+    rows = corr.rows
+    if len(rows) <= chunk:
+        yield to_csv(corr)
+        return
+    for a in range(0, len(rows), chunk):
+        yield rows.iloc[a:a + chunk].to_csv(index=False, header=a == 0, float_format="%.10g")
 
 
 def render(corr: Correlation, fmt: str) -> str:
