@@ -77,9 +77,21 @@ def test_ranks_and_inversions():
     x = np.array([3.0, 1.0, 3.0, 5.0, 4.0, 4.0, 4.0])
     r, _, _ = grouped_ranks(gid, x)
     assert r.tolist() == [2.5, 1.0, 2.5, 4.0, 2.0, 2.0, 2.0]
-    k = 100
-    keys = np.array([0 * k + 3, 0 * k + 1, 0 * k + 2, 1 * k + 1, 1 * k + 0])  # group 0: 3,1,2 ; group 1: 1,0
-    assert grouped_inversions(keys, np.array([k]), 2).tolist() == [2.0, 1.0]
+    gs = np.array([0, 0, 0, 1, 1])
+    y = np.array([3, 1, 2, 1, 0])  # group 0: 3,1,2 -> 2 inversions; group 1: 1,0 -> 1
+    assert grouped_inversions(gs, y, 2).tolist() == [2.0, 1.0]
+
+
+def test_inversions_match_a_direct_count():
+    rng = np.random.default_rng(4)
+    sizes = rng.integers(1, 70, 30)
+    gs = np.repeat(np.arange(30), sizes)
+    y = rng.integers(0, 12, len(gs))  # many ties: only strict inversions count
+    want = np.zeros(30)
+    for g in range(30):
+        v = y[gs == g]
+        want[g] = sum(int(v[i] > v[j]) for i in range(len(v)) for j in range(i + 1, len(v)))
+    np.testing.assert_array_equal(grouped_inversions(gs, y, 30), want)
 
 
 def test_bootstrap_is_seeded_and_per_group():

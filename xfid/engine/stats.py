@@ -114,31 +114,37 @@ def _tie_pairs(gid_sorted: np.ndarray, new_run: np.ndarray, ng: int) -> np.ndarr
     return np.bincount(gid_sorted[rs], weights=t * (t - 1) / 2, minlength=ng)
 
 
-def grouped_inversions(keys: np.ndarray, groups_of: np.ndarray, ng: int) -> np.ndarray:
-    """Per group, the pairs i<j with keys[i] > keys[j] (strict), by a bottom-up merge count.
+def grouped_inversions(gs: np.ndarray, y: np.ndarray, ng: int) -> np.ndarray:
+    """Per group, the pairs i<j with y[i] > y[j] (strict), by a bottom-up merge count.
 
-    `keys` must be offset by group (group * K + rank) so cross-group pairs are never inverted;
-    `groups_of(key)` is recovered as key // K by the caller through `groups_of` (an array
-    aligned with keys is not enough, since elements move): pass K as groups_of[0].
+    Rows of a group are contiguous (`gs` sorted) and `y` are non-negative integers. Blocks are
+    aligned at each group's start, so a group of size s takes ceil(log2 s) levels, whatever
+    the other groups. At each level every block of 2w rows is two sorted halves; one stable
+    sort by (block, y) merges them all (Timsort finds the runs), and a right-half element
+    moved left by exactly the number of left-half elements greater than it.
     """
-    k_div = int(groups_of[0])
-    n = len(keys)
-    a = keys.astype(np.int64, copy=True)
+    n = len(y)
     inv = np.zeros(ng)
-    sentinel = int(a.max()) + 1 if n else 0
+    if n < 2:
+        return inv
+    starts = run_starts(gs)
+    sizes = np.diff(np.r_[starts, n])
+    idx = np.arange(n)
+    local = idx - np.repeat(starts, sizes)  # position within the group
+    a = np.asarray(y, dtype=np.int64).copy()
+    big = int(a.max()) + 1
+    pos = np.empty(n, np.int64)
     w = 1
-    while w < n:
-        rows = -(-n // (2 * w))
-        pad = rows * 2 * w - n
-        A = np.concatenate([a, np.full(pad, sentinel, np.int64)]).reshape(rows, 2 * w)
-        order = np.argsort(A, axis=1, kind="stable")
-        where = np.empty_like(order)
-        np.put_along_axis(where, order, np.broadcast_to(np.arange(2 * w), order.shape), axis=1)
-        greater = w - (where[:, w:] - np.arange(w))
-        right = A[:, w:]
-        real = right != sentinel
-        inv += np.bincount((right[real] // k_div), weights=greater[real], minlength=ng)
-        a = np.take_along_axis(A, order, axis=1).ravel()[:n]
+    while w < int(sizes.max()):
+        m = local & (2 * w - 1)  # offset within the block of 2w
+        right = m >= w
+        block = np.cumsum(m == 0)
+        order = np.argsort(block * big + a, kind="stable")
+        pos[order] = idx
+        moved = idx - pos
+        moved *= right  # only right-half elements count
+        inv[gs[starts]] += np.add.reduceat(moved, starts)
+        a = a[order]
         w *= 2
     return inv
 
@@ -184,7 +190,7 @@ def grouped_stats(gid: np.ndarray, ng: int, rel: np.ndarray, lr: np.ndarray, can
         ry, oy, nry = grouped_ranks(gid, ly, r_y, seg)
         out["spearman"] = _pearson(gid, rx, ry, n, ng, seg, rank_means=True)
         gx, gy = (gid[ox], gid[oy]) if seg is None else (gid, gid)
-        out["kendall"] = _kendall(gid, lx, ry, n, ng, gx, nrx, gy, nry) if kendall else np.full(ng, np.nan)
+        out["kendall"] = _kendall(gid, lx, ry, n, ng, gx, nrx, gy, nry, rx) if kendall else np.full(ng, np.nan)
     small = n < 2
     for k in ("pearson_log", "spearman", "kendall"):
         out[k] = np.where(small, np.nan, out[k])
@@ -213,17 +219,21 @@ def _pearson(gid, x, y, n, ng, seg=None, rank_means=False):
     return np.clip(r, -1.0, 1.0)
 
 
-def _kendall(gid, x, ry, n, ng, gx_sorted, new_run_x, gy_sorted, new_run_y):
+def _kendall(gid, x, ry, n, ng, gx_sorted, new_run_x, gy_sorted, new_run_y, rx=None):
     """Kendall tau-b per group (ties handled as scipy.stats.kendalltau does)."""
     m = len(gid)
-    order = np.lexsort((ry, x, gid))
+    # order by (group, x, y rank): one integer sort on (group, 2 * x rank, 2 * y rank) where it
+    # fits in int64 (average ranks are half-integers: twice them are exact integers), else lexsort
+    k = 2 * max(m, 1) + 2
+    if rx is not None and max(ng, 1) * k * k < 1 << 62:
+        key = (gid.astype(np.int64) * k + np.rint(2 * rx).astype(np.int64)) * k + np.rint(2 * ry).astype(np.int64)
+        order = np.argsort(key)
+    else:
+        order = np.lexsort((ry, x, gid))
     gs = gid[order]
     xs, ys = x[order], ry[order]
     joint_new = np.r_[True, (xs[1:] != xs[:-1]) | (ys[1:] != ys[:-1]) | (gs[1:] != gs[:-1])] if m else np.zeros(0, bool)
-    # y ranks are half-integers at most; 2*rank is an exact integer in [2, 2*group size]
-    k = 2 * max(m, 1) + 2
-    keys = gs.astype(np.int64) * k + np.rint(2 * ys).astype(np.int64)
-    dis = grouped_inversions(keys, np.array([k]), ng)
+    dis = grouped_inversions(gs, np.rint(2 * ys).astype(np.int64), ng)
     n0 = n * (n - 1) / 2
     n1 = _tie_pairs(gx_sorted, new_run_x, ng)
     n2 = _tie_pairs(gy_sorted, new_run_y, ng)
