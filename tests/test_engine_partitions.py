@@ -1,4 +1,4 @@
-"""Selection one fidelity partition at a time equals selection over the whole store."""
+"""Selection one fidelity partition at a time equals selection over the whole store; threads agree."""
 
 from __future__ import annotations
 
@@ -71,3 +71,20 @@ def test_partitioned_selection_of_an_empty_or_filtered_store(tmp_path):
     assert only.table.column("source_path").to_pylist()[0].endswith("m.csv")
     none = select_store(store, config(), targets=["mi300x"])
     assert len(none.value) == 0
+
+
+def test_one_thread_and_two_threads_agree(tmp_path, monkeypatch):
+    import sys
+
+    from xfid.engine import correlate
+
+    store = make_store(tmp_path, _records(5), name="threads")
+    cfg = config(OPMAP)
+    mod = sys.modules["xfid.engine.correlate"]
+    monkeypatch.setattr(mod, "THREADS", 2)
+    two = correlate(store, cfg)
+    monkeypatch.setattr(mod, "THREADS", 1)
+    one = correlate(store, cfg)
+    assert len(two.comparisons) > 10 and len(two.discrepancies) > 10
+    assert one.comparisons.equals(two.comparisons)
+    assert one.rows.equals(two.rows) and one.discrepancies.equals(two.discrepancies)
