@@ -88,3 +88,29 @@ def test_one_thread_and_two_threads_agree(tmp_path, monkeypatch):
     assert len(two.comparisons) > 10 and len(two.discrepancies) > 10
     assert one.comparisons.equals(two.comparisons)
     assert one.rows.equals(two.rows) and one.discrepancies.equals(two.discrepancies)
+
+
+def test_an_error_while_aligning_stops_the_worker(tmp_path, monkeypatch):
+    import sys
+    import threading
+
+    from xfid.engine import correlate
+    from xfid.errors import EngineError
+
+    store = make_store(tmp_path, _records(6), name="err")
+    mod = sys.modules["xfid.engine.correlate"]
+    real = mod.align_pair
+    calls = []
+
+    def failing(*a, **k):
+        calls.append(1)
+        if len(calls) == 3:
+            raise EngineError("boom in the third pair")
+        return real(*a, **k)
+
+    monkeypatch.setattr(mod, "align_pair", failing)
+    monkeypatch.setattr(mod, "THREADS", 2)
+    before = threading.active_count()
+    with pytest.raises(EngineError, match="third pair"):
+        correlate(store, config(OPMAP))
+    assert threading.active_count() == before  # the worker returned and the pool is gone
