@@ -301,8 +301,12 @@ class Store:
         missing = [f for f in files if not f.exists()]
         if missing:
             raise StoreError(f"{missing[0]}: a part named in the manifest is missing (run `xfid doctor`)")
+        return self.open_parts(files)
+
+    def open_parts(self, files: Sequence[Path], fmt: ds.ParquetFileFormat = VERIFIED_PARQUET) -> ds.Dataset:
+        """A dataset over some part files, Hive partitions read from their paths."""
         # a fresh partitioning factory per dataset: discovery mutates it (threads sharing one crash)
-        return ds.dataset([str(f) for f in files], format=VERIFIED_PARQUET,
+        return ds.dataset([str(f) for f in files], format=fmt,
                           partitioning=ds.HivePartitioning.discover(infer_dictionary=True),
                           partition_base_dir=str(self.records))
 
@@ -312,9 +316,7 @@ class Store:
         try:
             dset = self.dataset(filters.get("fidelity"))
         except (pa.ArrowInvalid, OSError):
-            bad = self.find_unreadable(self.part_files(filters.get("fidelity")))
-            raise StoreError(f"{bad[0] if bad else self.records}: cannot read this part of the store: "
-                             f"{bad[1] if bad else 'unreadable'} (run `xfid doctor`)") from None
+            raise self.unreadable(self.part_files(filters.get("fidelity")), "unreadable") from None
         cols = list(columns) if columns else list(SCHEMA.names)
         if dset is None:
             return SCHEMA.empty_table().select(cols)
@@ -325,14 +327,19 @@ class Store:
         try:
             t = dset.to_table(columns=cols, filter=expr)
         except (pa.ArrowInvalid, OSError) as e:
-            bad = self.find_unreadable(self.part_files(filters.get("fidelity")))
-            where = bad[0] if bad else self.records
-            raise StoreError(f"{where}: cannot read this part of the store: {bad[1] if bad else e} (run `xfid doctor`)") from None
+            raise self.unreadable(self.part_files(filters.get("fidelity")), e) from None
         if "fidelity" in cols:
             i = t.column_names.index("fidelity")
             t = t.set_column(i, SCHEMA.field("fidelity"), t.column(i).cast(SCHEMA.field("fidelity").type))
         # one dictionary per column across all parts, so Arrow group-bys and joins work directly
         return t.unify_dictionaries()
+
+    def unreadable(self, files: Sequence[Path], error: object) -> StoreError:
+        """The error for a failed read of `files`: the first part that fails a full read, and why
+        (else the store and `error`)."""
+        bad = self.find_unreadable(files)
+        return StoreError(f"{bad[0] if bad else self.records}: cannot read this part of the store: "
+                          f"{bad[1] if bad else error} (run `xfid doctor`)")
 
     @staticmethod
     def find_unreadable(files: Sequence[Path]) -> tuple[Path, str] | None:

@@ -92,10 +92,6 @@ class Notes:
             new[j] = self._code(t if cur == "" else f"{cur}; {t}")
         self.ids[idx] = new[inv.reshape(-1)]
 
-    def strings(self) -> np.ndarray:
-        """The notes as an object array of str."""
-        return np.array(self.texts, dtype=object)[self.ids]
-
 
 def add_note(notes: Notes | np.ndarray, idx: np.ndarray, text: Any) -> None:
     """Append `text` (a string or an array aligned with idx) to notes[idx], '; '-separated."""
@@ -179,10 +175,12 @@ def _sides(sel: Selected, pair: Pair, config: Config, units: np.ndarray, unit_na
 
 
 def pair_size(sel: Selected, pair: Pair, config: Config, units: np.ndarray, unit_names: list[str]) -> int:
-    """How many rows align_pair will return for `pair` (0 when a side is absent)."""
+    """How many rows align_pair will return for `pair` (0 when a side is absent); the sides are
+    kept for align_pair."""
     if pair.candidate not in sel.fidelities or pair.reference not in sel.fidelities:
         return 0
-    return int(np.count_nonzero(_sides(sel, pair, config, units, unit_names)[2]))
+    sides = sel.cache[("sides", id(pair))] = _sides(sel, pair, config, units, unit_names)
+    return int(np.count_nonzero(sides[2]))
 
 
 def align_pair(sel: Selected, pair: Pair, config: Config, settings: dict[str, Any],
@@ -193,8 +191,8 @@ def align_pair(sel: Selected, pair: Pair, config: Config, settings: dict[str, An
     """
     if pair.candidate not in sel.fidelities or pair.reference not in sel.fidelities:
         return None
-    (ce, ck, cm, cv, _, cu, cconv), (re_, rk, _rm, _rv, rok, _ru, rconv), active, cards = _sides(
-        sel, pair, config, units, unit_names)
+    sides = sel.cache.pop(("sides", id(pair)), None) or _sides(sel, pair, config, units, unit_names)
+    (ce, ck, cm, cv, _, cu, cconv), (re_, rk, _rm, _rv, rok, _ru, rconv), active, cards = sides
     counts = {"candidate_keys": len(ce), "outside_reference_workloads": int((~active).sum())}
     ce, ck, cm, cv, cu, cconv = ce[active], ck[active], cm[active], cv[active], cu[active], cconv[active]
     pos_c, hit = _lookup(rk, ck)

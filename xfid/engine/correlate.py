@@ -93,7 +93,6 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
     sel.table = None  # type: ignore[assignment]
     del table
     pa.default_memory_pool().release_unused()
-    results: list[PairRows] = []
     pair_info = []
     # the rows columns are allocated once; each pair is copied in as soon as it is aligned
     sizes = [pair_size(sel, p, config, units, unit_names) for p in pair_list]
@@ -105,7 +104,7 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
     pool = ThreadPoolExecutor(THREADS - 1) if THREADS > 1 and pair_list else None
     fut = pool.submit(agg.work, True) if pool else None
     try:
-        placed = []
+        placed: list[tuple[int, PairRows]] = []
         try:
             for i, p in enumerate(pair_list):
                 pr = align_pair(sel, p, config, settings, units, checker, unit_names)
@@ -117,7 +116,6 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
                 else:
                     packer.place(i, pr)
                     info.update(pr.counts)
-                    results.append(pr)
                     placed.append((i, pr))
                     agg.add(pr)
                 pair_info.append(info)
@@ -128,7 +126,7 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
         sel.key = sel.ref_value = None  # type: ignore[assignment]
         del units, checker
         packed = packer.finish(placed)
-        rows = rows_frame(sel, results, packed, prov, fingerprints, unit_names)
+        rows = rows_frame(sel, [pr for _, pr in placed], packed, prov, fingerprints, unit_names)
         agg.work(wait=False)
         if fut:
             fut.result()

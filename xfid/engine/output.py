@@ -18,6 +18,8 @@ DISCREPANCY_FIELDS = (
 )
 """Discrepancy keys in JSON (errors as fractions)."""
 FORMATS = ("table", "json", "markdown", "csv")
+CSV_FLOAT = "%.10g"
+"""How the CSV writes floats (whole or in pieces)."""
 
 
 def clean(v: Any) -> Any:
@@ -49,11 +51,12 @@ def records(df, columns) -> list[dict[str, Any]]:
     return [{c: clean(data[c][i]) if c in data else None for c in columns} for i in range(n)]
 
 
-def to_dict(corr: Correlation) -> dict[str, Any]:
-    """The JSON document: comparisons, discrepancies, coverage, settings, sources, config_hash."""
+def to_dict(corr: Correlation, discrepancies: bool = True) -> dict[str, Any]:
+    """The JSON document: comparisons, discrepancies, coverage, settings, sources, config_hash
+    (without `discrepancies`, that key holds None, in its place)."""
     return {
         "comparisons": records(corr.comparisons, COMPARISON_COLUMNS),
-        "discrepancies": records(corr.discrepancies, DISCREPANCY_FIELDS),
+        "discrepancies": records(corr.discrepancies, DISCREPANCY_FIELDS) if discrepancies else None,
         "coverage": records(corr.coverage, (*COVERAGE_COLUMNS, "has_rules")),
         "settings": json.loads(json.dumps(corr.settings, default=str)),
         "sources": corr.sources,
@@ -65,15 +68,7 @@ def json_pieces(corr: Correlation) -> Iterator[str]:
     """to_json(corr) in pieces, the discrepancies streamed (bounded memory on huge stores)."""
     from xfid.engine.jsonout import json_chunks
 
-    doc = {
-        "comparisons": records(corr.comparisons, COMPARISON_COLUMNS),
-        "discrepancies": None,  # streamed by json_chunks, in this place
-        "coverage": records(corr.coverage, (*COVERAGE_COLUMNS, "has_rules")),
-        "settings": json.loads(json.dumps(corr.settings, default=str)),
-        "sources": corr.sources,
-        "config_hash": corr.config_hash,
-    }
-    return json_chunks(doc, corr.discrepancies, DISCREPANCY_FIELDS)
+    return json_chunks(to_dict(corr, discrepancies=False), corr.discrepancies, DISCREPANCY_FIELDS)
 
 
 def to_json(corr: Correlation) -> str:
@@ -83,7 +78,7 @@ def to_json(corr: Correlation) -> str:
 
 def to_csv(corr: Correlation) -> str:
     """The aligned rows (one per key and pair), every contract column."""
-    return corr.rows.to_csv(index=False, float_format="%.10g")
+    return corr.rows.to_csv(index=False, float_format=CSV_FLOAT)
 
 
 def pct(v: Any) -> str:
@@ -201,7 +196,7 @@ def csv_pieces(corr: Correlation, chunk: int = 200_000) -> Iterator[str]:
         yield to_csv(corr)
         return
     for a in range(0, len(rows), chunk):
-        yield rows.iloc[a:a + chunk].to_csv(index=False, header=a == 0, float_format="%.10g")
+        yield rows.iloc[a:a + chunk].to_csv(index=False, header=a == 0, float_format=CSV_FLOAT)
 
 
 def render(corr: Correlation, fmt: str) -> str:

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from xfid.config import Config
 from xfid.engine.keys import combine
-from xfid.engine.select import KEY_DIMS, Selected, load, order_entries, select
+from xfid.engine.select import KEY_DIMS, Selected, load, order_entries, reorder_notes, select
 from xfid.store import Store
 
 KEPT = ("unit", "run", "source_path", "source_loc", "config", "timestamp")
@@ -112,10 +112,7 @@ def _merge(parts: list[Selected], slim: pa.Table) -> Selected:
     gk, _ = combine([code[k] for k in (*KEY_DIMS, "fid")], cards)
     reorder = order_entries(gk, cards)
     gk = gk[reorder]
-    if notes:
-        inv = np.empty_like(reorder)
-        inv[reorder] = np.arange(len(reorder))
-        notes = {int(inv[k]): v for k, v in notes.items()}
+    notes = reorder_notes(notes, reorder)
     for d in (code, fields):
         for k in list(d):
             d[k] = d[k][reorder]  # the unordered array is freed as it is replaced

@@ -140,20 +140,19 @@ class Packer:
             setattr(r, k, view)
 
     def finish(self, placed: list[tuple[int, PairRows]]) -> dict[str, Any]:
-        """The columns of the placed pairs (in order, contiguous) plus `pair` (pair number per
-        row among them), `note_texts` (object array) and `note_ids` (codes into it)."""
+        """The columns plus `pair` (number of the row's pair among the placed ones),
+        `note_texts` (object array) and `note_ids` (codes into it)."""
         if not placed:
             return {}
-        idx = [i for i, _ in placed]
-        a, b = int(self.bounds[idx[0]]), int(self.bounds[idx[-1] + 1])
-        out = {k: v[a:b] for k, v in self.out.items()}
+        out = dict(self.out)  # a pair that was not placed has no rows: the columns are all placed rows
         texts: dict[str, int] = {}
-        ids = np.empty(b - a, np.int32)
+        ids = np.empty(int(self.bounds[-1]), np.int32)
         sizes = []
         for i, r in placed:
+            a, b = int(self.bounds[i]), int(self.bounds[i + 1])
             lut = np.array([texts.setdefault(t, len(texts)) for t in r.note.texts], np.int32)
-            ids[self.bounds[i] - a:self.bounds[i + 1] - a] = lut[r.note.ids]
-            sizes.append(int(self.bounds[i + 1] - self.bounds[i]))
+            ids[a:b] = lut[r.note.ids]
+            sizes.append(b - a)
         out["note_texts"] = np.array(list(texts), dtype=object)
         out["note_ids"] = ids
         out["pair"] = np.repeat(np.arange(len(placed), dtype=np.int16), sizes)

@@ -14,7 +14,7 @@ import pyarrow.dataset as ds
 from xfid.config import Config
 from xfid.engine.keys import combine, dict_chunks, encode, raw_codes, run_starts
 from xfid.engine.opmap import apply_op_maps
-from xfid.errors import EngineError, StoreError
+from xfid.errors import EngineError
 from xfid.schema import FLAG_NO_REFERENCE
 from xfid.store import Store
 
@@ -66,15 +66,9 @@ def load(store: Store, *, targets: Sequence[str] | None = None, as_of: Any = Non
         e = pc.field("timestamp") <= pa.scalar(as_of, pa.timestamp("us", tz="UTC"))
         expr = e if expr is None else expr & e
     try:
-        # a fresh partitioning factory per dataset: discovery mutates it (two threads sharing one crash)
-        part = ds.HivePartitioning.discover(infer_dictionary=True)
-        dset = ds.dataset([str(f) for f in files], format=fmt, partitioning=part,
-                          partition_base_dir=str(store.records))
-        t = dset.to_table(columns=cols, filter=expr)
+        t = store.open_parts(files, fmt).to_table(columns=cols, filter=expr)
     except (pa.ArrowInvalid, OSError) as e:  # a truncated or damaged part
-        bad = store.find_unreadable(files)
-        raise StoreError(f"{bad[0] if bad else store.records}: cannot read this part of the store: "
-                         f"{bad[1] if bad else e} (run `xfid doctor`)") from None
+        raise store.unreadable(files, e) from None
     if not source_loc and pad:
         t = t.append_column("source_loc", pa.nulls(t.num_rows, pa.string()))
     return t
@@ -184,10 +178,7 @@ def select(table: pa.Table, config: Config, *, run: Mapping[str, str] | None = N
     code = {k: v.astype(np.int32, copy=False) for k, v in code.items()}  # codes < 2**31: half the memory
     gk, _ = combine([code[k] for k in ("target", "metric", "stat", "workload", "op", "fid")], cards)
     reorder = order_entries(gk, cards)
-    if notes:
-        inv = np.empty_like(reorder)
-        inv[reorder] = np.arange(len(reorder))
-        notes = {int(inv[k]): v for k, v in notes.items()}
+    notes = reorder_notes(notes, reorder)
     val, ok_val, cnt, rep, anyflag, gk = (a[reorder] for a in (val, ok_val, cnt, rep, anyflag, gk))
     codes = {k: v[reorder] for k, v in code.items()}
     for name in fid_names:
@@ -205,6 +196,15 @@ def order_entries(gk: np.ndarray, cards: Sequence[int]) -> np.ndarray:
         slot[gk] = np.arange(len(gk))
         return slot[slot >= 0]
     return np.argsort(gk, kind="stable")
+
+
+def reorder_notes(notes: dict[int, str], reorder: np.ndarray) -> dict[int, str]:
+    """Notes keyed by entry position, after the entries were put in the order `reorder`."""
+    if not notes:
+        return notes
+    inv = np.empty_like(reorder)
+    inv[reorder] = np.arange(len(reorder))
+    return {int(inv[k]): v for k, v in notes.items()}
 
 
 def _check_fidelity(name: str) -> None:

@@ -18,6 +18,13 @@ def _sums(gid: np.ndarray, x: np.ndarray, ng: int) -> np.ndarray:
     return np.bincount(gid, weights=x, minlength=ng)
 
 
+def _summer(gid: np.ndarray, ng: int, seg: tuple[np.ndarray, np.ndarray] | None):
+    """Per-group sums: segment sums for grouped rows (see _segments), else a weighted bincount."""
+    if seg is None:
+        return lambda x: _sums(gid, x, ng)
+    return lambda x: np.add.reduceat(x, seg[0])
+
+
 def _segments(gid: np.ndarray, ng: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(starts, sizes) when the rows come grouped as 0, 0, 1, 1, 1, 2, ... (every group 0..ng-1
     present, in order), else None. Grouped rows allow segment sums and no group gathers."""
@@ -165,7 +172,7 @@ def grouped_stats(gid: np.ndarray, ng: int, rel: np.ndarray, lr: np.ndarray, can
     """
     seg = _segments(gid, ng)
     n = np.bincount(gid, minlength=ng).astype(np.float64) if seg is None else seg[1].astype(np.float64)
-    S = (lambda x: _sums(gid, x, ng)) if seg is None else (lambda x: np.add.reduceat(x, seg[0]))
+    S = _summer(gid, ng, seg)
     with np.errstate(divide="ignore", invalid="ignore"):
         ape = np.abs(rel)
         out: dict[str, Any] = {"n": n.astype(np.int64)}
@@ -203,10 +210,8 @@ def grouped_stats(gid: np.ndarray, ng: int, rel: np.ndarray, lr: np.ndarray, can
 def _pearson(gid, x, y, n, ng, seg=None, rank_means=False):
     """Pearson r per group (two passes: means, then centred sums). With `rank_means`, x and y
     are average ranks within the groups, whose mean is (n + 1) / 2 exactly."""
-    if seg is None:
-        S, spread = (lambda v: _sums(gid, v, ng)), (lambda v: v[gid])
-    else:
-        S, spread = (lambda v: np.add.reduceat(v, seg[0])), (lambda v: np.repeat(v, seg[1]))
+    S = _summer(gid, ng, seg)
+    spread = (lambda v: v[gid]) if seg is None else (lambda v: np.repeat(v, seg[1]))
     if rank_means:
         mx = my = (n + 1) / 2
     else:
