@@ -30,6 +30,9 @@ The same command on the quiet machine afterwards (no other job running; --repeat
     parquet 10M          3.57    3.28   1.21   1142 MB   1.07
     csv 10M              7.70    9.66   0.78    871 MB   0.82
 
+A rerun at the end of the session: parquet 1M 0.73, csv 1M 1.43, parquet 10M 1.08, csv 10M
+0.86 (peak RSS / Arrow size 3.14, 3.14, 1.10, 0.86): csv 1M moves between 0.9 and 1.4 run to run.
+
 Before this round: 2.46 / 3.06 (1M) and 2.75 / 1.90 (10M); the 1.73x peak RSS reported then
 was the parent's peak (ru_maxrss survives fork + exec), not the ingest's.
 """
