@@ -26,7 +26,7 @@ def seed_issues(store_path: Path, n: int = 8) -> list[str]:
     import pandas as pd
 
     from xfid.engine.contract import COMPARISON_COLUMNS, ROW_COLUMNS, Correlation
-    from xfid.engine.fingerprint import fingerprint
+    from xfid.engine.fingerprints import fingerprint
     from xfid.store import Store
     from xfid.tracker import Tracker
 

@@ -8,7 +8,7 @@ import pytest
 
 from tests.test_engine_helpers import config, make_store, rec
 from xfid.engine import calibrate
-from xfid.engine.calibrate import op_class, op_size, size_bucket, write_back
+from xfid.engine.calibration import op_class, op_size, size_bucket, write_back
 from xfid.errors import EngineError
 
 

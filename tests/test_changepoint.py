@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from xfid.engine.changepoint import change_points
+from xfid.drift.changepoint import change_points
 
 
 def test_a_jump_is_found_where_it_happens():

@@ -9,7 +9,7 @@ import pytest
 from tests.test_engine_helpers import config, make_store, rec
 from xfid.engine import correlate
 from xfid.engine.contract import COMPARISON_COLUMNS, COVERAGE_COLUMNS, ROW_COLUMNS
-from xfid.engine.fingerprint import fingerprint
+from xfid.engine.fingerprints import fingerprint
 from xfid.errors import ConfigError, EngineError
 
 AM = "archmodel"

@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+import xfid.engine.pipeline
 from tests.test_engine_helpers import config, make_store, rec
 from xfid.engine.partitions import select_store
 from xfid.engine.select import load, select
@@ -74,13 +75,11 @@ def test_partitioned_selection_of_an_empty_or_filtered_store(tmp_path):
 
 
 def test_one_thread_and_two_threads_agree(tmp_path, monkeypatch):
-    import sys
-
     from xfid.engine import correlate
 
     store = make_store(tmp_path, _records(5), name="threads")
     cfg = config(OPMAP)
-    mod = sys.modules["xfid.engine.correlate"]
+    mod = xfid.engine.pipeline
     monkeypatch.setattr(mod, "THREADS", 2)
     two = correlate(store, cfg)
     monkeypatch.setattr(mod, "THREADS", 1)
@@ -91,14 +90,13 @@ def test_one_thread_and_two_threads_agree(tmp_path, monkeypatch):
 
 
 def test_an_error_while_aligning_stops_the_worker(tmp_path, monkeypatch):
-    import sys
     import threading
 
     from xfid.engine import correlate
     from xfid.errors import EngineError
 
     store = make_store(tmp_path, _records(6), name="err")
-    mod = sys.modules["xfid.engine.correlate"]
+    mod = xfid.engine.pipeline
     real = mod.align_pair
     calls = []
 

@@ -6,7 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xfid.engine.fingerprint import fingerprint, fingerprints
+import xfid.engine.fingerprints as fpm
+from xfid.engine.fingerprints import fingerprint, fingerprint_many
 
 KEY = ("h100-sxm", "llama3-8b/decode/bs1/ctx8/bf16", "attn.qkv_proj", "latency", "value", "archmodel", "measured")
 
@@ -24,25 +25,21 @@ names = st.lists(st.text(min_size=0, max_size=12), min_size=1, max_size=5, uniqu
 def test_batch_fingerprints_equal_single(parts, seed, n):
     rng = np.random.default_rng(seed)
     codes = [rng.integers(0, len(p), n) for p in parts]
-    got = fingerprints(parts, codes)
+    got = fingerprint_many(parts, codes)
     want = [fingerprint(*(parts[f][int(codes[f][i])] for f in range(7))) for i in range(n)]
     assert got == want
     assert all(type(x) is str and len(x) == 16 for x in got)
 
 
 def test_batch_of_nothing():
-    assert fingerprints([["a"]] * 7, [np.zeros(0, np.int64)] * 7) == []
+    assert fingerprint_many([["a"]] * 7, [np.zeros(0, np.int64)] * 7) == []
 
 
 def test_batch_in_several_chunks(monkeypatch):
-    import sys
-
-    fpm = sys.modules["xfid.engine.fingerprint"]  # (xfid.engine.fingerprint the name is the function)
-
     parts = [["h100-sxm", "a100"], ["w1", "w2", "w3"], ["op"], ["latency"], ["value"], ["rtl"], ["measured"]]
     rng = np.random.default_rng(1)
     codes = [rng.integers(0, len(p), 50) for p in parts]
-    whole = fingerprints(parts, codes)
+    whole = fingerprint_many(parts, codes)
     monkeypatch.setattr(fpm, "CHUNK", 7)
-    assert fingerprints(parts, codes) == whole
+    assert fingerprint_many(parts, codes) == whole
     assert whole[3] == fingerprint(*(parts[f][int(codes[f][3])] for f in range(7)))

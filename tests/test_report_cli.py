@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from xfid.engine.contract import COMPARISON_COLUMNS, COVERAGE_COLUMNS, ROW_COLUMNS, Correlation
-from xfid.engine.fingerprint import fingerprint
+from xfid.engine.fingerprints import fingerprint
 
 W1 = "llama3-8b/decode/bs8/ctx2048/bf16"
 W2 = '<img src="file:///etc/passwd">'

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from xfid.engine.contract import COMPARISON_COLUMNS, COVERAGE_COLUMNS, ROW_COLUMNS, Correlation
-from xfid.engine.fingerprint import fingerprint
+from xfid.engine.fingerprints import fingerprint
 
 KEY = {"target": "t100-a0", "workload": "llama3-8b/decode/bs8/ctx2048/bf16", "op": "layer0.attn.qkv_proj",
        "metric": "latency", "stat": "value", "candidate": "archmodel", "reference": "rtl"}

@@ -145,8 +145,8 @@ def run_demo(store: Store, config: Config, out_dir: Path, *, progress: Callable[
     timed("rendering the report (PDF and HTML)", report)
 
     def compare() -> None:
-        from xfid.engine.drift import Thresholds, compare_snapshots
-        from xfid.engine.snapshot import make_snapshot, read_snapshot
+        from xfid.drift.drift import Thresholds, compare_snapshots
+        from xfid.drift.snapshot import make_snapshot, read_snapshot
 
         cur = make_snapshot(checked[0])
         if not BASELINE.is_file():

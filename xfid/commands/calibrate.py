@@ -58,8 +58,8 @@ def cli(app: App, candidate, reference, target, label, runs, as_of, write_back, 
     before and after is cross-validated leave-one-workload-out (leave-one-op-out when there is
     a single workload), broken down by op class, limiter and size.
     """
-    from xfid.engine.calibrate import calibrate
-    from xfid.engine.calibrate import write_back as do_write_back
+    from xfid.engine.calibration import calibrate
+    from xfid.engine.calibration import write_back as do_write_back
     from xfid.engine.pairs import parse_pair
 
     parse_pair(f"{candidate}->{reference}", "--candidate/--reference")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import types
 from collections.abc import Callable
 from datetime import UTC, date, datetime, time
 from typing import Any
@@ -32,15 +31,10 @@ def resolve_after(section: dict[str, Any], override: int | None, where: str) -> 
 
 
 def _engine() -> Callable[..., Any]:
-    """`xfid.engine.correlate`, also when the submodule of that name has shadowed the function."""
+    """`xfid.engine.correlate`, looked up when called (a test may stand another in its place)."""
     import xfid.engine
 
-    fn = getattr(xfid.engine, "correlate", None)
-    if isinstance(fn, types.ModuleType):
-        fn = getattr(fn, "correlate", None)
-    if not callable(fn):
-        raise TrackerError("this installation has no correlation engine (xfid.engine.correlate)")
-    return fn
+    return xfid.engine.correlate
 
 
 def parse_as_of(text: str | None) -> datetime | None:

@@ -25,9 +25,9 @@ def cli(app: App, baseline, current, fmt, output, fail_on, target) -> None:
     (default 5 percentage points), aggregate MAPE/bias drift, a fidelity's own values changing
     (default 5%), and bound violations. Thresholds live under [drift] in xfid.toml.
     """
-    from xfid.engine.drift import Thresholds, compare_snapshots, parse_fail_on
-    from xfid.engine.drift_format import FORMATTERS
-    from xfid.engine.snapshot import make_snapshot, read_snapshot
+    from xfid.drift.drift import Thresholds, compare_snapshots, parse_fail_on
+    from xfid.drift.drift_format import FORMATTERS
+    from xfid.drift.snapshot import make_snapshot, read_snapshot
 
     fails = parse_fail_on(fail_on)
     base = read_snapshot(baseline)

@@ -59,7 +59,7 @@ def cli(app: App, fmt, output, target, pairs, runs, as_of, include_missing) -> N
     fidelity is compared with a higher one (DESIGN.md defaults, or [[compare]] in xfid.toml).
     Errors are relative: (candidate - reference) / reference.
     """
-    from xfid.engine.correlate import correlate
+    from xfid.engine.pipeline import correlate
     from xfid.engine.output import render_pieces
 
     # only the CSV lists every aligned row: the other formats show the discrepancies' fingerprints

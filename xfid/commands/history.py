@@ -20,8 +20,8 @@ def cli(app: App, key, fmt, alpha) -> None:
     Change points are found by binary segmentation with Welch's t-test (docs/drift.md), so a
     slow drift across many small changes shows up even when no single check moved much.
     """
-    from xfid.engine.changepoint import change_points
-    from xfid.engine.history import key_history
+    from xfid.drift.changepoint import change_points
+    from xfid.drift.history import key_history
 
     series = key_history(app.store(create=False), key)
     cps = change_points([p["rel_error"] for p in series if p["rel_error"] is not None], alpha=alpha)

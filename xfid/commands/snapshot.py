@@ -25,7 +25,7 @@ def correlate_now(app: App, target: tuple[str, ...] = (), run: str | None = None
 @click.pass_obj
 def cli(app: App, output, target, run, as_of, label) -> None:
     """Write a compact, diffable baseline: per key the values, errors and kind; per pair the aggregates."""
-    from xfid.engine.snapshot import make_snapshot, write_snapshot
+    from xfid.drift.snapshot import make_snapshot, write_snapshot
 
     corr = correlate_now(app, target, run, as_of)
     snap = make_snapshot(corr, label=label)

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from xfid.engine.align import KINDS, MISSING, OK, PairRows
 from xfid.engine.contract import ROW_COLUMNS
-from xfid.engine.fingerprint import fingerprints as batch_fingerprints
+from xfid.engine.fingerprints import fingerprint_many
 from xfid.engine.keys import raw_codes_at
 from xfid.engine.select import Selected
 
@@ -210,6 +210,6 @@ def rows_frame(sel: Selected, results: list[PairRows], packed: dict[str, Any], p
         parts = [sel.dims["target"], sel.dims["workload"], sel.dims["op"], sel.dims["metric"], sel.dims["stat"], fids, fids]
         codes = [c["target"][e], c["workload"][e], c["op"][e], metric[want], c["stat"][e], cand_code[want], ref_code[want]]
         fp = np.full(m, None, dtype=object)
-        fp[want] = batch_fingerprints(parts, codes)
+        fp[want] = fingerprint_many(parts, codes)
         df["fingerprint"] = pd.Series(fp, dtype=object, copy=False)
     return df

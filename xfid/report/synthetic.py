@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from xfid.engine.fingerprint import fingerprint
+from xfid.engine.fingerprints import fingerprint
 from xfid.report.data import PairSection, ReportData
 from xfid.report.period import Period, iso_week
 from xfid.report.views import build_pairs, competitive_view

@@ -110,7 +110,7 @@ def calibrate(store: Store, config: Config, candidate: str, reference: str, targ
     Raises:
         EngineError: nothing to fit (no aligned op-level rows for that pair and target).
     """
-    from xfid.engine.correlate import correlate
+    from xfid.engine.pipeline import correlate
 
     config.target(target)
     label = label or f"{candidate.split('-', 1)[0]}-cal"

@@ -1,4 +1,4 @@
-"""Stable discrepancy identity: a fingerprint of the key and the fidelity pair (DESIGN.md)."""
+"""Stable discrepancy identity: a fingerprint of the key and the fidelity pair (the issue tracker keys on it)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def fingerprint(target: str, workload: str, op: str, metric: str, stat: str, can
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
-def fingerprints(parts: list[list[str]], codes: list[object]) -> list[str]:
+def fingerprint_many(parts: list[list[str]], codes: list[object]) -> list[str]:
     """Many fingerprints at once, equal to `fingerprint()` for each row.
 
     Adjacent fields are pre-joined per distinct combination present (few: targets x

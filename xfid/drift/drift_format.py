@@ -7,7 +7,7 @@ import json
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from xfid.engine.drift import DriftReport, Finding
+from xfid.drift.drift import DriftReport, Finding
 
 TITLES = {
     "bound": "Bound violations", "new": "New discrepancies", "regression": "Error regressions",

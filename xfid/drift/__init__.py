@@ -1,0 +1,1 @@
+"""Fidelity drift over time: baseline snapshots, their comparison, one key's history, change points."""
