@@ -93,18 +93,6 @@ class Notes:
         self.ids[idx] = new[inv.reshape(-1)]
 
 
-def add_note(notes: Notes | np.ndarray, idx: np.ndarray, text: Any) -> None:
-    """Append `text` (a string or an array aligned with idx) to notes[idx], '; '-separated."""
-    if isinstance(notes, Notes):
-        notes.add(idx, text)
-        return
-    if not len(idx):
-        return
-    t = text if isinstance(text, str) else np.asarray(text, dtype=object)
-    cur = notes[idx]
-    notes[idx] = np.where(cur == "", t, cur + "; " + t)
-
-
 def _side(sel: Selected, fid: int, conv: tuple[str, str, str] | None, clocks: np.ndarray,
           units: np.ndarray, unit_names: list[str], cards: list[int]):
     """Entries of one fidelity: (entry idx, key, metric code, value, ref value, unit, converted).
@@ -242,10 +230,10 @@ def align_pair(sel: Selected, pair: Pair, config: Config, settings: dict[str, An
         kind[mm_idx] = MISMATCH
         within[mm_idx] = False
         severity[mm_idx] = 100.0 + np.minimum(np.nan_to_num(severity[mm_idx] % 1000.0, nan=0.0), 899.0)
-        add_note(notes, mm_idx, mm_text)
+        notes.add(mm_idx, mm_text)
     _notes(sel, pair, ce, ref, hit, flagged_ref, cconv, ref_conv, notes)
     for code in np.unique(alt_stat[alt_stat >= 0]):
-        add_note(notes, np.flatnonzero(alt_stat == code), f"stat value compared with the reference {sn[code]}")
+        notes.add(np.flatnonzero(alt_stat == code), f"stat value compared with the reference {sn[code]}")
     counts.update(aligned=int((~missing).sum()), missing_reference=int(missing.sum()),
                   flagged_reference=int(flagged_ref.sum()))
     return PairRows(pair, ce, ref, cm, cu, cv, refv, rel, lr, tol, tol_abs, within, kind, severity,
@@ -300,26 +288,26 @@ def _apply_bounds(sel, pair, settings, cm, cv, refv, rel, missing, tol, within, 
             kind[low] = OVER
             within[low] = False
             severity[low] = float(minimum) / np.maximum(eff[low], 1e-12)
-            add_note(notes, np.flatnonzero(low), f"efficiency below roofline_min_efficiency {minimum}")
+            notes.add(np.flatnonzero(low), f"efficiency below roofline_min_efficiency {minimum}")
         severity[bound_rows & ~viol & ~(kind == OVER)] = 0.0
     kind[viol] = BOUND
     within[viol] = False
     severity[viol] = 1000.0 + np.abs(rel[viol]) / max(bt, 1e-12)
-    add_note(notes, np.flatnonzero(viol), "reference beyond the roofline bound")
+    notes.add(np.flatnonzero(viol), "reference beyond the roofline bound")
 
 
 def _notes(sel, pair, ce, ref, hit, flagged_ref, cconv, ref_conv, notes) -> None:
     if pair.convert:
-        add_note(notes, np.flatnonzero(cconv), f"candidate converted {pair.convert} with the target clock_hz")
-        add_note(notes, np.flatnonzero(ref_conv), f"reference converted {pair.convert} with the target clock_hz")
-    add_note(notes, np.flatnonzero(flagged_ref), "reference flagged invalid/failed_test: not used")
-    add_note(notes, np.flatnonzero(sel.flagged[ce]), "candidate flagged invalid/failed_test")
+        notes.add(np.flatnonzero(cconv), f"candidate converted {pair.convert} with the target clock_hz")
+        notes.add(np.flatnonzero(ref_conv), f"reference converted {pair.convert} with the target clock_hz")
+    notes.add(np.flatnonzero(flagged_ref), "reference flagged invalid/failed_test: not used")
+    notes.add(np.flatnonzero(sel.flagged[ce]), "candidate flagged invalid/failed_test")
     for side, idx in (("candidate", ce), ("reference", np.where(hit, ref, -1))):
         ok = idx >= 0
         cnt = sel.n[np.where(ok, idx, 0)]
         multi = ok & (cnt > 1)
         for k in (np.flatnonzero(np.bincount(cnt[multi])) if multi.any() else ()):
-            add_note(notes, np.flatnonzero(ok & (cnt == k)), f"{side}: median of {k} records")
+            notes.add(np.flatnonzero(ok & (cnt == k)), f"{side}: median of {k} records")
         if sel.notes:
             rows = np.flatnonzero(ok & np.isin(idx, np.fromiter(sel.notes, np.int64)))
-            add_note(notes, rows, [f"{side}: {sel.notes[int(idx[i])]}" for i in rows])
+            notes.add(rows, [f"{side}: {sel.notes[int(idx[i])]}" for i in rows])

@@ -11,20 +11,6 @@ import pyarrow.compute as pc
 _LIMIT = 1 << 62
 
 
-def as_dictionary(col: pa.ChunkedArray | pa.Array) -> pa.DictionaryArray:
-    """One DictionaryArray for a (chunked) column; plain strings are dictionary-encoded."""
-    if isinstance(col, pa.ChunkedArray):
-        if col.num_chunks == 0:
-            col = pa.array([], col.type)
-        elif pa.types.is_dictionary(col.type):
-            col = col.unify_dictionaries().combine_chunks()
-        else:
-            col = col.combine_chunks()
-    if not pa.types.is_dictionary(col.type):
-        col = pc.dictionary_encode(col)
-    return col
-
-
 def dict_chunks(col: pa.ChunkedArray | pa.Array) -> list[pa.DictionaryArray]:
     """The chunks of a column as DictionaryArrays (plain strings are dictionary-encoded per chunk)."""
     chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
@@ -172,10 +158,3 @@ def run_starts(sorted_key: np.ndarray) -> np.ndarray:
         return np.zeros(0, np.int64)
     return np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]])
 
-
-def group_ids(starts: np.ndarray, n: int) -> np.ndarray:
-    """Group number per position for groups starting at `starts` (sorted) over n positions."""
-    g = np.zeros(n, np.int64)
-    if len(starts) > 1:
-        g[starts[1:]] = 1
-    return np.cumsum(g)

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from xfid.config import Config
-from xfid.engine.keys import combine, raw_codes, raw_codes_at
+from xfid.engine.keys import combine, raw_codes_at
 
 COMPARED_KEYS = ("precision", "batch")
 """Measurement conditions that must agree when both numbers' config carries them."""
@@ -31,17 +31,13 @@ def _block_of(cfg: dict[str, Any], workload: str) -> str | None:
 class MismatchChecker:
     """Finds rows whose two numbers were produced under different configurations."""
 
-    def __init__(self, table: pa.Table, config: Config, rows: np.ndarray | None = None,
-                 plans: dict | None = None):
-        """`rows`: the records the checks will look at (Selected.rep); codes are then read for
-        those only and `check` indexes them by entry."""
-        self.by_entry = rows is not None
+    def __init__(self, table: pa.Table, config: Config, rows: np.ndarray, plans: dict | None = None):
+        """`rows`: the records the checks will look at (Selected.rep); codes are read for those
+        only and `check` indexes them by entry."""
         if not table.num_rows:
             self.codes, self.raw = np.zeros(0, np.int64), []
-        elif rows is not None:
-            self.codes, self.raw = raw_codes_at(table.column("config"), rows, plans)
         else:
-            self.codes, self.raw = raw_codes(table.column("config"))
+            self.codes, self.raw = raw_codes_at(table.column("config"), rows, plans)
         self.config = config
         self._parsed: dict[int, dict[str, Any]] = {}
         self._relevant = np.array([self._interesting(i) for i in range(len(self.raw))] + [False], bool)
@@ -66,9 +62,8 @@ class MismatchChecker:
         """Row indices (into the pair's rows) with a config mismatch, and a note for each."""
         if not len(self.raw) or not len(ce):
             return np.zeros(0, np.int64), []
-        at = (lambda e: e) if self.by_entry else (lambda e: sel.rep[e])
-        cc = self.codes[at(ce)]
-        rc = np.where(ref >= 0, self.codes[at(np.maximum(ref, 0))], -1)
+        cc = self.codes[ce]
+        rc = np.where(ref >= 0, self.codes[np.maximum(ref, 0)], -1)
         rel = self._relevant
         look = np.flatnonzero(~missing & (rel[np.where(cc < 0, -1, cc)] | rel[np.where(rc < 0, -1, rc)]))
         if not len(look):

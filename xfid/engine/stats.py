@@ -85,14 +85,6 @@ def _ranks_grouped(gid: np.ndarray, x: np.ndarray, order: np.ndarray | None, sta
     return ranks, order, new_run
 
 
-def global_rank(x: np.ndarray) -> np.ndarray:
-    """Position of each element in a stable sort of x (equal values get adjacent ranks)."""
-    ox = np.argsort(x, kind="stable")
-    rank = np.empty(len(x), np.int64)
-    rank[ox] = np.arange(len(x))
-    return rank
-
-
 def global_order(x: np.ndarray) -> np.ndarray:
     """An order sorting x (equal values end up adjacent; their order among them is irrelevant)."""
     return np.argsort(x)
