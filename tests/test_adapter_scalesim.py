@@ -22,6 +22,57 @@ def _records(xfid_cli, *paths):
 def test_sniff_is_specific():
     assert sniff_all(DIR / "COMPUTE_REPORT.csv") == ["scalesim"]
     assert sniff_all(DIR / "example_3layer" / "BANDWIDTH_REPORT.csv") == ["scalesim"]
+    for d in ("v2_golden_trace", "v3_golden_trace_calc", "v3_sparsity"):
+        for f in sorted((DIR / d).glob("*.csv")):
+            assert sniff_all(f) == ["scalesim"], f
+
+
+def test_real_v2_detailed_access_report(xfid_cli):
+    recs = _records(xfid_cli, DIR / "v2_golden_trace")
+    by = {(r["metric"], r["software"]): r for r in recs}
+    detail = "SCALE-Sim (DETAILED_ACCESS_REPORT)"  # the columns do not tell v2 from v3
+    assert by[("scalesim:sram_ifmap_start_cycle", detail)]["value"] == 33.0
+    assert by[("scalesim:sram_ifmap_stop_cycle", detail)]["value"] == 112176.0
+    assert by[("scalesim:sram_ifmap_start_cycle", detail)]["unit"] == "cycles"
+    reads = by[("scalesim:sram_ifmap_reads", detail)]
+    assert reads["value"] == 3294225 and reads["unit"] == "count"
+    assert json.loads(reads["config"]) == {"unit_in_file": "words"}
+    assert by[("scalesim:dram_ifmap_start_cycle", detail)]["value"] == -3243.0  # prefetch before cycle 0
+    assert by[("scalesim:dram_ofmap_writes", detail)]["value"] == 3484831
+    assert reads["source_loc"] == "line 2, column 'SRAM IFMAP Reads'" and reads["op"] == "layer0"
+    assert len([r for r in recs if r["software"] == detail]) == 18
+    bw = by[("scalesim:avg_ofmap_dram_bw", "SCALE-Sim (BANDWIDTH_REPORT)")]
+    assert bw["value"] == 31.243441697000126
+    assert by[("cycles", "SCALE-Sim v2 (COMPUTE_REPORT)")]["value"] == 112283
+
+
+def test_real_v3_reports(xfid_cli):
+    recs = _records(xfid_cli, DIR / "v3_golden_trace_calc")
+    by = {r["metric"]: r for r in recs if r["software"] == "SCALE-Sim v3 (COMPUTE_REPORT)"}
+    assert by["scalesim:total_cycles_incl_prefetch"]["value"] == 116210
+    assert by["scalesim:total_cycles_incl_prefetch"]["unit"] == "cycles"
+    assert by["cycles"]["value"] == 112283 and by["stall_cycles"]["value"] == 0
+    assert by["scalesim:compute_util"]["value"] == pytest.approx(0.9078000992063485)
+    stop = [r for r in recs if r["metric"] == "scalesim:dram_ofmap_stop_cycle"]
+    assert [r["value"] for r in stop] == [112935.0]
+
+
+def test_real_v3_sparsity_reports(xfid_cli):
+    recs = _records(xfid_cli, DIR / "v3_sparsity")
+    sparse = {r["metric"]: r for r in recs if r["software"] == "SCALE-Sim v3 (SPARSE_REPORT)"}
+    assert set(sparse) == {"scalesim:original_filter_storage", "scalesim:new_storage_filter_metadata",
+                           "scalesim:filter_metadata_storage", "scalesim:avg_filter_metadata_sram_bw"}
+    assert sparse["scalesim:original_filter_storage"]["value"] == 34848
+    assert sparse["scalesim:new_storage_filter_metadata"]["value"] == 18768.0
+    assert json.loads(sparse["scalesim:filter_metadata_storage"]["config"]) == {
+        "unit_in_file": "words", "sparsity_representation": "ellpack_block"}
+    bw = json.loads(sparse["scalesim:avg_filter_metadata_sram_bw"]["config"])
+    assert bw == {"unit_in_file": "words/cycle", "sparsity_representation": "ellpack_block"}
+    meta = [r for r in recs if r["metric"] == "scalesim:avg_filter_metadata_sram_bw"
+            and r["software"] == "SCALE-Sim v3 (BANDWIDTH_REPORT)"]
+    assert [r["value"] for r in meta] == [0.006346687822292741]
+    stall = [r["value"] for r in recs if r["metric"] == "stall_cycles"]
+    assert stall == [167136]
 
 
 def test_real_golden_compute_report(xfid_cli):
