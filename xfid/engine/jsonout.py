@@ -7,6 +7,7 @@ A store with 400k discrepancies makes a ~400 MB document; building it as dicts f
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ _SENTINEL = "@@xfid-discrepancies@@"
 
 
 def _encode_column(s: pd.Series | None, n: int) -> list[str]:
-    """The JSON text of each value, as json.dumps would write it after output.clean()."""
+    """The JSON text of each value, as json.dumps would write it after clean()."""
     if s is None:
         return ["null"] * n
     if isinstance(s.dtype, pd.CategoricalDtype):
@@ -45,9 +46,21 @@ def _encode_column(s: pd.Series | None, n: int) -> list[str]:
 _quote = json.encoder.encode_basestring_ascii  # what json.dumps writes for a str (ensure_ascii)
 
 
-def _value(v: Any) -> str:
-    from xfid.engine.output import clean
+def clean(v: Any) -> Any:
+    """A JSON-safe Python value: NaN/NA -> None, numpy scalars -> Python, lists recursively."""
+    if v is None or v is pd.NA or v is pd.NaT:
+        return None
+    if isinstance(v, (list, tuple)):
+        return [clean(x) for x in v]
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+        with contextlib.suppress(ValueError, AttributeError):
+            v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
 
+
+def _value(v: Any) -> str:
     return json.dumps(clean(v), allow_nan=False, default=str)
 
 

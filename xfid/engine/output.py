@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import math
 from collections.abc import Iterator
 from typing import Any
 
 from xfid.engine.contract import COMPARISON_COLUMNS, COVERAGE_COLUMNS, Correlation
+from xfid.engine.jsonout import clean, json_chunks
 
 DISCREPANCY_FIELDS = (
     "fingerprint", "target", "workload", "op", "metric", "stat", "candidate", "reference",
@@ -20,27 +19,6 @@ DISCREPANCY_FIELDS = (
 FORMATS = ("table", "json", "markdown", "csv")
 CSV_FLOAT = "%.10g"
 """How the CSV writes floats (whole or in pieces)."""
-
-
-def clean(v: Any) -> Any:
-    """A JSON-safe Python value: NaN/NA -> None, numpy scalars -> Python, lists recursively."""
-    if v is None:
-        return None
-    if isinstance(v, (list, tuple)):
-        return [clean(x) for x in v]
-    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
-        with contextlib.suppress(ValueError, AttributeError):
-            v = v.item()
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    try:
-        import pandas as pd
-
-        if v is pd.NA or v is pd.NaT:
-            return None
-    except ImportError:  # pragma: no cover
-        pass
-    return v
 
 
 def records(df, columns) -> list[dict[str, Any]]:
@@ -66,8 +44,6 @@ def to_dict(corr: Correlation, discrepancies: bool = True) -> dict[str, Any]:
 
 def json_pieces(corr: Correlation) -> Iterator[str]:
     """to_json(corr) in pieces, the discrepancies streamed (bounded memory on huge stores)."""
-    from xfid.engine.jsonout import json_chunks
-
     return json_chunks(to_dict(corr, discrepancies=False), corr.discrepancies, DISCREPANCY_FIELDS)
 
 

@@ -10,7 +10,9 @@ import numpy as np
 import pandas as pd
 
 from xfid.report.data import PairSection, op_class, sample_rows, shorten
-from xfid.report.render import TIME_UNITS
+
+TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
+"""Scales for seconds, largest first (axis labels here, numbers in the HTML)."""
 
 KIND_STYLE = {  # kind: (colour, marker, legend)
     "ok": ("#4c72b0", "o", "within tolerance"),

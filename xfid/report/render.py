@@ -10,8 +10,7 @@ from typing import Any
 
 from xfid.errors import ReportError
 from xfid.report.data import ReportData, age_days, is_missing, long_names, shorten
-
-TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
+from xfid.report.plots import TIME_UNITS
 
 
 def fmt_num(v: Any, digits: int = 3) -> str:
