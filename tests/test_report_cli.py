@@ -92,6 +92,7 @@ def test_report_html_from_real_tracker(tracked, tmp_path):
 
 def test_report_pdf_render(tracked, tmp_path):
     out = tmp_path / "reports" / "w48.pdf"
+    out.parent.mkdir()  # -o never creates a folder
     r = tracked("report", "--week", "2026-W48", "-o", out)
     assert r.exit_code == 0, r.output
     m = re.fullmatch(r"wrote (.+) \((\d+) pages, 1 open issues, 1 pairs\)", r.output.strip())

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from xfid.errors import XfidError
+from xfid.outfile import open_output
 from xfid.store import Store
+from xfid.textsafe import csv_safe_table
 
 
 def plain(table: pa.Table) -> pa.Table:
@@ -34,32 +33,26 @@ def write_jsonl(table: pa.Table, out) -> None:
 
 
 def export_records(store: Store, fmt: str, output: str | None, filters: Mapping[str, Sequence[str]]) -> int:
-    """Write the filtered records; returns the row count. Files are written atomically."""
+    """Write the filtered records; returns the row count. Files are written by `xfid.outfile`.
+
+    CSV text cells that a spreadsheet would read as a formula (a leading `=`, `+`, `-`, `@`,
+    tab or carriage return) get a leading `'`; numeric columns are never changed.
+    """
     table = store.read({k: list(v) for k, v in filters.items() if v})
     if fmt == "parquet" and not output:
         raise XfidError("--format parquet needs -o FILE (Parquet is binary; it does not go to a terminal)")
     if not output:
         if fmt == "csv":
             sys.stdout.flush()
-            pcsv.write_csv(plain(table), sys.stdout.buffer)
+            pcsv.write_csv(csv_safe_table(plain(table)), sys.stdout.buffer)
         else:
             write_jsonl(table, sys.stdout)
         return table.num_rows
-    dest = Path(output)
-    if dest.parent and not dest.parent.exists():
-        raise XfidError(f"cannot write {dest}: folder {dest.parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=".xfid-export-", dir=dest.parent or ".")
-    os.close(fd)
-    try:
+    with open_output(output, text=fmt == "jsonl") as f:
         if fmt == "parquet":
-            pq.write_table(table, tmp, compression="zstd")
+            pq.write_table(table, f, compression="zstd")
         elif fmt == "csv":
-            pcsv.write_csv(plain(table), tmp)
+            pcsv.write_csv(csv_safe_table(plain(table)), f)
         else:
-            with open(tmp, "w", encoding="utf-8") as f:
-                write_jsonl(table, f)
-        os.replace(tmp, dest)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+            write_jsonl(table, f)
     return table.num_rows

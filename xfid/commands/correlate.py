@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from collections.abc import Iterable
-from pathlib import Path
 
 import click
 
@@ -16,29 +12,18 @@ FORMATS = ("table", "json", "markdown", "csv")
 
 
 def write_output(text: str | Iterable[str], output: str | None) -> None:
-    """Print, or write `output` atomically (temp file + rename); `text` may come in pieces."""
+    """Print, or write `output` by `xfid.outfile`; `text` may come in pieces."""
+    from xfid.outfile import open_output
+
     pieces = [text] if isinstance(text, str) else text
     if not output:
         for piece in pieces:
             click.echo(piece, nl=False)
         return
-    path = Path(output)
-    from xfid.errors import XfidError
-
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".xfid-", dir=path.parent if str(path.parent) else ".")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                for piece in pieces:
-                    f.write(piece)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)  # nothing half-written is left behind
-            raise
-    except OSError as e:
-        raise XfidError(f"cannot write {path}: {e.strerror} (check -o)") from None
-    click.echo(f"wrote {path}", err=True)
+    with open_output(output, text=True) as f:
+        for piece in pieces:
+            f.write(piece)
+    click.echo(f"wrote {output}", err=True)
 
 
 @click.command("correlate")

@@ -37,6 +37,8 @@ def cli(app: App, week, since, until, output, as_html, targets, max_points) -> N
     period = resolve_period(week, since, until)
     data = build_report_data(app.store(create=False), app.config, period, list(targets), max_points=max_points)
     out = Path(output) if output else default_output(period.label, as_html)
+    if not output:
+        out.parent.mkdir(exist_ok=True)  # the default reports/ folder; a folder named by -o must exist
     bound_tol = float(app.config.settings.get("bound_tolerance", 0.02))
     html = render_html(data, bound_tol=bound_tol)
     if as_html:

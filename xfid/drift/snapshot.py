@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from xfid.engine.contract import Correlation
 from xfid.errors import XfidError
+from xfid.outfile import open_output
 
 FORMAT_VERSION = 1
 KEY_FIELDS = ("target", "workload", "op", "metric", "stat", "candidate", "reference", "candidate_value",
@@ -60,30 +60,22 @@ def make_snapshot(corr: Correlation, *, label: str | None = None) -> dict[str, A
 
 
 def write_snapshot(snap: dict[str, Any], path: str | os.PathLike[str]) -> Path:
-    """Write atomically; `.parquet` writes the keys as a table with the rest in its metadata."""
+    """Write by `xfid.outfile`; `.parquet` writes the keys as a table with the rest in its metadata."""
     dest = Path(path)
-    if not dest.parent.exists():
-        raise XfidError(f"cannot write {dest}: folder {dest.parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=".xfid-snapshot-", dir=dest.parent)
-    os.close(fd)
-    try:
-        if dest.suffix == ".parquet":
-            import pyarrow as pa
-            import pyarrow.parquet as pq
+    if dest.suffix == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
 
-            rows = [{"fingerprint": fp, **v} for fp, v in snap["keys"].items()]
-            table = pa.Table.from_pylist(rows) if rows else pa.table({"fingerprint": pa.array([], pa.string())})
-            meta = {k: v for k, v in snap.items() if k != "keys"}
-            table = table.replace_schema_metadata({"xfid_snapshot": json.dumps(meta, sort_keys=True)})
-            pq.write_table(table, tmp)
-        else:
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump(snap, f, indent=1, sort_keys=False)
-                f.write("\n")
-        os.replace(tmp, dest)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        rows = [{"fingerprint": fp, **v} for fp, v in snap["keys"].items()]
+        table = pa.Table.from_pylist(rows) if rows else pa.table({"fingerprint": pa.array([], pa.string())})
+        meta = {k: v for k, v in snap.items() if k != "keys"}
+        table = table.replace_schema_metadata({"xfid_snapshot": json.dumps(meta, sort_keys=True)})
+        with open_output(dest) as f:
+            pq.write_table(table, f)
+    else:
+        with open_output(dest, text=True) as f:
+            json.dump(snap, f, indent=1, sort_keys=False)
+            f.write("\n")
     return dest
 
 

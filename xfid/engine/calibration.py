@@ -202,12 +202,10 @@ def _predictions(store, config, candidate, reference, target, label, fit, fit_id
 
 def write_back(store: Store, result: CalibrationResult) -> Any:
     """Ingest the predictions as an xfid-records Parquet file kept in the store (idempotent)."""
-    import os
-    import tempfile
-
     import pyarrow.parquet as pq
 
     from xfid.ingest import IngestOptions, ingest
+    from xfid.outfile import open_output
 
     if not result.predictions.num_rows:
         raise EngineError("no calibrated predictions to write back")
@@ -218,8 +216,6 @@ def write_back(store: Store, result: CalibrationResult) -> Any:
     keep = ["fidelity", "target", "workload", "op", "metric", "stat", "value", "unit", "run", "timestamp", "config"]
     table = result.predictions.select(keep)
     if not path.exists():
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".parquet", dir=d)
-        os.close(fd)
-        pq.write_table(table, tmp, compression="zstd")
-        os.replace(tmp, path)
+        with open_output(path) as f:
+            pq.write_table(table, f, compression="zstd")
     return ingest(store, [path], IngestOptions(adapter="xfid-records"))

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from xfid.errors import XfidError
+from xfid.outfile import open_output, write_output
 
 COLUMNS = ("fidelity", "target", "workload", "op", "metric", "stat", "value", "unit", "config")
 FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".parquet": "parquet"}
@@ -41,7 +40,7 @@ def jsonl_text(records: list[dict[str, Any]]) -> str:
 
 
 def write_records(records: list[dict[str, Any]], path: str | Path) -> Path:
-    """Write records to `path` atomically (temp file + rename); the format follows the extension.
+    """Write records to `path` by `xfid.outfile`; the format follows the extension.
 
     Raises:
         XfidError: an unknown extension or a missing folder.
@@ -50,23 +49,14 @@ def write_records(records: list[dict[str, Any]], path: str | Path) -> Path:
     fmt = FORMATS.get(dest.suffix.lower())
     if fmt is None:
         raise XfidError(f"cannot write {dest}: unknown extension {dest.suffix!r}; use .csv, .jsonl or .parquet")
-    parent = dest.parent if str(dest.parent) else Path(".")
-    if not parent.is_dir():
-        raise XfidError(f"cannot write {dest}: folder {parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=".xfid-roofline-", dir=parent)
-    os.close(fd)
-    try:
-        if fmt == "parquet":
-            import pyarrow.parquet as pq
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
 
-            pq.write_table(records_table(records), tmp, compression="zstd")
-        else:
-            text = csv_text(records) if fmt == "csv" else jsonl_text(records)
-            Path(tmp).write_text(text, encoding="utf-8")
-        os.replace(tmp, dest)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        table = records_table(records)
+        with open_output(dest) as f:
+            pq.write_table(table, f, compression="zstd")
+    else:
+        write_output(dest, csv_text(records) if fmt == "csv" else jsonl_text(records))
     return dest
 
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from xfid.errors import ReportError
+from xfid.outfile import write_output
 from xfid.report.data import ReportData, age_days, is_missing, long_names, shorten
 from xfid.report.plots import TIME_UNITS
 
@@ -141,13 +140,5 @@ def render_pdf(html: str, record: list[str] | None = None) -> tuple[bytes, int]:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write via a temp file in the same directory and rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError as e:
-        Path(tmp).unlink(missing_ok=True)
-        raise ReportError(f"cannot write {path}: {e.strerror or e}") from None
+    """Write by `xfid.outfile` (atomic over a regular file; a missing folder is an error)."""
+    write_output(path, data, error=ReportError)

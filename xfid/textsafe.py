@@ -1,0 +1,75 @@
+"""Untrusted text made safe to print or to open in a spreadsheet.
+
+File names, op names and error excerpts come from files xfid did not write. Printed raw, a
+control character can move the cursor, clear the screen or retitle the terminal, and a bidi
+override can make `evil.exe\u202etxt.csv` read as something else; `terminal()` shows each
+such character as a visible escape instead. A CSV cell that starts with `=`, `+`, `-`, `@`,
+a tab or a carriage return is a formula to a spreadsheet; `csv_cell()` prefixes it with a
+single quote (as OWASP advises), and `csv_safe_table()` does so for every text column of a
+table, never for numbers.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import click
+
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""C0 and C1 controls except tab and newline; bidi marks, embeddings, overrides and isolates."""
+
+_FORMULA = re.compile(r"^[=+\-@\t\r]")
+FORMULA_START = "=+-@\t\r"
+"""First characters that make a spreadsheet read a cell as a formula."""
+
+
+def _escape(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def terminal(text: Any) -> str:
+    """`text` with control and bidi characters replaced by visible `\\xNN` / `\\uNNNN` escapes."""
+    s = text if isinstance(text, str) else str(text)
+    return _UNSAFE.sub(_escape, s) if _UNSAFE.search(s) else s
+
+
+def echo(text: Any = "", **kwargs: Any) -> None:
+    """click.echo of `terminal(text)`."""
+    click.echo(terminal(text), **kwargs)
+
+
+def csv_cell(text: str) -> str:
+    """A text cell a spreadsheet shows as text: a leading `'` before a formula-like start."""
+    return "'" + text if text and text[0] in FORMULA_START else text
+
+
+def csv_safe_table(table: Any) -> Any:
+    """A pyarrow table whose string columns have `csv_cell` applied (numbers untouched)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cols = []
+    for col in table.columns:
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            hit = pc.fill_null(pc.match_substring_regex(col, _FORMULA.pattern), False)
+            if pc.any(hit).as_py():
+                col = pc.if_else(hit, pc.binary_join_element_wise(pa.scalar("'", col.type), col, ""), col)
+        cols.append(col)
+    return pa.Table.from_arrays(cols, names=table.column_names)
+
+
+def csv_safe_frame(df: Any) -> Any:
+    """A pandas frame whose object (text) columns have `csv_cell` applied (numbers untouched)."""
+    out = None
+    for c in df.columns:
+        if df[c].dtype != object:
+            continue
+        s = df[c]
+        hit = s.map(lambda v: isinstance(v, str) and bool(v) and v[0] in FORMULA_START)
+        if hit.any():
+            if out is None:
+                out = df.copy()
+            out[c] = s.where(~hit, "'" + s.where(hit, ""))
+    return df if out is None else out
