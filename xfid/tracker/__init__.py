@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
-from xfid.tracker.lifecycle import ACTIONS, ACTIVE, AUTO, FILING_KINDS, STATES, allowed_actions
-from xfid.tracker.tracker import CheckSummary, Tracker
+from xfid.tracker.lifecycle import (
+    ACTIONS,
+    ACTIVE,
+    AUTO,
+    EVENTS,
+    FILING_KINDS,
+    STATES,
+    TransitionRefused,
+    allowed_actions,
+    apply,
+)
+from xfid.tracker.recording import CheckSummary
+from xfid.tracker.tracker import Tracker
 
-__all__ = ["ACTIONS", "ACTIVE", "AUTO", "FILING_KINDS", "STATES", "CheckSummary", "Tracker", "allowed_actions"]
+__all__ = ["ACTIONS", "ACTIVE", "AUTO", "EVENTS", "FILING_KINDS", "STATES", "CheckSummary", "Tracker",
+           "TransitionRefused", "allowed_actions", "apply"]

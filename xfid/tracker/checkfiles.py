@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import sqlite3
 import time
 import uuid
 from pathlib import Path
@@ -67,12 +66,14 @@ def discard(*paths: Path | None) -> None:
                 p.unlink()
 
 
-def sweep(root: Path, conn: sqlite3.Connection) -> list[Path]:
-    """Remove check files no committed check names, and stale temp files. Call under the write lock."""
+def sweep(root: Path, known: set[str]) -> list[Path]:
+    """Remove check files not in `known` (the committed checks' files), and stale temp files.
+
+    Call under the write lock.
+    """
     d = checks_dir(root)
     if not d.is_dir():
         return []
-    known = {r[0] for r in conn.execute("SELECT rows_file FROM checks WHERE rows_file IS NOT NULL")}
     gone = []
     now = time.time()
     for f in d.iterdir():

@@ -1,11 +1,17 @@
-"""The tracker's SQLite tables (versioned migrations) and value conversions for them."""
+"""The tracker's SQL: tables (versioned migrations), every statement, and value conversions.
+
+Nothing else in xfid.tracker writes SQL; a second database backend replaces this module's functions.
+"""
 
 from __future__ import annotations
 
 import json
 import math
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
+
+from xfid.store import migrate
 
 MIGRATIONS: list[str] = [
     """
@@ -72,6 +78,10 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX transitions_issue ON transitions(issue_num);
     CREATE INDEX transitions_time ON transitions(time);
+    """,
+    # the op-map coverage table each check saw (JSON records), read by the report
+    """
+    ALTER TABLE checks ADD COLUMN coverage TEXT;
     """,
 ]
 
@@ -149,5 +159,181 @@ def dumps(v: Any) -> str:
     return json.dumps(plain(v), sort_keys=True)
 
 
-def row_dict(r: sqlite3.Row | None) -> dict[str, Any] | None:
+KEY_COLUMNS = ("target", "workload", "op", "metric", "stat", "candidate", "reference")
+LATEST_COLUMNS = ("kind", "severity", "candidate_value", "reference_value", "unit", "rel_error", "tolerance")
+ISSUE_COLUMNS = frozenset((
+    "state", *KEY_COLUMNS, *LATEST_COLUMNS, "owner", "waiver_reason", "waiver_until", "waiver_max_error",
+    "clean_streak", "first_seen", "last_seen", "first_check", "last_check", "updated_at"))
+TRANSITION_EXTRA = ("note", "owner", "reason", "until", "max_error")
+HISTORY_COLUMNS = ("time", "actor", "action", "from_state", "to_state", *TRANSITION_EXTRA, "check_id")
+CHECK_COLUMNS = ("id", "time", "actor", "label", "config_hash", "rows_file", "n_rows")
+CHECK_JSON = ("sources", "counts", "comparisons", "settings")
+
+
+def setup(conn: sqlite3.Connection) -> None:
+    """Create or upgrade the tracker tables."""
+    migrate(conn, "tracker", MIGRATIONS)
+
+
+# --- issues ------------------------------------------------------------------------------
+def next_issue_number(conn: sqlite3.Connection) -> int:
+    """The next XF-N number (never reused, even after a deleted issue). Inside a write transaction."""
+    return int(conn.execute("UPDATE tracker_seq SET value = value + 1 WHERE name='issue' RETURNING value")
+               .fetchone()[0])
+
+
+def insert_issue(conn: sqlite3.Connection, values: dict[str, Any]) -> None:
+    _check_columns(values, {"num", "fingerprint"})
+    cols = list(values)
+    conn.execute(f"INSERT INTO issues ({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})",
+                 [values[c] for c in cols])
+
+
+def update_issue(conn: sqlite3.Connection, num: int, values: dict[str, Any]) -> None:
+    if not values:
+        return
+    _check_columns(values, set())
+    conn.execute(f"UPDATE issues SET {', '.join(f'{c}=?' for c in values)} WHERE num=?", (*values.values(), num))
+
+
+def _check_columns(values: dict[str, Any], extra: set[str]) -> None:
+    bad = set(values) - ISSUE_COLUMNS - extra
+    if bad:  # column names are put into the statement: only the table's own are allowed
+        raise ValueError(f"not issue columns: {sorted(bad)}")
+
+
+def issue_row(conn: sqlite3.Connection, num: int) -> dict[str, Any] | None:
+    r = conn.execute("SELECT * FROM issues WHERE num=?", (num,)).fetchone()
     return None if r is None else dict(r)
+
+
+def issues_by_fingerprint(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
+    return {r["fingerprint"]: dict(r) for r in conn.execute("SELECT * FROM issues")}
+
+
+def select_issues(conn: sqlite3.Connection, equal: dict[str, Any], severity_min: float | None) -> list[dict[str, Any]]:
+    """Issues ordered by number where each given column equals its value (None: any)."""
+    q, args = "SELECT * FROM issues WHERE 1=1", list[Any]()
+    for col, v in equal.items():
+        if col not in ISSUE_COLUMNS:
+            raise ValueError(f"not an issue column: {col!r}")
+        if v is not None:
+            q += f" AND {col}=?"
+            args.append(v)
+    if severity_min is not None:
+        q += " AND severity >= ?"
+        args.append(float(severity_min))
+    return [dict(r) for r in conn.execute(q + " ORDER BY num", args)]
+
+
+def count_in_states(conn: sqlite3.Connection, states: Sequence[str]) -> int:
+    return int(conn.execute(f"SELECT COUNT(*) FROM issues WHERE state IN ({','.join('?' * len(states))})",
+                            tuple(states)).fetchone()[0])
+
+
+def number_range(conn: sqlite3.Connection) -> tuple[int | None, int | None, int]:
+    """(lowest, highest, count) of the issue numbers."""
+    r = conn.execute("SELECT MIN(num), MAX(num), COUNT(*) FROM issues").fetchone()
+    return r[0], r[1], int(r[2])
+
+
+def waivers_due(conn: sqlite3.Connection, today: str) -> list[dict[str, Any]]:
+    """Waived issues whose expiry date is before `today` (YYYY-MM-DD)."""
+    return [dict(r) for r in conn.execute(
+        "SELECT * FROM issues WHERE state='waived' AND waiver_until < ? ORDER BY num", (today,))]
+
+
+def any_waiver_due(conn: sqlite3.Connection, today: str) -> bool:
+    return conn.execute("SELECT 1 FROM issues WHERE state='waived' AND waiver_until < ? LIMIT 1",
+                        (today,)).fetchone() is not None
+
+
+# --- transitions and observations -------------------------------------------------------
+def insert_transition(conn: sqlite3.Connection, num: int, check_id: int | None, time: str, actor: str,
+                      action: str, from_state: str | None, to_state: str, extra: dict[str, Any]) -> None:
+    conn.execute(
+        "INSERT INTO transitions (issue_num, check_id, time, actor, action, from_state, to_state,"
+        f" {', '.join(TRANSITION_EXTRA)}) VALUES ({','.join('?' * (7 + len(TRANSITION_EXTRA)))})",
+        (num, check_id, time, actor, action, from_state, to_state, *(extra.get(k) for k in TRANSITION_EXTRA)))
+
+
+def history(conn: sqlite3.Connection, num: int) -> list[dict[str, Any]]:
+    return [{k: r[k] for k in HISTORY_COLUMNS}
+            for r in conn.execute("SELECT * FROM transitions WHERE issue_num=? ORDER BY id", (num,))]
+
+
+def insert_observation(conn: sqlite3.Connection, num: int, check_id: int, time: str, row: dict[str, Any]) -> None:
+    conn.execute(
+        f"INSERT INTO observations (issue_num, check_id, time, {', '.join(OBSERVATION_FIELDS)})"
+        f" VALUES ({','.join('?' * (3 + len(OBSERVATION_FIELDS)))})",
+        (num, check_id, time, *observation_values(row)))
+
+
+def observations(conn: sqlite3.Connection, num: int) -> list[dict[str, Any]]:
+    rows = conn.execute("SELECT o.*, c.label AS check_label FROM observations o JOIN checks c ON c.id = o.check_id"
+                        " WHERE o.issue_num=? ORDER BY o.id", (num,))
+    return [{k: v for k, v in dict(r).items() if k not in ("id", "issue_num")} for r in rows]
+
+
+def transitions_between(conn: sqlite3.Connection, since: str | None, until: str | None) -> list[dict[str, Any]]:
+    """Transitions with since <= time < until joined with their issue's key, oldest first."""
+    q, args = _window("SELECT t.*, i.fingerprint, i.kind, i.target, i.workload, i.op, i.metric, i.stat,"
+                      " i.candidate, i.reference FROM transitions t JOIN issues i ON i.num = t.issue_num"
+                      " WHERE 1=1", "t.time", since, until)
+    return [dict(r) for r in conn.execute(q + " ORDER BY t.id", args)]
+
+
+# --- checks -------------------------------------------------------------------------------
+def insert_check(conn: sqlite3.Connection, time: str, actor: str, label: str | None, config_hash: str,
+                 sources: Any, comparisons: Any, settings: Any, coverage: Any, n_rows: int) -> int:
+    cur = conn.execute(
+        "INSERT INTO checks (time, actor, label, config_hash, sources, counts, comparisons, settings,"
+        " rows_file, n_rows, coverage) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        (time, actor, label, config_hash, dumps(sources), "{}", dumps(comparisons), dumps(settings), None,
+         n_rows, None if coverage is None else dumps(coverage)))
+    return int(cur.lastrowid or 0)
+
+
+def finish_check(conn: sqlite3.Connection, check_id: int, counts: dict[str, int], rows_file: str) -> None:
+    conn.execute("UPDATE checks SET counts=?, rows_file=? WHERE id=?", (dumps(counts), rows_file, check_id))
+
+
+def select_checks(conn: sqlite3.Connection, since: str | None, until: str | None) -> list[dict[str, Any]]:
+    """Checks with since <= time < until, oldest first; JSON columns decoded (coverage left out)."""
+    q, args = _window("SELECT * FROM checks WHERE 1=1", "time", since, until)
+    out = []
+    for r in conn.execute(q + " ORDER BY id", args):
+        d = {k: r[k] for k in CHECK_COLUMNS}
+        for k in CHECK_JSON:
+            d[k] = json.loads(r[k])
+        out.append(d)
+    return out
+
+
+def check_field(conn: sqlite3.Connection, check_id: int, column: str) -> tuple[bool, Any]:
+    """(the check exists, its `column`: rows_file or coverage)."""
+    if column not in ("rows_file", "coverage"):
+        raise ValueError(f"not a check column: {column!r}")
+    r = conn.execute(f"SELECT {column} FROM checks WHERE id=?", (int(check_id),)).fetchone()
+    return (False, None) if r is None else (True, r[0])
+
+
+def last_check_id(conn: sqlite3.Connection) -> int | None:
+    return conn.execute("SELECT MAX(id) FROM checks").fetchone()[0]
+
+
+def rows_files(conn: sqlite3.Connection) -> set[str]:
+    """The saved-rows file names of every committed check."""
+    return {r[0] for r in conn.execute("SELECT rows_file FROM checks WHERE rows_file IS NOT NULL")}
+
+
+def _window(query: str, column: str, since: str | None, until: str | None) -> tuple[str, list[Any]]:
+    """`query` narrowed to since <= column < until (either bound optional), with its arguments."""
+    args: list[Any] = []
+    if since is not None:
+        query += f" AND {column} >= ?"
+        args.append(since)
+    if until is not None:
+        query += f" AND {column} < ?"
+        args.append(until)
+    return query, args

@@ -23,16 +23,71 @@ ACTIONS: dict[str, dict[str, str]] = {
     "note": {s: s for s in STATES},
 }
 
+NEW = ""
+"""The state of an issue that does not exist yet (only `detected` applies to it)."""
+
 # Automatic events applied by checks (and waiver expiry on reads): event -> {from: to}.
 AUTO: dict[str, dict[str, str]] = {
-    "detected": {"": "open"},
+    "detected": {NEW: "open"},
     "recurred": {"resolved": "reopened"},
     "auto_resolved": {s: "resolved" for s in (*ACTIVE, "waived")},
     "waiver_expired": {"waived": "open"},
     "waiver_exceeded": {"waived": "open"},
 }
 
+EVENTS: dict[str, dict[str, str]] = {**ACTIONS, **AUTO}
+"""Every event that can change an issue's state, manual and automatic."""
+
 _ID = re.compile(r"^\s*(?:XF-)?(\d+)\s*$", re.IGNORECASE)
+
+
+class TransitionRefused(TrackerError):
+    """An event that does not apply to the issue's state (`allowed` lists those that do)."""
+
+    def __init__(self, state: str, event: str):
+        self.state, self.event = state, event
+        self.allowed = allowed_events(state)
+        shown = state or "not filed yet"
+        super().__init__(f"an issue that is {shown} cannot take {event!r}; allowed from {shown}: "
+                         f"{', '.join(self.allowed) or 'nothing'}")
+
+    def for_issue(self, issue_id: str) -> TrackerError:
+        """The same refusal worded for one issue and the manual actions (what the CLI prints)."""
+        return TrackerError(f"{issue_id} is {self.state}: cannot {self.event} it; allowed from {self.state}: "
+                            f"{', '.join(allowed_actions(self.state))}")
+
+
+def apply(state: str | None, event: str) -> str:
+    """The state after `event` on an issue in `state` (None or NEW: not filed yet). Pure.
+
+    Raises:
+        TrackerError: an unknown event (the known ones listed).
+        TransitionRefused: an event that does not apply to `state`.
+    """
+    table = EVENTS.get(event)
+    if table is None:
+        raise TrackerError(f"unknown action {event!r}; actions: {', '.join(ACTIONS)}")
+    current = NEW if state is None else state
+    if current not in table:
+        raise TransitionRefused(current, event)
+    return table[current]
+
+
+WAIVER_COLUMNS = ("waiver_reason", "waiver_until", "waiver_max_error")
+
+
+def row_changes(state: str | None, event: str, new_state: str) -> dict[str, object]:
+    """What a transition does to the issue row besides its state. Pure.
+
+    Leaving `waived` ends the waiver; a manual action that changes the state restarts the
+    count of clean checks (automatic events keep it: auto-resolve records the streak it reached).
+    """
+    out: dict[str, object] = {}
+    if new_state != "waived":
+        out.update(dict.fromkeys(WAIVER_COLUMNS))
+    if event in ACTIONS and new_state != state:
+        out["clean_streak"] = 0
+    return out
 
 
 def allowed_actions(state: str) -> list[str]:
@@ -40,25 +95,9 @@ def allowed_actions(state: str) -> list[str]:
     return [a for a, table in ACTIONS.items() if state in table]
 
 
-def next_state(issue_id: str, state: str, action: str) -> str:
-    """The state after a manual `action` on an issue in `state`.
-
-    Raises:
-        TrackerError: an unknown action, or one not allowed from `state` (the allowed ones listed).
-    """
-    if action not in ACTIONS:
-        raise TrackerError(f"unknown action {action!r}; actions: {', '.join(ACTIONS)}")
-    table = ACTIONS[action]
-    if state not in table:
-        raise TrackerError(
-            f"{issue_id} is {state}: cannot {action} it; allowed from {state}: {', '.join(allowed_actions(state))}"
-        )
-    return table[state]
-
-
-def auto_state(state: str, event: str) -> str | None:
-    """The state after an automatic `event`, or None when the event does not apply to `state`."""
-    return AUTO[event].get(state)
+def allowed_events(state: str) -> list[str]:
+    """Manual and automatic events that are valid from `state`, in a stable order."""
+    return [e for e, table in EVENTS.items() if state in table]
 
 
 def parse_id(issue_id: str) -> int:

@@ -2,23 +2,51 @@
 
 from __future__ import annotations
 
+import sqlite3
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xfid.errors import TrackerError
 from xfid.store import write_tx
-from xfid.tracker import checkfiles
-from xfid.tracker.db import OBSERVATION_FIELDS, as_float, as_text, dumps, observation_values, plain
+from xfid.tracker import checkfiles, db, transitions
+from xfid.tracker.db import KEY_COLUMNS, LATEST_COLUMNS, as_float, as_text, plain
 from xfid.tracker.lifecycle import ACTIVE, FILING_KINDS, format_id, stamp
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from xfid.engine.contract import Correlation
-    from xfid.tracker.tracker import CheckSummary, Tracker
+    from xfid.engine import Correlation
 
-KEY = ("target", "workload", "op", "metric", "stat", "candidate", "reference")
-LATEST = ("kind", "severity", "candidate_value", "reference_value", "unit", "rel_error", "tolerance")
+
+@dataclass
+class CheckSummary:
+    """What one check changed: issue ids per outcome, and the counts."""
+
+    check_id: int
+    time: str
+    new: list[str] = field(default_factory=list)
+    reopened: list[str] = field(default_factory=list)
+    resolved: list[str] = field(default_factory=list)
+    still_open: list[str] = field(default_factory=list)
+    waived: list[str] = field(default_factory=list)
+    unwaived: list[str] = field(default_factory=list)  # waiver expired or exceeded at this check
+    total_open: int = 0
+    missing_reference: int = 0
+    rows: int = 0
+
+    def counts(self) -> dict[str, int]:
+        """The counts stored with the check (`Tracker.checks()[i]["counts"]`)."""
+        return {"new": len(self.new), "reopened": len(self.reopened), "resolved": len(self.resolved),
+                "still_open": len(self.still_open), "waived": len(self.waived),
+                "unwaived": len(self.unwaived), "total_open": self.total_open,
+                "missing_reference": self.missing_reference, "rows": self.rows}
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["counts"] = self.counts()
+        return d
 
 
 def _frame(corr: Correlation) -> pd.DataFrame:
@@ -50,11 +78,16 @@ def _comparisons(corr: Correlation) -> list[dict[str, Any]]:
     return [plain(r) for r in top.to_dict("records")]
 
 
-def record(tr: Tracker, corr: Correlation, *, actor: str, now: datetime, label: str | None,
-           k: int) -> CheckSummary:
-    """The body of Tracker.record_check (see there)."""
-    from xfid.tracker.tracker import CheckSummary
+def _coverage(corr: Correlation) -> list[dict[str, Any]] | None:
+    c = getattr(corr, "coverage", None)
+    if c is None:
+        return None
+    return [plain(r) for r in c.to_dict("records")]
 
+
+def record(conn: sqlite3.Connection, root: Path, corr: Correlation, *, actor: str, now: datetime,
+           label: str | None, k: int) -> CheckSummary:
+    """Record one check (the body of Tracker.record_check: see there)."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise TrackerError(f"resolve_after (clean checks to resolve) must be an integer >= 1, got {k!r}")
     rows = _frame(corr)
@@ -62,8 +95,8 @@ def record(tr: Tracker, corr: Correlation, *, actor: str, now: datetime, label: 
     filed = rows[kinds.isin(FILING_KINDS).fillna(False)]
     if filed["fingerprint"].isna().any():
         bad = filed[filed["fingerprint"].isna()].iloc[0]
-        raise TrackerError(f"correlation row {bad.name} ({', '.join(str(bad.get(c)) for c in KEY)}) has no "
-                           "fingerprint (the engine must fill it: xfid.engine.fingerprint)")
+        raise TrackerError(f"correlation row {bad.name} ({', '.join(str(bad.get(c)) for c in KEY_COLUMNS)}) has "
+                           "no fingerprint (the engine must fill it: xfid.engine.fingerprint)")
     if "severity" in filed.columns:
         filed = filed.assign(_sev=filed["severity"].map(as_float).fillna(-1.0))
         filed = filed.sort_values("_sev", ascending=False, kind="stable").drop(columns="_sev")
@@ -71,91 +104,68 @@ def record(tr: Tracker, corr: Correlation, *, actor: str, now: datetime, label: 
     clean = set(rows.loc[(kinds == "ok").fillna(False), "fingerprint"].astype(str)) - set(filed["fingerprint"].astype(str))
     summary = CheckSummary(check_id=0, time=stamp(now), rows=len(rows),
                            missing_reference=int((kinds == "missing_reference").fillna(False).sum()))
-    tmp = checkfiles.write_temp(tr.store.root, rows)
+    tmp = checkfiles.write_temp(root, rows)
     final = None
-    conn = tr.conn
     try:
         with write_tx(conn):
-            checkfiles.sweep(tr.store.root, conn)
-            cur = conn.execute(
-                "INSERT INTO checks (time, actor, label, config_hash, sources, counts, comparisons, settings,"
-                " rows_file, n_rows) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (stamp(now), actor, label, corr.config_hash or "", dumps(corr.sources or []), "{}",
-                 dumps(_comparisons(corr)), dumps(corr.settings or {}), None, len(rows)))
-            cid = summary.check_id = int(cur.lastrowid or 0)
-            unwaived = set(tr._expire(now, actor=actor, check_id=cid))
-            existing = {r["fingerprint"]: dict(r) for r in conn.execute("SELECT * FROM issues")}
+            checkfiles.sweep(root, db.rows_files(conn))
+            cid = summary.check_id = db.insert_check(
+                conn, stamp(now), actor, label, corr.config_hash or "", corr.sources or [], _comparisons(corr),
+                corr.settings or {}, _coverage(corr), len(rows))
+            unwaived = set(transitions.expire_waivers(conn, now, actor=actor, check_id=cid))
+            existing = db.issues_by_fingerprint(conn)
             for row in filed.to_dict("records"):
-                _observe(tr, cid, now, actor, row, existing.get(str(row["fingerprint"])), summary, unwaived)
-            for fp in clean:
+                _observe(conn, cid, now, actor, row, existing.get(str(row["fingerprint"])), summary, unwaived)
+            for fp in sorted(clean):
                 iss = existing.get(fp)
                 if iss is None or iss["state"] not in (*ACTIVE, "waived"):
                     continue
                 streak = int(iss["clean_streak"] or 0) + 1
                 if streak >= k:
-                    conn.execute("UPDATE issues SET state='resolved', clean_streak=?, waiver_reason=NULL,"
-                                 " waiver_until=NULL, waiver_max_error=NULL, updated_at=? WHERE num=?",
-                                 (streak, stamp(now), iss["num"]))
-                    tr._log(iss["num"], cid, now, actor, "auto_resolved", iss["state"], "resolved",
-                            note=f"within tolerance in {streak} consecutive check(s) (resolve_after = {k})")
+                    transitions.write(conn, iss, "auto_resolved", actor=actor, now=now, check_id=cid,
+                                      values={"clean_streak": streak},
+                                      note=f"within tolerance in {streak} consecutive check(s) (resolve_after = {k})")
                     summary.resolved.append(format_id(iss["num"]))
                 else:
-                    conn.execute("UPDATE issues SET clean_streak=? WHERE num=?", (streak, iss["num"]))
+                    db.update_issue(conn, iss["num"], {"clean_streak": streak})
             summary.unwaived.extend(format_id(n) for n in sorted(unwaived))
             for lst in (summary.new, summary.reopened, summary.resolved, summary.still_open, summary.waived):
                 lst.sort(key=lambda s: int(s[3:]))
-            summary.total_open = conn.execute(
-                f"SELECT COUNT(*) FROM issues WHERE state IN ({','.join('?' * len(ACTIVE))})", ACTIVE).fetchone()[0]
-            final = checkfiles.publish(tr.store.root, tmp, cid)
-            conn.execute("UPDATE checks SET counts=?, rows_file=? WHERE id=?",
-                         (dumps(summary.counts()), final.name, cid))
+            summary.total_open = db.count_in_states(conn, ACTIVE)
+            final = checkfiles.publish(root, tmp, cid)
+            db.finish_check(conn, cid, summary.counts(), final.name)
     except BaseException:
         checkfiles.discard(tmp, final)
         raise
     return summary
 
 
-def _observe(tr: Tracker, cid: int, now: datetime, actor: str, row: dict[str, Any],
+def _observe(conn: sqlite3.Connection, cid: int, now: datetime, actor: str, row: dict[str, Any],
              iss: dict[str, Any] | None, summary: CheckSummary, unwaived: set[int]) -> None:
     """File or update the issue of one discrepancy row, and add its observation."""
-    conn = tr.conn
     t = stamp(now)
-    latest = [as_float(row.get(f)) if f not in ("kind", "unit") else as_text(row.get(f)) for f in LATEST]
+    latest = {f: as_text(row.get(f)) if f in ("kind", "unit") else as_float(row.get(f)) for f in LATEST_COLUMNS}
+    seen = {**latest, "clean_streak": 0, "last_seen": t, "last_check": cid}
     if iss is None:
-        num = conn.execute("UPDATE tracker_seq SET value = value + 1 WHERE name='issue' RETURNING value").fetchone()[0]
-        conn.execute(
-            f"INSERT INTO issues (num, fingerprint, state, {', '.join(KEY)}, {', '.join(LATEST)},"
-            " clean_streak, first_seen, last_seen, first_check, last_check, updated_at)"
-            f" VALUES ({','.join('?' * (3 + len(KEY) + len(LATEST) + 6))})",
-            (num, str(row["fingerprint"]), "open", *[as_text(row.get(c)) for c in KEY], *latest,
-             0, t, t, cid, cid, t))
-        tr._log(num, cid, now, actor, "detected", None, "open", note=f"first seen in check {cid}")
+        num = transitions.write(
+            conn, None, "detected", actor=actor, now=now, check_id=cid, note=f"first seen in check {cid}",
+            values={"fingerprint": str(row["fingerprint"]), **{c: as_text(row.get(c)) for c in KEY_COLUMNS},
+                    **seen, "first_seen": t, "first_check": cid}).num
         summary.new.append(format_id(num))
     else:
-        num, state, new_state = iss["num"], iss["state"], iss["state"]
+        num, state = int(iss["num"]), iss["state"]
         rel = as_float(row.get("rel_error"))
+        bound = iss["waiver_max_error"]
         if state == "resolved":
-            new_state = "reopened"
-            tr._log(num, cid, now, actor, "recurred", state, new_state, note=f"seen again in check {cid}")
+            transitions.write(conn, iss, "recurred", actor=actor, now=now, check_id=cid, values=seen,
+                              note=f"seen again in check {cid}")
             summary.reopened.append(format_id(num))
-        elif state == "waived":
-            bound = iss["waiver_max_error"]
-            if bound is not None and rel is not None and abs(rel) > bound:
-                new_state = "open"
-                tr._log(num, cid, now, actor, "waiver_exceeded", state, new_state,
-                        note=f"|rel_error| {abs(rel):.4g} > waiver bound {bound:.4g} in check {cid}")
-                unwaived.add(num)
-                summary.still_open.append(format_id(num))
-            else:
-                summary.waived.append(format_id(num))
-        else:
+        elif state == "waived" and bound is not None and rel is not None and abs(rel) > bound:
+            transitions.write(conn, iss, "waiver_exceeded", actor=actor, now=now, check_id=cid, values=seen,
+                              note=f"|rel_error| {abs(rel):.4g} > waiver bound {bound:.4g} in check {cid}")
+            unwaived.add(num)
             summary.still_open.append(format_id(num))
-        extra = ", waiver_reason=NULL, waiver_until=NULL, waiver_max_error=NULL" if new_state != state and state == "waived" else ""
-        conn.execute(
-            f"UPDATE issues SET state=?, {', '.join(f'{c}=?' for c in LATEST)}, clean_streak=0,"
-            f" last_seen=?, last_check=?, updated_at=?{extra} WHERE num=?",
-            (new_state, *latest, t, cid, t, num))
-    conn.execute(
-        f"INSERT INTO observations (issue_num, check_id, time, {', '.join(OBSERVATION_FIELDS)})"
-        f" VALUES ({','.join('?' * (3 + len(OBSERVATION_FIELDS)))})",
-        (num, cid, t, *observation_values(row)))
+        else:  # still there, its state unchanged
+            db.update_issue(conn, num, {**seen, "updated_at": t})
+            (summary.waived if state == "waived" else summary.still_open).append(format_id(num))
+    db.insert_observation(conn, num, cid, t, row)

@@ -8,7 +8,8 @@ import json
 import re
 from typing import Any
 
-from xfid.tracker.tracker import ISSUE_KEYS, CheckSummary
+from xfid.tracker.recording import CheckSummary
+from xfid.tracker.tracker import ISSUE_KEYS
 
 _CTRL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 MAX_IDS = 12

@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, date, datetime, timedelta
-from datetime import time as dtime
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 from xfid.errors import TrackerError
-from xfid.store import migrate, write_tx
-from xfid.tracker import checkfiles, lifecycle
-from xfid.tracker.db import MIGRATIONS
-from xfid.tracker.lifecycle import FILING_KINDS, STATES, format_id, stamp, utc
+from xfid.store import write_tx
+from xfid.tracker import checkfiles, db, lifecycle, transitions
+from xfid.tracker.lifecycle import FILING_KINDS, STATES, TransitionRefused, format_id, stamp, utc
+from xfid.tracker.recording import CheckSummary, record
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from xfid.engine.contract import Correlation
+    from xfid.engine import Correlation
     from xfid.store import Store
 
 SYSTEM_ACTOR = "xfid"
@@ -28,46 +25,11 @@ ISSUE_KEYS = ("id", "fingerprint", "state", "kind", "severity", "target", "workl
 EXTRA_KEYS = ("unit", "tolerance", "waiver_reason", "waiver_until", "waiver_max_error", "clean_streak",
               "first_check", "last_check", "updated_at")
 
-
-def _window(query: str, column: str, since: datetime | None, until: datetime | None) -> tuple[str, list[Any]]:
-    """`query` narrowed to since <= column < until (either bound optional), with its arguments."""
-    args: list[Any] = []
-    if since is not None:
-        query += f" AND {column} >= ?"
-        args.append(stamp(since))
-    if until is not None:
-        query += f" AND {column} < ?"
-        args.append(stamp(until))
-    return query, args
+__all__ = ["EXTRA_KEYS", "ISSUE_KEYS", "SYSTEM_ACTOR", "CheckSummary", "Tracker", "issue_dict"]
 
 
-@dataclass
-class CheckSummary:
-    """What one check changed: issue ids per outcome, and the counts."""
-
-    check_id: int
-    time: str
-    new: list[str] = field(default_factory=list)
-    reopened: list[str] = field(default_factory=list)
-    resolved: list[str] = field(default_factory=list)
-    still_open: list[str] = field(default_factory=list)
-    waived: list[str] = field(default_factory=list)
-    unwaived: list[str] = field(default_factory=list)  # waiver expired or exceeded at this check
-    total_open: int = 0
-    missing_reference: int = 0
-    rows: int = 0
-
-    def counts(self) -> dict[str, int]:
-        """The counts stored with the check (`Tracker.checks()[i]["counts"]`)."""
-        return {"new": len(self.new), "reopened": len(self.reopened), "resolved": len(self.resolved),
-                "still_open": len(self.still_open), "waived": len(self.waived),
-                "unwaived": len(self.unwaived), "total_open": self.total_open,
-                "missing_reference": self.missing_reference, "rows": self.rows}
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["counts"] = self.counts()
-        return d
+def _stamp(t: datetime | None) -> str | None:
+    return None if t is None else stamp(t)
 
 
 def issue_dict(r: sqlite3.Row | dict[str, Any]) -> dict[str, Any]:
@@ -86,7 +48,7 @@ class Tracker:
         self.store = store
         self.conn = store.conn
         try:
-            migrate(self.conn, "tracker", MIGRATIONS)
+            db.setup(self.conn)
         except sqlite3.DatabaseError as e:
             raise TrackerError(f"{store.db_path}: cannot set up the tracker tables: {e} (run `xfid doctor`)") from None
 
@@ -96,7 +58,8 @@ class Tracker:
         """Record one check: file new issues, reopen recurring ones, auto-resolve clean ones.
 
         Args:
-            corr: the correlation of this check; its rows are saved under `<store>/checks/`.
+            corr: the correlation of this check; its rows are saved under `<store>/checks/`, its
+                op-map coverage table with the check.
             actor: who ran the check (recorded on every automatic transition).
             now: the check time (default: the current time, UTC).
             label: a free label (a commit, "nightly", ...).
@@ -108,9 +71,8 @@ class Tracker:
         Raises:
             TrackerError: K < 1 or rows without the contract columns.
         """
-        from xfid.tracker.recording import record
-
-        return record(self, corr, actor=actor, now=utc(now), label=label, k=clean_checks_to_resolve)
+        return record(self.conn, self.store.root, corr, actor=actor, now=utc(now), label=label,
+                      k=clean_checks_to_resolve)
 
     def transition(self, issue_id: str, action: str, *, actor: str, note: str | None = None,
                    owner: str | None = None, reason: str | None = None, until: date | str | None = None,
@@ -126,78 +88,46 @@ class Tracker:
         iid = format_id(num)
         if action not in lifecycle.ACTIONS:
             raise TrackerError(f"unknown action {action!r}; actions: {', '.join(lifecycle.ACTIONS)}")
-        sets: dict[str, Any] = {}
         if action == "ack":
             if not owner or not owner.strip():
                 raise TrackerError(f"acknowledging {iid} needs an owner (--owner NAME)")
-            sets["owner"] = owner = owner.strip()
+            owner = owner.strip()
         elif action == "waive":
             reason, day, max_error = lifecycle.check_waiver(iid, reason, until, max_error, now.date())
             until = day.isoformat()
-            sets.update(waiver_reason=reason, waiver_until=until, waiver_max_error=max_error)
         elif action == "note" and (not note or not note.strip()):
             raise TrackerError(f"a note on {iid} needs text (--note TEXT)")
         with write_tx(self.conn):
-            self._expire(now, actor=SYSTEM_ACTOR)
-            row = self.conn.execute("SELECT * FROM issues WHERE num=?", (num,)).fetchone()
+            transitions.expire_waivers(self.conn, now, actor=SYSTEM_ACTOR)
+            row = db.issue_row(self.conn, num)
             if row is None:
                 raise TrackerError(self._unknown(iid))
-            new = lifecycle.next_state(iid, row["state"], action)
-            if row["state"] == "waived" and new != "waived":
-                sets.update(waiver_reason=None, waiver_until=None, waiver_max_error=None)
-            if new != row["state"]:
-                sets["clean_streak"] = 0
-            sets.update(state=new, updated_at=stamp(now))
-            self.conn.execute(f"UPDATE issues SET {', '.join(f'{k}=?' for k in sets)} WHERE num=?",
-                              (*sets.values(), num))
-            self._log(num, None, now, actor, action, row["state"], new, note=note, owner=owner,
-                      reason=reason if action == "waive" else None,
-                      until=until if action == "waive" else None,
-                      max_error=max_error if action == "waive" else None)
-            out = self.conn.execute("SELECT * FROM issues WHERE num=?", (num,)).fetchone()
+            try:
+                transitions.write(self.conn, row, action, actor=actor, now=now, note=note, owner=owner,
+                                  reason=reason, until=None if until is None else str(until), max_error=max_error)
+            except TransitionRefused as e:
+                raise e.for_issue(iid) from None
+            out = db.issue_row(self.conn, num)
+        assert out is not None
         return issue_dict(out)
-
-    def _log(self, num: int, check_id: int | None, now: datetime, actor: str, action: str,
-             from_state: str | None, to_state: str, **extra: Any) -> None:
-        self.conn.execute(
-            "INSERT INTO transitions (issue_num, check_id, time, actor, action, from_state, to_state,"
-            " note, owner, reason, until, max_error) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            (num, check_id, stamp(now), actor, action, from_state, to_state, extra.get("note"),
-             extra.get("owner"), extra.get("reason"), extra.get("until"), extra.get("max_error")))
-
-    def _expire(self, now: datetime, *, actor: str, check_id: int | None = None) -> list[int]:
-        """Waivers whose expiry date has passed go back to open. Call inside a write transaction."""
-        today = now.date().isoformat()
-        rows = self.conn.execute("SELECT num, waiver_until FROM issues WHERE state='waived' AND waiver_until < ?",
-                                 (today,)).fetchall()
-        for r in rows:
-            # stamped at the moment it expired (00:00 UTC the day after --until), not when noticed
-            at = datetime.combine(date.fromisoformat(r["waiver_until"]) + timedelta(days=1), dtime.min, tzinfo=UTC)
-            self.conn.execute("UPDATE issues SET state='open', waiver_reason=NULL, waiver_until=NULL,"
-                              " waiver_max_error=NULL, updated_at=? WHERE num=?", (stamp(at), r["num"]))
-            self._log(r["num"], check_id, at, actor, "waiver_expired", "waived", "open",
-                      note=f"waiver expired (it ran until {r['waiver_until']})")
-        return [r["num"] for r in rows]
 
     def _expire_on_read(self, now: datetime | None) -> None:
         now = utc(now)
-        due = self.conn.execute("SELECT 1 FROM issues WHERE state='waived' AND waiver_until < ? LIMIT 1",
-                                (now.date().isoformat(),)).fetchone()
-        if not due:
+        if not db.any_waiver_due(self.conn, now.date().isoformat()):
             return
         try:
             with write_tx(self.conn):
-                self._expire(now, actor=SYSTEM_ACTOR)
+                transitions.expire_waivers(self.conn, now, actor=SYSTEM_ACTOR)
         except sqlite3.OperationalError as e:
             if "readonly" not in str(e):  # a read-only store: report what is stored, expire later
                 raise
 
     def _unknown(self, iid: str) -> str:
-        r = self.conn.execute("SELECT MIN(num), MAX(num), COUNT(*) FROM issues").fetchone()
-        if not r[2]:
+        low, high, n = db.number_range(self.conn)
+        if not n:
             return f"unknown issue {iid}: the tracker has no issues yet (run `xfid check`)"
-        return (f"unknown issue {iid}; the tracker has {r[2]} issue(s) between {format_id(r[0])} and "
-                f"{format_id(r[1])} (see `xfid issues list`)")
+        return (f"unknown issue {iid}; the tracker has {n} issue(s) between {format_id(low or 0)} and "
+                f"{format_id(high or 0)} (see `xfid issues list`)")
 
     # --- reading ---------------------------------------------------------------------
     def issues(self, *, state: str | None = None, target: str | None = None, kind: str | None = None,
@@ -212,15 +142,8 @@ class Tracker:
         if kind is not None and kind not in FILING_KINDS:
             raise TrackerError(f"unknown issue kind {kind!r}; kinds: {', '.join(FILING_KINDS)}")
         self._expire_on_read(now)
-        q, args = "SELECT * FROM issues WHERE 1=1", list[Any]()
-        for col, v in (("state", state), ("target", target), ("kind", kind)):
-            if v is not None:
-                q += f" AND {col}=?"
-                args.append(v)
-        if severity_min is not None:
-            q += " AND severity >= ?"
-            args.append(float(severity_min))
-        return [issue_dict(r) for r in self.conn.execute(q + " ORDER BY num", args)]
+        rows = db.select_issues(self.conn, {"state": state, "target": target, "kind": kind}, severity_min)
+        return [issue_dict(r) for r in rows]
 
     def issue(self, issue_id: str, *, now: datetime | None = None) -> dict[str, Any]:
         """One issue with its full `history` (transitions) and every `observation`.
@@ -230,30 +153,25 @@ class Tracker:
         """
         num = lifecycle.parse_id(issue_id)
         self._expire_on_read(now)
-        row = self.conn.execute("SELECT * FROM issues WHERE num=?", (num,)).fetchone()
+        row = db.issue_row(self.conn, num)
         if row is None:
             raise TrackerError(self._unknown(format_id(num)))
         out = issue_dict(row)
-        out["history"] = [
-            {k: r[k] for k in ("time", "actor", "action", "from_state", "to_state", "note", "owner",
-                               "reason", "until", "max_error", "check_id")}
-            for r in self.conn.execute("SELECT * FROM transitions WHERE issue_num=? ORDER BY id", (num,))]
-        obs = self.conn.execute(
-            "SELECT o.*, c.label AS check_label FROM observations o JOIN checks c ON c.id = o.check_id"
-            " WHERE o.issue_num=? ORDER BY o.id", (num,)).fetchall()
-        out["observations"] = [{k: v for k, v in dict(r).items() if k not in ("id", "issue_num")} for r in obs]
+        out["history"] = db.history(self.conn, num)
+        out["observations"] = db.observations(self.conn, num)
         return out
 
     def checks(self, since: datetime | None = None, until: datetime | None = None) -> list[dict[str, Any]]:
         """Checks with since <= time < until, oldest first."""
-        q, args = _window("SELECT * FROM checks WHERE 1=1", "time", since, until)
-        out = []
-        for r in self.conn.execute(q + " ORDER BY id", args):
-            d = {k: r[k] for k in ("id", "time", "actor", "label", "config_hash", "rows_file", "n_rows")}
-            for k in ("sources", "counts", "comparisons", "settings"):
-                d[k] = json.loads(r[k])
-            out.append(d)
-        return out
+        return db.select_checks(self.conn, _stamp(since), _stamp(until))
+
+    def _check_field(self, check_id: int, column: str) -> Any:
+        found, value = db.check_field(self.conn, int(check_id), column)
+        if not found:
+            last = db.last_check_id(self.conn)
+            raise TrackerError(f"unknown check {check_id}; " +
+                               (f"checks run from 1 to {last}" if last else "no check has been recorded yet"))
+        return value
 
     def check_rows(self, check_id: int) -> pd.DataFrame:
         """The Correlation.rows saved by one check.
@@ -261,21 +179,31 @@ class Tracker:
         Raises:
             TrackerError: an unknown check id, or its file is missing.
         """
-        r = self.conn.execute("SELECT rows_file FROM checks WHERE id=?", (int(check_id),)).fetchone()
-        if r is None:
-            last = self.conn.execute("SELECT MAX(id) FROM checks").fetchone()[0]
-            raise TrackerError(f"unknown check {check_id}; " +
-                               (f"checks run from 1 to {last}" if last else "no check has been recorded yet"))
-        return checkfiles.read(self.store.root, int(check_id), r["rows_file"])
+        return checkfiles.read(self.store.root, int(check_id), self._check_field(check_id, "rows_file"))
+
+    def check_coverage(self, check_id: int) -> pd.DataFrame | None:
+        """The op-map coverage table (Correlation.coverage) one check saw; None for a check recorded
+        before xfid kept it.
+
+        Raises:
+            TrackerError: an unknown check id.
+        """
+        import json
+
+        import pandas as pd
+
+        from xfid.engine.contract import COVERAGE_COLUMNS
+
+        text = self._check_field(check_id, "coverage")
+        if text is None:
+            return None
+        return pd.DataFrame(json.loads(text), columns=list(COVERAGE_COLUMNS))
 
     def events(self, since: datetime | None = None, until: datetime | None = None) -> list[dict[str, Any]]:
         """Transitions with since <= time < until, oldest first (kind = the issue's discrepancy kind)."""
         self._expire_on_read(None)
-        q, args = _window("SELECT t.*, i.fingerprint, i.kind, i.target, i.workload, i.op, i.metric, i.stat,"
-                          " i.candidate, i.reference FROM transitions t JOIN issues i ON i.num = t.issue_num"
-                          " WHERE 1=1", "t.time", since, until)
         out = []
-        for r in self.conn.execute(q + " ORDER BY t.id", args):
+        for r in db.transitions_between(self.conn, _stamp(since), _stamp(until)):
             d = {"id": format_id(r["issue_num"]), "event_id": r["id"]}
             for k in ("fingerprint", "from_state", "to_state", "actor", "time", "note", "kind", "action",
                       "check_id", "owner", "reason", "until", "max_error", "target", "workload", "op",

@@ -1,0 +1,74 @@
+"""The one writer of issue state: a transition updates the issue row and adds its history row together."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, date, datetime, timedelta
+from datetime import time as dtime
+from typing import Any, NamedTuple
+
+from xfid.tracker import db, lifecycle
+from xfid.tracker.lifecycle import stamp
+
+
+class Transition(NamedTuple):
+    """What one written transition did."""
+
+    num: int
+    from_state: str | None
+    to_state: str
+
+
+def write(conn: sqlite3.Connection, issue: dict[str, Any] | None, event: str, *, actor: str, now: datetime,
+          check_id: int | None = None, values: dict[str, Any] | None = None, note: str | None = None,
+          owner: str | None = None, reason: str | None = None, until: str | None = None,
+          max_error: float | None = None) -> Transition:
+    """Apply `event` to `issue` and record it: the issue row and its history row, in the caller's transaction.
+
+    Args:
+        conn: a connection inside a write transaction (both rows commit together or not at all).
+        issue: the stored issue row, or None to file a new issue (`event` is then `detected`).
+        event: a manual action (lifecycle.ACTIONS) or an automatic event (lifecycle.AUTO).
+        actor: who acts (a person, or the check's actor).
+        now: the time stamped on the issue's updated_at and on the history row.
+        check_id: the check that caused an automatic event.
+        values: further issue columns to set (the latest numbers of an observation, the key of a new issue).
+        note, owner, reason, until, max_error: kept in the history; `ack` sets the owner, `waive` the waiver.
+
+    Raises:
+        TransitionRefused: the event does not apply to the issue's state; nothing is written.
+    """
+    if not conn.in_transaction:
+        raise RuntimeError("transitions.write must run inside a write transaction")
+    old = None if issue is None else str(issue["state"])
+    new = lifecycle.apply(old, event)
+    t = stamp(now)
+    changes: dict[str, Any] = {**lifecycle.row_changes(old, event, new), **(values or {})}
+    if event == "ack":
+        changes["owner"] = owner
+    elif event == "waive":
+        changes.update(waiver_reason=reason, waiver_until=until, waiver_max_error=max_error)
+    changes.update(state=new, updated_at=t)
+    if issue is None:
+        num = db.next_issue_number(conn)
+        db.insert_issue(conn, {"num": num, **changes})
+    else:
+        num = int(issue["num"])
+        db.update_issue(conn, num, changes)
+    waive = event == "waive"
+    db.insert_transition(conn, num, check_id, t, actor, event, old, new,
+                         {"note": note, "owner": owner, "reason": reason if waive else None,
+                          "until": until if waive else None, "max_error": max_error if waive else None})
+    return Transition(num, old, new)
+
+
+def expire_waivers(conn: sqlite3.Connection, now: datetime, *, actor: str, check_id: int | None = None) -> list[int]:
+    """Waivers whose expiry date has passed go back to open; returns their numbers. Inside a write transaction."""
+    out = []
+    for r in db.waivers_due(conn, now.date().isoformat()):
+        # stamped at the moment it expired (00:00 UTC the day after --until), not when noticed
+        at = datetime.combine(date.fromisoformat(r["waiver_until"]) + timedelta(days=1), dtime.min, tzinfo=UTC)
+        write(conn, r, "waiver_expired", actor=actor, now=at, check_id=check_id,
+              note=f"waiver expired (it ran until {r['waiver_until']})")
+        out.append(int(r["num"]))
+    return out
