@@ -8,10 +8,10 @@ import xml.etree.ElementTree as ET
 import pandas as pd
 import pytest
 
-from xfid.engine.contract import COMPARISON_COLUMNS, ROW_COLUMNS, Correlation
 from xfid.drift.drift import Thresholds, compare_snapshots, parse_fail_on
-from xfid.engine.fingerprints import fingerprint
 from xfid.drift.snapshot import make_snapshot, read_snapshot, write_snapshot
+from xfid.engine.contract import COMPARISON_COLUMNS, ROW_COLUMNS, Correlation
+from xfid.engine.fingerprints import fingerprint
 from xfid.errors import XfidError
 
 

@@ -41,10 +41,10 @@ def cli(app: App, fmt, output, target, pairs, runs, as_of, include_missing) -> N
     """Align fidelities and report errors and discrepancies.
 
     For every fidelity and key the latest run that has the key is used; each candidate
-    fidelity is compared with a higher one (DESIGN.md defaults, or [[compare]] in xfid.toml).
+    fidelity is compared with each higher one (roofline < archmodel < rtl < measured) or per [[compare]].
     Errors are relative: (candidate - reference) / reference.
     """
-    from xfid.engine.pipeline import correlate
+    from xfid.engine import correlate
     from xfid.engine.output import render_pieces
 
     # only the CSV lists every aligned row: the other formats show the discrepancies' fingerprints

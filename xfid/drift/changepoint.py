@@ -1,10 +1,13 @@
-"""Change points in a key's error series across checks (binary segmentation with Welch's t-test).
+"""Change points in a key's error series across checks: binary segmentation with Welch's t-test.
 
-The method, as in Apache Otava's simplest mode: for a series x[0..n), try every split i with at
-least `min_size` points on each side, compare the `window` points before and after with Welch's
-t-test, and keep the split with the largest |t| if its p-value is below `alpha`. Then recurse on
-both halves. Many small steps in one direction add up to a significant split, so slow drift is
-found as well as a jump; an isolated outlier is not (it cannot make `min_size` points move).
+For a segment x[lo..hi), every split i with at least `min_size` points on each side is scored
+by Welch's t-test between the (up to) `window` points before i and the `window` points from i
+on, both inside the segment. Among the splits whose p-value is below `alpha`, the one with the
+largest |t| is a change point; both halves are then searched the same way. Two constant sides
+count as t = inf, p = 0 when they differ and t = 0, p = 1 when equal. The p-values are not
+corrected for the number of splits tried. Many small steps in one direction add up to a
+significant split, so slow drift is found as well as a jump; a single outlier rarely is (it
+raises the variance of its side as much as its mean: tests/test_changepoint.py).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import numpy as np
 
 @dataclass(frozen=True)
 class ChangePoint:
+    """One split: where the new level starts, the means of the two halves, its p-value."""
+
     index: int  # first point of the new regime
     before_mean: float
     after_mean: float
@@ -29,6 +34,7 @@ class ChangePoint:
 
 
 def _welch(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """(|t|, p) of Welch's unequal-variance t-test of a against b."""
     from scipy import stats
 
     if np.allclose(a, a[0]) and np.allclose(b, b[0]):
@@ -40,7 +46,11 @@ def _welch(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
 
 def change_points(series: list[float] | np.ndarray, *, alpha: float = 0.01, min_size: int = 3,
                   window: int = 30) -> list[ChangePoint]:
-    """Change points of `series`, sorted by index."""
+    """Change points of `series`, sorted by index (empty for fewer than 2 * `min_size` points).
+
+    `before_mean` / `after_mean` are the means of the whole halves of the segment that was
+    split, not only of the `window` points the test compared.
+    """
     x = np.asarray(series, dtype=float)
     found: list[ChangePoint] = []
 

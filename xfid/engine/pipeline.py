@@ -58,7 +58,7 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
         run: prefer this run (`"R"`, or `{"archmodel": "R"}` / `["archmodel=R"]`) over the latest.
         as_of: ignore records newer than this date (whole day) or date-time.
         targets: only these targets.
-        pairs: `"cand->ref"` strings (default: `[[compare]]`, else the DESIGN.md defaults).
+        pairs: `"cand->ref"` strings (default: `[[compare]]`, else pairs.DEFAULT_PAIRS).
         include_missing: list missing_reference rows among the discrepancies too.
         kendall / bootstrap: compute Kendall tau and the bootstrap CIs (both on by default).
         fingerprints: "all" rows, or only "discrepancies" other than missing_reference (faster on
