@@ -176,3 +176,91 @@ def test_hostile_names_are_escaped_in_markdown_and_junit(xfid_cli, tmp_path):
     xml = xfid_cli("compare", "--baseline", b, "--current", c, "--format", "junit").output
     assert "<img" not in xml
     ET.fromstring(xml.split("?>", 1)[1])
+
+
+def _edited(tmp_path, edit, name="edited.json"):
+    """A real snapshot written by write_snapshot, then changed by `edit` (damage or a hand edit)."""
+    snap = json.loads(write_snapshot(make_snapshot(corr(BASE)), tmp_path / "orig.json").read_text())
+    edit(snap, sorted(snap["keys"])[0])
+    path = tmp_path / name
+    path.write_text(json.dumps(snap))
+    return path
+
+
+def _set(*where, value):
+    def edit(snap, fp):
+        node = snap
+        for part in where[:-1]:
+            node = node[fp if part == "FP" else part]
+        node[fp if where[-1] == "FP" else where[-1]] = value
+    return edit
+
+
+def _drop(*where):
+    def edit(snap, fp):
+        node = snap
+        for part in where[:-1]:
+            node = node[fp if part == "FP" else part]
+        del node[where[-1]]
+    return edit
+
+
+FP0 = '"' + sorted(make_snapshot(corr(BASE))["keys"])[0] + '"'
+MALFORMED = [
+    (_set("comparisons", 0, "mape", value="x"), 'comparisons[0].mape: expected a number, got "x"'),
+    (_set("comparisons", 0, "n", value=2.5), "comparisons[0].n: expected a whole number >= 0, got 2.5"),
+    (_set("comparisons", 0, "bias", value=-1.0), "comparisons[0].bias: expected a positive number, got -1.0"),
+    (_set("comparisons", 0, "bias", value=[1, 2]), "comparisons[0].bias: expected a positive number, got [1, 2]"),
+    (_set("comparisons", 0, value="oops"), 'comparisons[0]: expected an object, got "oops"'),
+    (_set("comparisons", 0, "target", value=7), "comparisons[0].target: expected text, got 7"),
+    (_drop("comparisons", 0, "metric"), "comparisons[0].metric: missing"),
+    (_set("keys", "FP", "rel_error", value="x"), f'keys[{FP0}].rel_error: expected a number, got "x"'),
+    (_set("keys", "FP", "candidate_value", value={"v": 1}), f'keys[{FP0}].candidate_value: expected a number, got {{"v": 1}}'),
+    (_set("keys", "FP", "reference_value", value=True), f"keys[{FP0}].reference_value: expected a number, got true"),
+    (_set("keys", "FP", "within", value="yes"), f'keys[{FP0}].within: expected true or false, got "yes"'),
+    (_set("keys", "FP", "kind", value="weird"), f'keys[{FP0}].kind: expected one of ok, bound_violation'),
+    (_set("keys", "FP", "reference", value=None), f"keys[{FP0}].reference: missing"),
+    (_set("keys", "FP", value=5), f"keys[{FP0}]: expected an object, got 5"),
+    (_set("keys", "FP", "tolerance", value="\u202e" + "x" * 100),  # escaped and cut short
+     f'keys[{FP0}].tolerance: expected a number, got "\\u202e{"x" * 33}...'),
+    (_set("label", value=["a"]), 'label: expected text, got ["a"]'),
+    (_set("xfid_snapshot", value=True), "snapshot format true is not supported"),
+]
+
+
+@pytest.mark.parametrize(("edit", "message"), MALFORMED, ids=[m for _, m in MALFORMED])
+def test_malformed_inner_fields_of_a_baseline_are_errors(xfid_cli, tmp_path, edit, message):
+    bad = _edited(tmp_path, edit)
+    same = write_snapshot(make_snapshot(corr(BASE)), tmp_path / "same.json")
+    for args in (("--baseline", bad, "--current", same), ("--baseline", same, "--current", bad)):
+        r = xfid_cli("compare", *args)
+        assert r.exit_code == 2, r.output
+        assert r.output.startswith(f"Error: {bad}: {message}"), r.output
+        assert "Traceback" not in r.output and "\u202e" not in r.output
+    assert f"write it again with `xfid snapshot -o {bad}`" in r.output or "not supported" in r.output
+    with pytest.raises(XfidError):
+        read_snapshot(bad)
+
+
+def test_a_baseline_edited_with_valid_values_still_compares(tmp_path):
+    path = _edited(tmp_path, _set("comparisons", 0, "mape", value=0.30))
+    rep = compare_snapshots(read_snapshot(path), make_snapshot(corr(BASE)))
+    assert [f.category for f in rep.findings] == ["aggregate"]
+
+
+def test_deeply_nested_or_damaged_baselines_are_errors(xfid_cli, tmp_path):
+    same = write_snapshot(make_snapshot(corr(BASE)), tmp_path / "same.json")
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"xfid_snapshot": 1, "keys": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    r = xfid_cli("compare", "--baseline", deep, "--current", same)
+    assert r.exit_code == 2 and r.output.startswith(f"Error: {deep}: not a JSON snapshot"), r.output
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for meta, cols in ((b"{not json", {"fingerprint": ["a"]}), (b"[1]", {"fingerprint": ["a"]}),
+                       (b'{"xfid_snapshot": 1}', {"other": ["a"]})):
+        pq_path = tmp_path / "bad.parquet"
+        pq.write_table(pa.table(cols).replace_schema_metadata({"xfid_snapshot": meta}), pq_path)
+        r = xfid_cli("compare", "--baseline", pq_path, "--current", same)
+        assert r.exit_code == 2 and r.output.startswith(f"Error: {pq_path}: "), r.output
+        assert "Traceback" not in r.output

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from xfid.engine.contract import Correlation
+from xfid.engine.contract import DISCREPANCY_KINDS, Correlation
 from xfid.errors import XfidError
 from xfid.outfile import open_output
 
@@ -99,21 +99,96 @@ def read_snapshot(path: str | os.PathLike[str]) -> dict[str, Any]:
         raw = (t.schema.metadata or {}).get(b"xfid_snapshot")
         if raw is None:
             raise SnapshotError(f"{p}: Parquet file without xfid snapshot metadata")
-        snap = json.loads(raw)
+        try:
+            snap = json.loads(raw)
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:
+            raise SnapshotError(f"{p}: the xfid snapshot metadata is not JSON: {e}") from None
+        if not isinstance(snap, dict) or "fingerprint" not in t.column_names:
+            raise SnapshotError(f"{p}: not an xfid snapshot (its metadata is not an object, or it has no "
+                                "fingerprint column); write one with `xfid snapshot`")
         snap["keys"] = {r.pop("fingerprint"): r for r in t.to_pylist()}
     else:
         try:
             snap = json.loads(p.read_text(encoding="utf-8-sig"))
         except (UnicodeDecodeError, ValueError) as e:
             raise SnapshotError(f"{p}: not a JSON snapshot: {e}") from None
+        except RecursionError:
+            raise SnapshotError(f"{p}: not a JSON snapshot: nested too deeply") from None
     if not isinstance(snap, dict) or "xfid_snapshot" not in snap:
         raise SnapshotError(f"{p}: not an xfid snapshot (no 'xfid_snapshot' key); write one with `xfid snapshot`")
-    if snap["xfid_snapshot"] != FORMAT_VERSION:
-        raise SnapshotError(f"{p}: snapshot format {snap['xfid_snapshot']!r} is not supported (this xfid reads {FORMAT_VERSION})")
+    version = snap["xfid_snapshot"]
+    if type(version) is not int or version != FORMAT_VERSION:
+        raise SnapshotError(f"{p}: snapshot format {_shown(version)} is not supported (this xfid reads {FORMAT_VERSION})")
     if not isinstance(snap.get("keys"), dict) or not isinstance(snap.get("comparisons"), list):
         raise SnapshotError(f"{p}: snapshot lacks 'keys' or 'comparisons'")
-    for fp, k in snap["keys"].items():
-        missing = [f for f in ("target", "metric", "candidate", "reference", "kind") if f not in k]
-        if missing:
-            raise SnapshotError(f"{p}: key {fp} lacks {', '.join(missing)}")
+    validate(snap, str(p))
     return snap
+
+
+TEXT, NUMBER, POSITIVE, COUNT, FLAG = "text", "a number", "a positive number", "a whole number >= 0", "true or false"
+KEY_TYPES = {"target": TEXT, "workload": TEXT, "op": TEXT, "metric": TEXT, "stat": TEXT, "candidate": TEXT,
+             "reference": TEXT, "candidate_value": NUMBER, "reference_value": NUMBER, "unit": TEXT,
+             "rel_error": NUMBER, "log_ratio": NUMBER, "tolerance": NUMBER, "kind": TEXT, "within": FLAG}
+"""What each field of a snapshot key may hold (or null, unless it is in KEY_REQUIRED)."""
+KEY_REQUIRED = ("target", "metric", "candidate", "reference", "kind")
+AGG_TYPES = {"target": TEXT, "candidate": TEXT, "reference": TEXT, "metric": TEXT, "stat": TEXT, "n": COUNT,
+             "mape": NUMBER, "median_ape": NUMBER, "bias": POSITIVE, "log_rmse": NUMBER, "spearman": NUMBER,
+             "kendall": NUMBER, "within_tolerance": NUMBER}
+"""What each field of a snapshot comparison may hold (or null, unless it is in AGG_REQUIRED)."""
+AGG_REQUIRED = ("target", "candidate", "reference", "metric")
+KINDS = ("ok", *DISCREPANCY_KINDS)
+SHOWN = 40
+"""Characters of a bad value quoted in an error."""
+
+
+def _shown(v: Any) -> str:
+    """A short, escaped rendering of an untrusted value for an error message."""
+    text = json.dumps(v, default=repr)  # ASCII: control and bidi characters come out as \u escapes
+    return text if len(text) <= SHOWN else text[:SHOWN] + "..."
+
+
+def _fits(v: Any, want: str) -> bool:
+    if want == TEXT:
+        return isinstance(v, str)
+    if want == FLAG:
+        return isinstance(v, bool)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return False
+    if want == COUNT:
+        return float(v).is_integer() and v >= 0
+    return v > 0 if want == POSITIVE else True
+
+
+def _fields(where: str, rec: Any, types: dict[str, str], required: tuple[str, ...]) -> None:
+    if not isinstance(rec, dict):
+        raise SnapshotError(f"{where}: expected an object, got {_shown(rec)}")
+    for name in required:
+        if rec.get(name) is None:
+            raise SnapshotError(f"{where}.{name}: missing (every {where.split('[', 1)[0]} entry needs "
+                                f"{', '.join(required)})")
+    for name, want in types.items():
+        v = rec.get(name)
+        if v is not None and not _fits(v, want):
+            raise SnapshotError(f"{where}.{name}: expected {want}, got {_shown(v)}")
+
+
+def validate(snap: dict[str, Any], where: str) -> None:
+    """Check every field `compare_snapshots` reads; the error names the file and the key path.
+
+    Raises:
+        SnapshotError: e.g. `base.json: comparisons[3].mape: expected a number, got "x"`.
+    """
+    fix = f" (the file is damaged or was edited: write it again with `xfid snapshot -o {where}`)"
+    try:
+        for name in ("label", "created", "config_hash"):
+            if snap.get(name) is not None and not isinstance(snap[name], str):
+                raise SnapshotError(f"{where}: {name}: expected text, got {_shown(snap[name])}")
+        for fp, k in snap["keys"].items():
+            at = f"{where}: keys[{_shown(fp)}]"
+            _fields(at, k, KEY_TYPES, KEY_REQUIRED)
+            if k["kind"] not in KINDS:
+                raise SnapshotError(f"{at}.kind: expected one of {', '.join(KINDS)}, got {_shown(k['kind'])}")
+        for i, c in enumerate(snap["comparisons"]):
+            _fields(f"{where}: comparisons[{i}]", c, AGG_TYPES, AGG_REQUIRED)
+    except SnapshotError as e:
+        raise SnapshotError(f"{e}{fix}") from None
