@@ -66,7 +66,6 @@ def test_long_layout_fields_and_units(xfid_cli):
     assert pick(recs, CUT, "ncu:gpc__cycles_elapsed.avg", "line 28")["value"] == pytest.approx(1_214_977.38)
     assert "null values: 2 (n/a in file)" in out
     assert "skipped line 18: rule 'SOLBottleneck' (advice, not a measurement)" in out
-    assert "skipped line 24: Driver Shared Memory Per Block: unit 'Kbyte/block' is not one xfid converts" in out
 
 
 def test_raw_page_units_row_display_name_and_dram_sum(xfid_cli):
@@ -105,10 +104,50 @@ def test_old_version_without_device_columns(xfid_cli):
 def test_directory_ingest_with_sidecar(xfid_cli):
     r = xfid_cli("ingest", NCU)
     assert r.exit_code == 0, r.output
-    assert "112 new rows from 3 file(s)" in r.output
+    assert "154 new rows from 4 file(s)" in r.output
 
 
-@pytest.mark.parametrize("name", ["h100_decode_long.csv", "h100_prefill_raw.csv", "a100_ncu2020_long.csv"])
+def test_real_ncu_2025_trailing_comma_rows(xfid_cli):
+    # superbench's cublaslt_ncu.log: metric rows carry 16 fields (15 + a trailing comma) under a
+    # 20-column header, rule rows all 20; base units hz, ns, byte, cycle, %
+    recs, out = rows(xfid_cli, NCU / "cublaslt_ncu.log")
+    op = "cutlass3x_sm100_tensorop_s64x256x32gemm_f8_f8_f32_f16_f16_64x256x128_1x1x1_0_tnn_align4_1sm_bias_f16_relu_aux_scalemax"
+    assert {r["op"] for r in recs} == {op} and len(recs) == 42
+    lat = pick(recs, op, "latency")
+    assert lat["value"] == pytest.approx(406240e-9, rel=1e-15) and lat["unit"] == "s" and lat["source_loc"] == "line 10"
+    assert pick(recs, op, "cycles")["value"] == 508757
+    assert pick(recs, op, "utilization")["value"] == pytest.approx(0.2359, rel=1e-15)
+    f = pick(recs, op, "ncu:dram_frequency")
+    assert f["value"] == 3995313115.40 and f["unit"] == "Hz" and f["source_loc"] == "line 5"
+    assert pick(recs, op, "ncu:shared_memory_configuration_size")["value"] == 233472
+    assert pick(recs, op, "ncu:registers_per_thread")["value"] == 168
+    assert pick(recs, op, "ncu:achieved_occupancy")["value"] == pytest.approx(0.1553, rel=1e-15)
+    cfg = json.loads(lat["config"])
+    assert cfg == {"block_size": "(384, 1, 1)", "cc": "10.0", "device": "0", "grid_size": "(9, 32, 1)"}
+    assert "skipped line 15: rule 'SOLBottleneck' (advice, not a measurement)" in out
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    # a 2025 metric row cut before its value: 14 fields + trailing comma
+    ('"0","1","p","h","k","1","7","(1, 1, 1)","(1, 1, 1)","0","10.0","S","Duration","ns",',
+     "line 3: expected 20 fields, got 15"),
+    # a field missing in the middle: read by position it would be shifted, so it is refused
+    ('"0","1","p","h","k","1","7","(1, 1, 1)","(1, 1, 1)","0","10.0","S","Duration","406240","","","",""',
+     "line 3: expected 20 fields, got 18"),
+    ('"0","1","p","h","k","1","7","(1, 1, 1)","(1, 1, 1)","0","10.0","S","Duration","ns","406240","x",',
+     "line 3: expected 20 fields, got 17"),
+])
+def test_ncu_2025_short_rows_that_lack_a_field(xfid_cli, tmp_path, row, message):
+    head = HEADER + ',"Rule Name","Rule Type","Rule Description","Estimated Speedup Type","Estimated Speedup"'
+    good = '"0","1","p","h","k","1","7","(1, 1, 1)","(1, 1, 1)","0","10.0","S","Elapsed Cycles","cycle","5",'
+    f = tmp_path / "short.csv"
+    f.write_text(f"{head}\n{good}\n{row}\n")
+    r = xfid_cli("ingest", f, *CTX)
+    assert r.exit_code == 2 and message in r.output, r.output
+
+
+@pytest.mark.parametrize("name", ["h100_decode_long.csv", "h100_prefill_raw.csv", "a100_ncu2020_long.csv",
+                                  "cublaslt_ncu.log"])
 def test_sniff_only_ncu(name):
     assert sniff_all(NCU / name) == ["ncu"]
     assert detect(NCU / name) is NcuAdapter

@@ -95,9 +95,9 @@ class NcuAdapter(Adapter):
         cur: str | None = None
         kinfo: dict[str, str] = {}
         entries: list[tuple[int, str, str, str, str]] = []
+        last = max(ix[c] for c in ("ID", "Kernel Name", *LONG))
         for line, f in nvcsv.iter_rows(ctx, hdr):
-            if len(f) != len(cols):
-                raise nvcsv.field_count_error(ctx, line, f, len(cols))
+            f = _fit(ctx, line, f, len(cols), last)
             if f[i_id] != cur:
                 if entries:
                     self._emit(ctx, out, kinfo, entries)
@@ -128,8 +128,7 @@ class NcuAdapter(Adapter):
         unit_row: list[str] | None = None
         kernels = 0
         for line, f in nvcsv.iter_rows(ctx, hdr):
-            if len(f) != len(cols):
-                raise nvcsv.field_count_error(ctx, line, f, len(cols))
+            f = _fit(ctx, line, f, len(cols), len(cols) - 1)  # one row per kernel: every column is a value
             if unit_row is None:
                 if f[ix["ID"]].strip():
                     raise ctx.error(f"line {line}", f"expected the units row of `--page raw` (empty ID), got ID {f[ix['ID']]!r}",
@@ -210,6 +209,29 @@ class NcuAdapter(Adapter):
             (rd, l1), (wr, l2) = parsed[DRAM_PARTS[0]], parsed[DRAM_PARTS[1]]
             out.add(kinfo["op"], "bytes", rd + wr, "B", f"line {l1}" if l1 == l2 else f"line {l1} + line {l2}", None, hardware,
                     canonical_json({**cfg, "memory": "dram", "derived": "dram__bytes_read.sum + dram__bytes_write.sum"}))
+
+
+def _fit(ctx: ReadContext, line: int, f: list[str], n: int, last: int) -> list[str]:
+    """A row as wide as the header, read by header position.
+
+    Nsight Compute 2025.x ends a metric row right after `Metric Value` with a trailing comma (16
+    fields under a 20-column header) while rule rows carry all 20. A row that ends exactly after
+    a non-empty column `last`, or after column `last` and one empty trailing field, is padded;
+    empty extras after a full row are dropped. Any other count is an error: a row missing a
+    field in the middle would otherwise be read shifted.
+
+    Raises:
+        InputError: the row lacks a needed field or carries non-empty extra fields.
+    """
+    if len(f) == n:
+        return f
+    if len(f) > n:
+        if all(not x.strip() for x in f[n:]):
+            return f[:n]
+        raise nvcsv.field_count_error(ctx, line, f, n)
+    if (len(f) == last + 1 and f[last].strip()) or (len(f) == last + 2 and not f[-1].strip()):
+        return f[: last + 1] + [""] * (n - last - 1)
+    raise nvcsv.field_count_error(ctx, line, f, n)
 
 
 def shorten(text: str, n: int = 40) -> str:
