@@ -135,6 +135,9 @@ def ingest(app: App, paths, adapter, fidelity, target, workload, run, meta, adap
     opts = IngestOptions(adapter=adapter, fidelity=fidelity, target=target, workload=workload, run=run,
                          meta=parse_kv(meta, "--meta"), options=parse_kv(adapter_options, "--option"))
     store = app.store()
+    from xfid.commands.validate import warn_unknown_target
+
+    warn_unknown_target(app.config, target, store)
     if interactive() and fmt == "text":  # a progress bar on a terminal, none in CI logs
         with click.progressbar(length=1, label="ingesting", file=sys.stderr,
                                item_show_func=lambda p: str(p)[-50:] if p else "") as bar:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import hashlib
 import json
+import math
 import os
 import re
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -102,8 +105,16 @@ class Config:
 
     def target(self, name: str) -> Target:
         if name not in self.targets:
-            raise ConfigError(f"unknown target {name!r}; configured targets: {', '.join(sorted(self.targets))} (add [targets.{name}] to xfid.toml)")
+            close = self.close_targets(name)
+            hint = f"did you mean {' or '.join(close)}? " if close else ""
+            raise ConfigError(f"unknown target {name!r}; {hint}configured targets: {', '.join(sorted(self.targets))} "
+                              f"(add [targets.{name}] to xfid.toml)")
         return self.targets[name]
+
+    def close_targets(self, name: str, others: Iterable[str] = ()) -> list[str]:
+        """Known target names (configured, plus `others`) that look like `name`, closest first."""
+        names = sorted({*self.targets, *others} - {name})
+        return difflib.get_close_matches(name, names, n=3, cutoff=0.6)
 
     def tolerance_for(self, candidate: str, reference: str, metric: str, op: str, stat: str) -> Tolerance:
         for t in self.tolerances:
@@ -162,15 +173,99 @@ def load_config(explicit: str | os.PathLike[str] | None = None, *, bundled: bool
 
 SECTIONS = ("store", "settings", "targets", "tolerance", "op_map", "compare", "drift", "tracker", "report")
 
+TARGET_KEYS = ("peak_flops", "mem_bw", "clock_hz", "interconnect_bw", "sram_bw", "tdp_w", "invented", "note", "blocks")
+TARGET_NUMBERS = ("mem_bw", "clock_hz", "interconnect_bw", "sram_bw", "tdp_w")
+"""Rates, clocks and powers: each must be a finite number > 0 (a zero peak divides by zero)."""
+TOLERANCE_KEYS = ("pair", "metric", "op", "stat", "rel", "abs")
+OP_MAP_KEYS = ("source", "match", "op")
+COMPARE_KEYS = ("candidate", "reference", "convert", "bounds")
+DRIFT_KEYS = ("error_abs", "error_rel", "value_rel", "mape_abs", "bias_rel")
+"""The fields of `xfid.drift.drift.Thresholds` (a test keeps the two in step)."""
+
+
+def _nonneg(v: Any, key: str, where: str) -> float:
+    return _num(v, key, where)
+
+
+def _positive(v: Any, key: str, where: str) -> float:
+    return _num(v, key, where, positive=True)
+
+
+def _integer(low: int) -> Any:
+    def check(v: Any, key: str, where: str) -> int:
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise ConfigError(f"{where}: {key} must be an integer >= {low}, got {v!r}")
+        return v
+    return check
+
+
+def _names(v: Any, key: str, where: str) -> list[str]:
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise ConfigError(f"{where}: {key} must be a list of names like [\"median\", \"mean\"], got {v!r}")
+    return v
+
+
+def _choice(*allowed: str) -> Any:
+    def check(v: Any, key: str, where: str) -> str:
+        if v not in allowed:
+            raise ConfigError(f"{where}: {key} = {v!r} is not known; use {' or '.join(map(repr, allowed))}")
+        return v
+    return check
+
+
+def _text(v: Any, key: str, where: str) -> str:
+    if not isinstance(v, str):
+        raise ConfigError(f"{where}: {key} must be a string, got {v!r}")
+    return v
+
+
+SCHEMA: dict[str, dict[str, Any]] = {
+    "store": {"path": _text},
+    "settings": {
+        "default_rel_tolerance": _nonneg, "bound_tolerance": _nonneg,
+        "roofline_tolerance": _choice("bound", "tolerance"), "roofline_min_efficiency": _nonneg,
+        "bound_fidelities": _names, "value_matches": _names,
+        "bootstrap_resamples": _integer(1), "bootstrap_seed": _integer(0), "bootstrap_exact_max_n": _integer(0),
+    },
+    "drift": dict.fromkeys(DRIFT_KEYS, _nonneg),
+    "tracker": {"resolve_after": _integer(1)},
+    "report": {},
+}
+"""Every key of the plain sections, with the check its value must pass."""
+
+
+def _unknown(key: str, allowed: Any, what: str, where: str) -> ConfigError:
+    close = difflib.get_close_matches(str(key), list(allowed), n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return ConfigError(f"{where}: {what} has unknown key {key!r}; {hint}allowed: {', '.join(allowed) or 'none'}")
+
+
+def _check_sections(user: dict[str, Any], where: str) -> None:
+    for name, checks in SCHEMA.items():
+        if name not in user:
+            continue
+        sec = user[name]
+        if not isinstance(sec, dict):
+            raise ConfigError(f"{where}: {name} must be a table: write [{name}] with key = value lines under it")
+        for k, v in sec.items():
+            if k not in checks:
+                raise _unknown(k, checks, f"[{name}]", where)
+            checks[k](v, f"[{name}] {k}", where)
+
 
 def build_config(base: dict[str, Any], user: dict[str, Any], path: Path | None) -> Config:
     where = str(path or "bundled xfid.toml")
     unknown = [k for k in user if k not in SECTIONS]
     if unknown:
-        raise ConfigError(f"{where}: unknown section {unknown[0]!r}; xfid.toml has {', '.join(SECTIONS)}")
+        close = difflib.get_close_matches(unknown[0], SECTIONS, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ConfigError(f"{where}: unknown section {unknown[0]!r}; {hint}xfid.toml has {', '.join(SECTIONS)}")
     for k in ("tolerance", "op_map", "compare"):
         if k in user and not isinstance(user[k], list):
             raise ConfigError(f"{where}: {k} must be an array of tables: write [[{k}]], not [{k}]")
+    if "targets" in user and not isinstance(user["targets"], dict):
+        raise ConfigError(f"{where}: targets must be tables: write [targets.NAME]")
+    _check_sections(user, where)
     raw = {**base, **user}
     raw["targets"] = {**base.get("targets", {}), **user.get("targets", {})}
     for key in ("tolerance", "op_map", "compare"):
@@ -180,32 +275,68 @@ def build_config(base: dict[str, Any], user: dict[str, Any], path: Path | None) 
     maps = [_op_map(i, m, where) for i, m in enumerate(raw["op_map"])]
     pairs = [_pair(i, c, where) for i, c in enumerate(raw["compare"])]
     settings = dict(base.get("settings", {}), **user.get("settings", {}))
+    _check_bound_rules(user.get("tolerance", []), settings, user.get("compare", []), where)
     store = user.get("store", {}).get("path") or base.get("store", {}).get("path")
     return Config(path, store, targets, tols, maps, pairs, settings, raw)
 
 
-def _num(v: Any, key: str, where: str) -> float:
+def _check_bound_rules(rules: list[Any], settings: dict[str, Any], compare: list[Any], where: str) -> None:
+    """A [[tolerance]] aimed at a bound pair (roofline->X) would be ignored in bound mode: refuse it."""
+    if settings.get("roofline_tolerance", "bound") != "bound":
+        return
+    bound = settings.get("bound_fidelities", ["roofline"])
+    by_tolerance = [f"{c.get('candidate')}->{c.get('reference')}" for c in compare
+                    if isinstance(c, dict) and c.get("bounds") == "tolerance"]
+    for i, t in enumerate(rules):
+        pat = t.get("pair", "*") if isinstance(t, dict) else "*"
+        cand = pat.split("->", 1)[0] if "->" in pat else pat
+        aimed = [b for b in bound if fnmatch.fnmatchcase(b, cand)]
+        if not aimed or any(fnmatch.fnmatchcase(f, cand) for f in ("archmodel", "rtl", "measured")):
+            continue  # not a rule for a bound candidate only (e.g. `*->measured`): bound pairs keep their bound
+        if any(fnmatch.fnmatchcase(p, pat) for p in by_tolerance):
+            continue
+        raise ConfigError(
+            f"{where}: tolerance[{i}] pair = {pat!r} names a bound pair: {aimed[0]} numbers are upper bounds "
+            f"and, with [settings] roofline_tolerance = \"bound\" (the default), are only checked for "
+            f"bound violations (within bound_tolerance), so rel/abs would be ignored. To hold {aimed[0]} to "
+            f"this tolerance as well, set roofline_tolerance = \"tolerance\" under [settings] (or "
+            f"bounds = \"tolerance\" on a [[compare]] entry for this pair); otherwise remove the rule")
+
+
+def _num(v: Any, key: str, where: str, *, positive: bool = False) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ConfigError(f"{where}: {key} must be a number, got {v!r}")
+    if not math.isfinite(v):
+        raise ConfigError(f"{where}: {key} must be a finite number, got {v!r}")
     if v < 0:
         raise ConfigError(f"{where}: {key} must not be negative, got {v!r}")
+    if positive and v == 0:
+        raise ConfigError(f"{where}: {key} must be greater than 0, got {v!r}")
     return float(v)
 
 
 def _target(name: str, t: Any, where: str) -> Target:
     if not isinstance(t, dict):
         raise ConfigError(f"{where}: [targets.{name}] must be a table")
+    for k in t:
+        if k not in TARGET_KEYS:
+            raise _unknown(k, TARGET_KEYS, f"[targets.{name}]", where)
     pf = t.get("peak_flops", {})
     if not isinstance(pf, dict):
         raise ConfigError(f"{where}: targets.{name}.peak_flops must be a table like {{ bf16 = 989e12 }}")
-    known = {"peak_flops", "mem_bw", "clock_hz", "interconnect_bw", "sram_bw", "tdp_w", "invented", "note"}
-    vals = {k: _num(t[k], f"targets.{name}.{k}", where) for k in ("mem_bw", "clock_hz", "interconnect_bw", "sram_bw", "tdp_w") if k in t}
+    if not isinstance(t.get("invented", False), bool):
+        raise ConfigError(f"{where}: targets.{name}.invented must be true or false, got {t['invented']!r}")
+    if "note" in t:
+        _text(t["note"], f"targets.{name}.note", where)
+    if not isinstance(t.get("blocks", {}), dict):
+        raise ConfigError(f"{where}: targets.{name}.blocks must be a table of [targets.{name}.blocks.NAME] tables")
+    vals = {k: _positive(t[k], f"targets.{name}.{k}", where) for k in TARGET_NUMBERS if k in t}
     return Target(
         name=name,
-        peak_flops={p: _num(v, f"targets.{name}.peak_flops.{p}", where) for p, v in pf.items()},
+        peak_flops={p: _positive(v, f"targets.{name}.peak_flops.{p}", where) for p, v in pf.items()},
         invented=bool(t.get("invented", False)),
         note=str(t.get("note", "")),
-        extra={k: v for k, v in t.items() if k not in known},
+        extra={"blocks": t["blocks"]} if "blocks" in t else {},
         **vals,
     )
 
@@ -214,29 +345,36 @@ def _tolerance(i: int, t: Any, where: str) -> Tolerance:
     key = f"tolerance[{i}]"
     if not isinstance(t, dict):
         raise ConfigError(f"{where}: {key} must be a table")
-    bad = set(t) - {"pair", "metric", "op", "stat", "rel", "abs"}
+    bad = set(t) - set(TOLERANCE_KEYS)
     if bad:
-        raise ConfigError(f"{where}: {key} has unknown key(s) {', '.join(sorted(bad))}; allowed: pair, metric, op, stat, rel, abs")
+        raise ConfigError(f"{where}: {key} has unknown key(s) {', '.join(sorted(bad))}; allowed: {', '.join(TOLERANCE_KEYS)}")
     if "rel" not in t:
         raise ConfigError(f"{where}: {key} needs rel (a relative tolerance like 0.10)")
-    return Tolerance(pair=str(t.get("pair", "*")), metric=str(t.get("metric", "*")), op=str(t.get("op", "*")),
-                     stat=str(t.get("stat", "*")), rel=_num(t["rel"], f"{key}.rel", where),
-                     abs=_num(t.get("abs", 0), f"{key}.abs", where))
+    pats = {k: _text(t.get(k, "*"), f"{key}.{k}", where) for k in ("pair", "metric", "op", "stat")}
+    return Tolerance(**pats, rel=_num(t["rel"], f"{key}.rel", where), abs=_num(t.get("abs", 0), f"{key}.abs", where))
 
 
 def _op_map(i: int, m: Any, where: str) -> OpMapRule:
     key = f"op_map[{i}]"
     if not isinstance(m, dict) or "match" not in m or "op" not in m:
         raise ConfigError(f"{where}: {key} needs match (a regex) and op")
+    for k in m:
+        if k not in OP_MAP_KEYS:
+            raise _unknown(k, OP_MAP_KEYS, key, where)
+    for k in m:
+        _text(m[k], f"{key}.{k}", where)
     try:
-        rx = re.compile(str(m["match"]))
+        rx = re.compile(m["match"])
     except re.error as e:
         raise ConfigError(f"{where}: {key}.match is not a valid regex: {e}") from None
-    return OpMapRule(source=str(m.get("source", "*")), match=rx, op=str(m["op"]))
+    return OpMapRule(source=m.get("source", "*"), match=rx, op=m["op"])
 
 
 def _pair(i: int, c: Any, where: str) -> ComparePair:
     key = f"compare[{i}]"
     if not isinstance(c, dict) or "candidate" not in c or "reference" not in c:
         raise ConfigError(f"{where}: {key} needs candidate and reference fidelities")
-    return ComparePair(str(c["candidate"]), str(c["reference"]))
+    for k in c:
+        if k not in COMPARE_KEYS:
+            raise _unknown(k, COMPARE_KEYS, key, where)
+    return ComparePair(_text(c["candidate"], f"{key}.candidate", where), _text(c["reference"], f"{key}.reference", where))

@@ -7,12 +7,13 @@ import json
 import click
 
 from xfid.app import App
+from xfid.commands.validate import ALPHA
 
 
 @click.command("history")
 @click.argument("key")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-@click.option("--alpha", type=float, default=0.01, show_default=True, help="Significance of a change point.")
+@click.option("--alpha", type=ALPHA, default=0.01, show_default=True, help="Significance of a change point.")
 @click.pass_obj
 def cli(app: App, key, fmt, alpha) -> None:
     """Show KEY's relative error at every recorded check (KEY: an issue id XF-N or a fingerprint).

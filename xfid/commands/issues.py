@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from xfid.app import App, actor
+from xfid.commands.validate import NON_NEGATIVE
 
 STATES = ("open", "acknowledged", "resolved", "reopened", "waived")  # xfid.tracker.STATES, kept light
 KINDS = ("over_tolerance", "bound_violation", "config_mismatch")
@@ -37,7 +38,7 @@ def cli() -> None:
 @click.option("--state", type=click.Choice(STATES), help="Only issues in this state.")
 @click.option("--target", help="Only issues of this hardware target.")
 @click.option("--kind", type=click.Choice(KINDS), help="Only issues of this discrepancy kind.")
-@click.option("--severity-min", type=float, metavar="X", help="Only issues with severity >= X (|error|/tolerance).")
+@click.option("--severity-min", type=NON_NEGATIVE, metavar="X", help="Only issues with severity >= X (|error|/tolerance).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
 @actor_option
 @click.pass_obj
@@ -106,7 +107,7 @@ def reopen_cmd(app: App, issue_id, note, actor_opt) -> None:
 @click.argument("issue_id", metavar="XF-N")
 @click.option("--reason", required=True, help="Why this discrepancy is accepted for now.")
 @click.option("--until", required=True, metavar="YYYY-MM-DD", help="Expiry date (inclusive); back to open after it.")
-@click.option("--max-error", type=float, metavar="X", help="Back to open when |rel_error| exceeds X (e.g. 0.25).")
+@click.option("--max-error", type=NON_NEGATIVE, metavar="X", help="Back to open when |rel_error| exceeds X (e.g. 0.25).")
 @click.option("--note", help="Free text kept in the history.")
 @actor_option
 @click.pass_obj

@@ -8,7 +8,11 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from xfid.errors import ReportError
 
-_WEEK = re.compile(r"^(\d{4})-?W(\d{1,2})$", re.IGNORECASE)
+_WEEK = re.compile(r"^(\d{4})-?W(\d{1,2})$", re.IGNORECASE | re.ASCII)
+_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$", re.ASCII)
+FIRST_DAY, LAST_DAY = date(1970, 1, 1), date(2199, 12, 31)
+"""Reports cover days in this range (the period before it and the day after stay in what
+pandas timestamps can hold: 1677..2262)."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,8 @@ def iso_week(text: str) -> Period:
     if not m:
         raise ReportError(f"--week {text!r} is not an ISO week; use the form 2026-W48")
     year, week = int(m.group(1)), int(m.group(2))
+    if not FIRST_DAY.year <= year <= LAST_DAY.year - 1:
+        raise ReportError(f"--week {text!r}: the year must be {FIRST_DAY.year}..{LAST_DAY.year - 1}")
     try:
         start = date.fromisocalendar(year, week, 1)
     except ValueError:
@@ -69,9 +75,14 @@ def iso_week(text: str) -> Period:
 
 def _day(text: str, flag: str) -> date:
     try:
-        return date.fromisoformat(text.strip())
+        if not _DAY.match(text.strip()):
+            raise ValueError
+        day = date.fromisoformat(text.strip())
     except ValueError:
         raise ReportError(f"{flag} {text!r} is not a date; use YYYY-MM-DD, e.g. 2026-11-23") from None
+    if not FIRST_DAY <= day <= LAST_DAY:
+        raise ReportError(f"{flag} {text!r} is out of range; give a day from {FIRST_DAY} to {LAST_DAY}")
+    return day
 
 
 def resolve_period(week: str | None, since: str | None, until: str | None, today: date | None = None) -> Period:
