@@ -38,7 +38,9 @@ AUTO: dict[str, dict[str, str]] = {
 EVENTS: dict[str, dict[str, str]] = {**ACTIONS, **AUTO}
 """Every event that can change an issue's state, manual and automatic."""
 
-_ID = re.compile(r"^\s*(?:XF-)?(\d+)\s*$", re.IGNORECASE)
+_ID = re.compile(r"^\s*(?:XF-)?([0-9]{1,18})\s*$", re.IGNORECASE | re.ASCII)  # ASCII digits, fits SQLite
+MAX_WAIVER_DAYS = 5 * 366
+"""A waiver expires within about five years: a later --until is refused as a typo."""
 
 
 class TransitionRefused(TrackerError):
@@ -163,8 +165,11 @@ def check_waiver(issue_id: str, reason: str | None, until: date | str | None, ma
     if day < today:
         raise TrackerError(f"--until {day.isoformat()} is in the past (today is {today.isoformat()}); "
                            "give today or a later date")
+    if (day - today).days > MAX_WAIVER_DAYS:
+        raise TrackerError(f"--until {day.isoformat()} is more than five years away; a waiver must expire "
+                           "(give a nearer date and renew it then)")
     if max_error is not None:
-        if isinstance(max_error, bool) or not isinstance(max_error, (int, float)) or not max_error >= 0:
+        if isinstance(max_error, bool) or not isinstance(max_error, (int, float)) or not 0 <= max_error < float("inf"):
             raise TrackerError(f"--max-error must be a relative error >= 0 (e.g. 0.25), got {max_error!r}")
         max_error = float(max_error)
     return str(reason).strip(), day, max_error
