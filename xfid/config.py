@@ -171,7 +171,7 @@ def load_config(explicit: str | os.PathLike[str] | None = None, *, bundled: bool
     return build_config(base, user, path)
 
 
-SECTIONS = ("store", "settings", "targets", "tolerance", "op_map", "compare", "drift", "tracker", "report")
+SECTIONS = ("store", "settings", "targets", "tolerance", "op_map", "compare", "drift", "tracker", "report", "rtl")
 
 TARGET_KEYS = ("peak_flops", "mem_bw", "clock_hz", "interconnect_bw", "sram_bw", "tdp_w", "invented", "note", "blocks")
 TARGET_NUMBERS = ("mem_bw", "clock_hz", "interconnect_bw", "sram_bw", "tdp_w")
@@ -230,6 +230,7 @@ SCHEMA: dict[str, dict[str, Any]] = {
     "drift": dict.fromkeys(DRIFT_KEYS, _nonneg),
     "tracker": {"resolve_after": _integer(1)},
     "report": {},
+    "rtl": {"default_target": _text},  # the target of a cocotb results.xml that does not say
 }
 """Every key of the plain sections, with the check its value must pass."""
 
