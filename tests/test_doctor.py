@@ -53,20 +53,35 @@ def test_damaged_part_is_named_and_quarantined(xfid_cli, tmp_path, damage):
     assert xfid_cli("doctor").exit_code == 0
 
 
-def test_missing_part_and_orphans(xfid_cli, tmp_path):
+def test_missing_part_is_dropped_and_can_be_ingested_again(xfid_cli, tmp_path):
     files = make_store(xfid_cli, tmp_path)
     p0 = parts(xfid_cli.store)[0]
     p0.unlink()
-    orphan = p0.parent / "part-0000orphan.parquet"
-    orphan.write_bytes(parts(xfid_cli.store)[0].read_bytes())
     r = xfid_cli("doctor")
-    assert r.exit_code == 1 and "missing_part" in r.output and "orphan_part" in r.output
+    assert r.exit_code == 1 and "missing_part" in r.output and "--repair" in r.output
     assert xfid_cli("doctor", "--repair").exit_code == 0
-    assert not orphan.exists()
     assert len(xfid_cli("export").output.splitlines()) == 200
     # the dropped source can be ingested again
     r = xfid_cli("ingest", *files)
     assert "200 new rows from 1 file(s); 1 already ingested" in r.output
+
+
+def test_an_unregistered_part_is_never_repaired_away(xfid_cli, tmp_path):
+    """A committed-looking part the manifest does not know: the catalog is not this store's;
+    --repair changes nothing, every command says how to rebuild the catalog."""
+    make_store(xfid_cli, tmp_path)
+    stranger = parts(xfid_cli.store)[0].parent / "part-0000orphan.parquet"
+    stranger.write_bytes(parts(xfid_cli.store)[0].read_bytes())
+    before = sorted((xfid_cli.store / "records").rglob("*"))
+    r = xfid_cli("doctor")
+    assert r.exit_code == 1 and "catalog_mismatch" in r.output and "--rebuild-catalog" in r.output
+    r = xfid_cli("doctor", "--repair")
+    assert r.exit_code == 1 and "does not fix" in r.output
+    for cmd in (("export",), ("summary",), ("check",), ("ingest", str(tmp_path / "r0.csv"))):
+        r = xfid_cli(*cmd)
+        assert r.exit_code == 2 and r.output.startswith("Error: ") and "--rebuild-catalog" in r.output, cmd
+    assert sorted((xfid_cli.store / "records").rglob("*")) == before
+    assert not (xfid_cli.store / "quarantine").exists()
 
 
 def test_corrupted_database_is_named(xfid_cli, tmp_path):

@@ -94,17 +94,32 @@ def test_sigkill_during_report_leaves_no_partial_pdf(base_store, tmp_path, delay
 
 
 def test_kill_during_ingest_then_doctor_is_clean(tmp_path):
-    store = tmp_path / "s"
+    """Killed after COMMIT, before the rename: doctor finishes the rename; killed before COMMIT:
+    the temp is left alone within the grace period, quarantined (not deleted) after it."""
     big = tmp_path / "big.csv"
     big.write_text("fidelity,target,workload,op,metric,value\n" + "".join(
         f"measured,h100-sxm,w,op{i % 500},latency,{i + 1}\n" for i in range(300_000)))
-    p = subprocess.Popen([sys.executable, "-m", "xfid", "--store", str(store), "ingest", str(big)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "XFID_FAULT": "store.after_rename"})
-    p.communicate(timeout=120)
-    r = subprocess.run([sys.executable, "-m", "xfid", "--store", str(store), "doctor"], capture_output=True, text=True)
-    # the killed writer's renamed part is an orphan: reported, invisible to readers, repairable
-    assert "orphan_part" in r.stdout and r.returncode == 1
-    r = subprocess.run([sys.executable, "-m", "xfid", "--store", str(store), "doctor", "--repair"], capture_output=True, text=True)
+
+    def xfid(store: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "xfid", "--store", str(store), *args], capture_output=True,
+                              text=True, env={**os.environ, **env})
+
+    store = tmp_path / "s"
+    xfid(store, "ingest", str(big), XFID_FAULT="store.before_rename")
+    r = xfid(store, "doctor")
+    assert "unfinished_rename" in r.stdout and r.returncode == 1
+    assert len(xfid(store, "export").stdout.splitlines()) == 300_000  # committed: readers use the temp
+    r = xfid(store, "doctor", "--repair")
     assert r.returncode == 0, r.stdout
-    r = subprocess.run([sys.executable, "-m", "xfid", "--store", str(store), "doctor"], capture_output=True, text=True)
+    r = xfid(store, "doctor")
     assert r.returncode == 0 and "healthy" in r.stdout
+
+    store2 = tmp_path / "s2"
+    xfid(store2, "ingest", str(big), XFID_FAULT="store.temp_written")
+    temps = list((store2 / "records").rglob(".tmp-*"))
+    assert len(temps) == 1
+    assert xfid(store2, "doctor").returncode == 0  # a young temp may be a writer's: not a problem
+    r = xfid(store2, "doctor", "--repair", XFID_TEMP_GRACE_S="0")
+    assert "stale_temp" in r.stdout and r.returncode == 0, r.stdout
+    assert not temps[0].exists() and len(list((store2 / "quarantine").rglob(".tmp-*"))) == 1
+    assert "temp part of a writer" in (store2 / "quarantine" / "NOTES.txt").read_text()

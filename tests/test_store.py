@@ -96,7 +96,7 @@ def test_one_file_from_four_processes_is_ingested_once(tmp_path):
     assert len(list((store / "records").rglob("*.parquet"))) == 1
 
 
-@pytest.mark.parametrize("point", ["store.temp_written", "store.after_rename", "store.before_commit"])
+@pytest.mark.parametrize("point", ["store.temp_written", "store.before_commit"])
 def test_sigkill_mid_ingest_leaves_store_as_before(tmp_path, point):
     store = tmp_path / "s"
     first = write_records(tmp_path / "first.csv", 20, tag="x")
@@ -111,11 +111,31 @@ def test_sigkill_mid_ingest_leaves_store_as_before(tmp_path, point):
         assert t.num_rows == 20  # no partial rows: only the earlier ingest is visible
         assert [r["path"] for r in s.sources()] == [str(first)]
         assert s.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        # the next ingest sweeps what the killed one left and succeeds
+        # the next ingest succeeds; the killed one's temp is left to the sweep's grace period
         ingest(s, [f], IngestOptions())
         assert s.read().num_rows == 2020
     visible = list((store / "records").rglob("part-*.parquet"))
     assert len(visible) == 2
+
+
+@pytest.mark.parametrize("point", ["store.before_rename", "store.after_rename"])
+def test_sigkill_after_commit_before_the_rename_keeps_the_ingest(tmp_path, point):
+    """Killed between COMMIT and the rename: the ingest is committed; readers use the temp,
+    the next writer renames it."""
+    store = tmp_path / "s"
+    f = write_records(tmp_path / "big.csv", 2000)
+    p = _run_ingest(store, f, env={"XFID_FAULT": point})
+    p.communicate(timeout=120)
+    assert p.returncode == -signal.SIGKILL
+    temps = list((store / "records").rglob(".tmp-*"))
+    assert len(temps) == (1 if point == "store.before_rename" else 0)
+    with Store(store) as s:
+        assert s.read().num_rows == 2000
+        assert ingest(s, [f], IngestOptions()).files[0].already
+        ingest(s, [write_records(tmp_path / "more.csv", 5, tag="m")], IngestOptions())
+        assert s.read().num_rows == 2005
+    assert not list((store / "records").rglob(".tmp-*"))
+    assert len(list((store / "records").rglob("part-*.parquet"))) == 2
 
 
 def test_sigkill_at_a_random_time(tmp_path):

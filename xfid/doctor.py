@@ -1,11 +1,18 @@
-"""`xfid doctor`: check a store and repair what can be repaired, never touching good data."""
+"""`xfid doctor`: check a store and repair what can be repaired, never touching good data.
+
+Nothing is deleted: what a repair takes away is moved into `quarantine/` with a line in
+`quarantine/NOTES.txt` saying what it was and why. Every repair decision is re-checked
+under the store's write lock, so a writer committing meanwhile is never "repaired".
+"""
 
 from __future__ import annotations
 
-import contextlib
+import os
+import re
 import shutil
 import sqlite3
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,18 +20,35 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from xfid.errors import StoreError
-from xfid.store import DB_NAME, RECORDS, TMP_PREFIX, Store, write_tx
+from xfid.store import (
+    _MANIFEST_MIGRATIONS,
+    COMMITTED_GLOB,
+    DB_NAME,
+    LEGACY_TEMP_NAME,
+    RECORDS,
+    TEMP_NAME,
+    TMP_PREFIX,
+    CatalogMismatch,
+    Store,
+    connect_readonly,
+    temp_grace_s,
+    write_tx,
+)
 
-STALE_TMP_S = 3600.0
+STALE_TMP_S = 3600.0  # check files' temps (the tracker's own sweep uses the same age)
+QUARANTINE = "quarantine"
+PART_PROBLEMS = ("missing_part", "corrupt_part", "row_mismatch")
 
 
 @dataclass
 class Problem:
-    kind: str  # db_corrupt | missing_part | corrupt_part | row_mismatch | orphan_part | stale_temp | orphan_check
+    kind: str  # db_corrupt | catalog_mismatch | missing_part | corrupt_part | row_mismatch |
+    #            unfinished_rename | stale_temp | foreign_temp | orphan_check
     path: str
     detail: str
-    repair: str  # what --repair does about it ("" when it cannot)
+    repair: str  # what --repair does about it ("" when it cannot; then the fix is in detail)
     repaired: bool = False
+    source_id: str = ""
 
 
 @dataclass
@@ -39,106 +63,262 @@ class DoctorReport:
         return not [p for p in self.problems if not p.repaired]
 
 
+def created_tables(migrations: Sequence[str]) -> set[str]:
+    """The tables a sequence of migrations leaves (created, minus dropped, renames followed)."""
+    have: set[str] = set()
+    for sql in migrations:
+        for m in re.finditer(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)|DROP TABLE (?:IF EXISTS )?(\w+)"
+                             r"|ALTER TABLE (\w+) RENAME TO (\w+)", sql, re.IGNORECASE):
+            if m[1]:
+                have.add(m[1])
+            elif m[2]:
+                have.discard(m[2])
+            else:
+                have.discard(m[3])
+                have.add(m[4])
+    return have
+
+
+def _components() -> dict[str, Sequence[str]]:
+    from xfid.tracker.db import MIGRATIONS as TRACKER
+
+    return {"manifest": _MANIFEST_MIGRATIONS, "tracker": TRACKER}
+
+
 def _db_problem(db: Path) -> Problem | None:
+    """A database SQLite cannot read, that fails its integrity check, or lacks a table its
+    migrations made. Opened read-only, so a read-only store is checked as it is."""
+    fix = "restore xfid.db from a backup, or rebuild the catalog from the parts with `xfid doctor --rebuild-catalog`"
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+        conn = connect_readonly(db)
         try:
             res = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            versions = dict(conn.execute("SELECT component, version FROM schema_version").fetchall()) \
+                if "schema_version" in tables else {}
         finally:
             conn.close()
     except sqlite3.DatabaseError as e:
-        return Problem("db_corrupt", str(db), f"not a readable SQLite database: {e}",
-                       "cannot repair: restore xfid.db from a backup; the Parquet records are intact and can be re-ingested")
+        return Problem("db_corrupt", str(db), f"not a readable SQLite database: {e}; {fix}", "")
     if res != ["ok"]:
-        return Problem("db_corrupt", str(db), "; ".join(res[:5]), "cannot repair: restore xfid.db from a backup")
+        return Problem("db_corrupt", str(db), "; ".join(res[:5]) + f"; {fix}", "")
+    for comp, migrations in _components().items():
+        lost = sorted(created_tables(migrations[: versions.get(comp, 0)]) - tables)
+        if lost:
+            return Problem("db_corrupt", str(db), f"the {comp} table {lost[0]!r} is missing; {fix}", "")
     return None
 
 
 def examine(root: Path, repair: bool = False) -> DoctorReport:
     """Check (and with `repair`, fix) the store at `root`.
 
-    Repairs: orphan part files (no manifest row) and stale temp files are deleted; manifest
-    rows whose part is missing, corrupt or has the wrong row count are removed together with
-    every part of that source (moved to `quarantine/`), so the source can be ingested again.
-    Good sources are never touched.
+    Checks: the database (readable, whole, every table), the catalog against the parts on
+    disk (a `part-*` file the manifest does not know means the database is not this
+    store's: only `--rebuild-catalog` fixes that, and no repair runs), each registered part
+    (present, footer row count, every page's checksum), temps and check files.
+
+    Repairs (each re-checked under the write lock, each removal a move into quarantine/):
+    a source with a missing, damaged or miscounted part is dropped from the manifest and
+    its other parts quarantined, so it can be ingested again; a committed temp is renamed
+    to its part; this store's temps untouched past the grace period and check files no
+    check names are quarantined. Good sources are never touched.
     """
     rep = DoctorReport(str(root))
     if not root.is_dir():
         raise StoreError(f"no store at {root} (pass --store DIR)")
     db = root / DB_NAME
-    if db.exists():
-        p = _db_problem(db)
-        if p is not None:
-            rep.problems.append(p)
-            return rep
-    with Store(root) as store:
-        conn = store.conn
-        parts = [dict(r) for r in conn.execute("SELECT file, source_id, fidelity, rows FROM parts")]
-        known = {p["file"] for p in parts}
-        bad_sources: dict[str, str] = {}
-        for p in parts:
-            f = store.records / p["file"]
-            rep.parts_checked += 1
-            if not f.exists():
-                rep.problems.append(Problem("missing_part", str(f), "named in the manifest but not on disk",
-                                            "drop the source from the manifest (re-ingest it)"))
-                bad_sources[p["source_id"]] = "missing part"
-                continue
-            try:
-                t = pq.ParquetFile(f, page_checksum_verification=True).read()
-            except (pa.ArrowInvalid, OSError) as e:
-                rep.problems.append(Problem("corrupt_part", str(f), f"unreadable: {e}",
-                                            "quarantine the source's parts and drop it from the manifest (re-ingest it)"))
-                bad_sources[p["source_id"]] = "corrupt part"
-                continue
-            rep.rows_checked += t.num_rows
-            if t.num_rows != p["rows"]:
-                rep.problems.append(Problem("row_mismatch", str(f), f"{t.num_rows} rows, manifest says {p['rows']}",
-                                            "quarantine the source's parts and drop it from the manifest"))
-                bad_sources[p["source_id"]] = "row count mismatch"
-        now = time.time()
-        for f in sorted(store.records.glob("fidelity=*/*.parquet")):
-            rel = str(f.relative_to(store.records))
-            if f.name.startswith(TMP_PREFIX):
-                if now - f.stat().st_mtime > STALE_TMP_S:
-                    rep.problems.append(Problem("stale_temp", str(f), "temp file of a writer that did not finish", "delete it"))
-            elif rel not in known:
-                rep.problems.append(Problem("orphan_part", str(f), "part file no manifest row names (invisible to xfid)",
-                                            "delete it"))
-        checks_dir = root / "checks"
-        if checks_dir.is_dir():
-            with contextlib.suppress(sqlite3.OperationalError):
-                ids = {r[0] for r in conn.execute("SELECT id FROM checks")}
-                for f in sorted(checks_dir.glob("*.parquet")):
-                    stem = f.stem.replace("check-", "")
-                    stale_tmp = f.name.startswith(".") and now - f.stat().st_mtime > STALE_TMP_S
-                    if stale_tmp or (not f.name.startswith(".") and stem.isdigit() and int(stem) not in ids):
-                        rep.problems.append(Problem("orphan_check", str(f), "check rows with no recorded check", "delete it"))
-        if repair:
-            _repair(store, rep, bad_sources)
+    records = root / RECORDS
+    if not db.exists():
+        n = len(list(records.glob(COMMITTED_GLOB))) if records.is_dir() else 0
+        if n:
+            rep.problems.append(Problem("catalog_mismatch", str(db), f"the store database is missing, but {n} part "
+                                        "files are in records/; run `xfid doctor --rebuild-catalog`", ""))
+        return rep
+    p = _db_problem(db)
+    if p is not None:
+        rep.problems.append(p)
+        return rep
+    try:
+        store = Store(root, create=False, check=False)
+    except StoreError as e:
+        rep.problems.append(Problem("db_corrupt", str(db), str(e), ""))
+        return rep
+    with store:
+        try:
+            store.check_catalog()
+        except CatalogMismatch as e:
+            rep.problems.append(Problem("catalog_mismatch", str(db), str(e), ""))
+            return rep  # nothing else is judged against a catalog that is not this store's
+        _check_parts(store, rep)
+        _check_temps(store, rep)
+        _check_checkfiles(store, rep)
+        if repair and rep.problems:
+            if store.readonly:
+                raise StoreError(f"{root}: the store is read-only: `xfid doctor --repair` cannot change it")
+            _repair(store, rep)
     return rep
 
 
-def _repair(store: Store, rep: DoctorReport, bad_sources: dict[str, str]) -> None:
-    quarantine = store.root / "quarantine"
+def _check_parts(store: Store, rep: DoctorReport) -> None:
+    rows = store.conn.execute("SELECT file, source_id, fidelity, rows FROM parts ORDER BY rowid").fetchall()
+    for file, sid, _fid, n in rows:
+        f = store.records / file
+        rep.parts_checked += 1
+        twin = store.twin(f)
+        if not f.exists() and twin is not None and twin.exists():
+            rep.problems.append(Problem("unfinished_rename", str(twin), f"committed as {file}, not yet renamed "
+                                        "(readers use it as it is)", "rename it to its part name", source_id=sid))
+            f = twin
+        elif not f.exists():
+            rep.problems.append(Problem("missing_part", str(f), "named in the manifest but not on disk",
+                                        "drop the source from the manifest (re-ingest it)", source_id=sid))
+            continue
+        bad = part_problem(f, n)
+        if bad is not None:
+            kind, detail = bad
+            rep.problems.append(Problem(kind, str(f), detail, "quarantine the source's parts and drop it from "
+                                        "the manifest (re-ingest it)", source_id=sid))
+            continue
+        rep.rows_checked += n
+
+
+def part_problem(f: Path, rows: int) -> tuple[str, str] | None:
+    """(kind, detail) when a part fails: its footer's row count first (so a part claiming
+    far more rows than registered is never read whole), then every page's checksum."""
+    try:
+        pf = pq.ParquetFile(f, page_checksum_verification=True)
+        if pf.metadata.num_rows != rows:
+            return "row_mismatch", f"its footer says {pf.metadata.num_rows} rows, the manifest says {rows}"
+        for g in range(pf.num_row_groups):
+            pf.read_row_group(g)
+    except (pa.ArrowInvalid, OSError) as e:
+        return "corrupt_part", f"unreadable: {e}"
+    return None
+
+
+def _check_temps(store: Store, rep: DoctorReport) -> None:
+    grace = temp_grace_s()
+    now = time.time()
+    for f in sorted(store.records.glob(f"fidelity=*/{TMP_PREFIX}*")):
+        m = TEMP_NAME.fullmatch(f.name)
+        try:
+            age = now - f.stat().st_mtime
+        except FileNotFoundError:
+            continue
+        if m and m[1] == store.store_id:
+            if age > grace and not _registered(store, f, m[2]):
+                rep.problems.append(Problem("stale_temp", str(f), f"temp part of a writer that did not finish "
+                                            f"(untouched for {age / 3600:.1f} h)", "quarantine it"))
+        elif m:
+            rep.problems.append(Problem("foreign_temp", str(f), f"temp part of another store (id {m[1][:12]}); "
+                                        "xfid leaves it alone: move it away by hand if no writer of that store "
+                                        "uses this directory", ""))
+        elif LEGACY_TEMP_NAME.fullmatch(f.name) and age > grace:
+            rep.problems.append(Problem("stale_temp", str(f), "temp part of an older xfid that did not finish",
+                                        "quarantine it"))
+
+
+def _registered(store: Store, tmp: Path, part_id: str) -> bool:
+    rel = f"{tmp.parent.name}/part-{part_id}.parquet"
+    return store.conn.execute("SELECT 1 FROM parts WHERE file=?", (rel,)).fetchone() is not None
+
+
+def _check_checkfiles(store: Store, rep: DoctorReport) -> None:
+    checks_dir = store.root / "checks"
+    if not checks_dir.is_dir():
+        return
+    for f in sorted(checks_dir.glob("*.parquet")):
+        if _orphan_check(store, f):
+            rep.problems.append(Problem("orphan_check", str(f), "check rows with no recorded check", "quarantine it"))
+
+
+def _orphan_check(store: Store, f: Path) -> bool:
+    try:
+        if f.name.startswith("."):
+            return time.time() - f.stat().st_mtime > STALE_TMP_S
+        stem = f.stem.replace("check-", "")
+        if not stem.isdigit():
+            return False
+        row = store.conn.execute("SELECT 1 FROM checks WHERE id=?", (int(stem),)).fetchone()
+    except (FileNotFoundError, sqlite3.OperationalError, OverflowError):
+        return False
+    return row is None
+
+
+def _repair(store: Store, rep: DoctorReport) -> None:
+    """Act on each problem after re-checking it under the write lock."""
     with write_tx(store.conn) as conn:
-        for sid in bad_sources:
-            files = [r[0] for r in conn.execute("SELECT file FROM parts WHERE source_id=?", (sid,))]
-            for rel in files:
-                f = store.records / rel
-                if f.exists():
-                    dest = quarantine / rel
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.move(str(f), dest)
-            conn.execute("DELETE FROM parts WHERE source_id=?", (sid,))
-            conn.execute("DELETE FROM sources WHERE source_id=?", (sid,))
+        store.check_catalog()  # a catalog that stopped matching meanwhile: no repair at all
+        dropped: set[str] = set()
         for p in rep.problems:
-            if p.kind in ("missing_part", "corrupt_part", "row_mismatch"):
-                p.repaired = True
-            elif p.kind in ("orphan_part", "stale_temp", "orphan_check"):
-                with contextlib.suppress(FileNotFoundError):
-                    Path(p.path).unlink()
-                p.repaired = True
+            f = Path(p.path)
+            if p.kind in PART_PROBLEMS:
+                if p.source_id in dropped or _still_bad(store, p):
+                    if p.source_id not in dropped:
+                        _drop_source(store, p.source_id, p.kind)
+                        dropped.add(p.source_id)
+                    p.repaired = True
+            elif p.kind == "unfinished_rename":
+                final = f.with_name(f"part-{f.name.rsplit('-', 1)[1]}")
+                if f.exists() and not final.exists() and _registered(store, f, final.stem[5:]):
+                    os.replace(f, final)
+                p.repaired = not f.exists() and final.exists()
+            elif p.kind == "stale_temp":
+                m = TEMP_NAME.fullmatch(f.name)
+                still = f.exists() and time.time() - f.stat().st_mtime > temp_grace_s() and \
+                    not (m and _registered(store, f, m[2]))
+                if still:
+                    quarantine(store.root, f, "temp part of a writer that did not finish")
+                p.repaired = not f.exists()
+            elif p.kind == "orphan_check":
+                if f.exists() and _orphan_check(store, f):
+                    quarantine(store.root, f, "check rows with no recorded check")
+                p.repaired = not f.exists()
+        del conn
 
 
-__all__ = ["RECORDS", "DoctorReport", "Problem", "examine"]
+def _still_bad(store: Store, p: Problem) -> bool:
+    """Whether a part problem found outside the lock still holds (its row, its file)."""
+    f = Path(p.path)
+    rows = store.conn.execute("SELECT file, rows FROM parts WHERE source_id=?", (p.source_id,)).fetchall()
+    for rel, n in rows:
+        part = store.records / rel
+        twin = store.twin(part)
+        if p.kind == "missing_part" and part == f:
+            return not part.exists() and not (twin is not None and twin.exists())
+        if p.kind != "missing_part" and f in (part, twin):
+            return f.exists() and part_problem(f, n) is not None
+    return False  # dropped or re-ingested meanwhile
+
+
+def _drop_source(store: Store, sid: str, why: str) -> None:
+    """Quarantine every part of a source and remove it from the manifest (it can be ingested again)."""
+    for (rel,) in store.conn.execute("SELECT file FROM parts WHERE source_id=?", (sid,)).fetchall():
+        f = store.records / rel
+        twin = store.twin(f)
+        for g in (f, twin):
+            if g is not None and g.exists():
+                quarantine(store.root, g, f"part of source {sid[:12]}, dropped from the manifest ({why})")
+    store.conn.execute("DELETE FROM parts WHERE source_id=?", (sid,))
+    store.conn.execute("DELETE FROM sources WHERE source_id=?", (sid,))
+
+
+def quarantine(root: Path, f: Path, why: str) -> Path:
+    """Move `f` into `root/quarantine/` (same relative path) and note why; returns where it went."""
+    q = root / QUARANTINE
+    try:
+        rel = f.relative_to(root)
+    except ValueError:
+        rel = Path(f.name)
+    dest = q / rel
+    n = 1
+    while dest.exists():
+        dest = q / rel.with_name(f"{rel.name}.{n}")
+        n += 1
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(f), dest)
+    with open(q / "NOTES.txt", "a", encoding="utf-8") as notes:
+        notes.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\t{rel}\t-> {dest.relative_to(q)}\t{why}\n")
+    return dest
+
+__all__ = ["RECORDS", "DoctorReport", "Problem", "examine", "part_problem", "quarantine"]

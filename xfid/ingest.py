@@ -5,10 +5,11 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import os
 import time
 import tomllib
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from xfid import adapters
+from xfid.adapters import detect, get_adapter
 from xfid.adapters.base import ReadContext, iter_batches
 from xfid.errors import AdapterError, InputError, XfidError
 from xfid.schema import canonical_json, constant_column, normalize
@@ -52,6 +53,7 @@ class FileResult:
     nulls: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     skipped_rows: list[tuple[str, str]] = field(default_factory=list)
+    skipped_keys: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -68,23 +70,65 @@ class IngestReport:
                 "skipped": [{"path": p, "reason": r} for p, r in self.skipped]}
 
 
-def expand(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
-    """Files to ingest; (path, explicit). A directory yields the files under it, sorted."""
+def expand(paths: Iterable[str | Path]) -> tuple[list[tuple[Path, bool]], list[tuple[str, str]]]:
+    """Files to ingest, (path, explicit), and the entries left out, (path, reason).
+
+    A directory yields the files under it, sorted; hidden entries are left out, and no
+    symbolic link is followed out of the directory named (nor into a linked directory).
+    """
     out: list[tuple[Path, bool]] = []
+    left_out: list[tuple[str, str]] = []
     for p in map(Path, paths):
         if p.is_dir():
-            for f in sorted(p.rglob("*")):
-                if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts):
-                    out.append((f, False))
+            files, skipped = _walk(p)
+            out.extend((f, False) for f in files)
+            left_out.extend(skipped)
         elif p.is_file():
             out.append((p, True))
         else:
             raise InputError(p, None, "no such file or directory")
-    return out
+    return out, left_out
+
+
+def _walk(top: Path) -> tuple[list[Path], list[tuple[str, str]]]:
+    """The regular files under `top` (links only to files inside it), and the links not followed."""
+    root = top.resolve()
+    files: list[Path] = []
+    skipped: list[tuple[str, str]] = []
+    for d, dirs, names in os.walk(top, followlinks=False):
+        base = Path(d)
+        dirs[:] = sorted(x for x in dirs if not x.startswith("."))
+        for x in dirs:
+            if (base / x).is_symlink():
+                skipped.append((str(base / x), "a symbolic link to a directory: not followed"))
+        for x in sorted(names):
+            if x.startswith("."):
+                continue
+            f = base / x
+            if f.is_symlink():
+                target = f.resolve()
+                if not target.is_relative_to(root):
+                    skipped.append((str(f), f"a symbolic link out of {top}: not followed"))
+                    continue
+                if not target.is_file():
+                    skipped.append((str(f), "a symbolic link to no regular file: not followed"))
+                    continue
+            elif not f.is_file():
+                continue
+            files.append(f)
+    files.sort()
+    return files, skipped
+
+
+_SCALAR = (str, int, float, bool)
 
 
 def load_sidecar(path: Path) -> dict[str, Any]:
-    """Context for `path` from `xfid-source.toml` beside it: top-level keys, then [files."NAME"]."""
+    """Context for `path` from `xfid-source.toml` beside it: top-level keys, then [files."NAME"].
+
+    Raises:
+        InputError: not TOML, an unknown key, or a value of the wrong type (naming the key).
+    """
     side = path.parent / SIDECAR
     if not side.is_file():
         return {}
@@ -92,24 +136,62 @@ def load_sidecar(path: Path) -> dict[str, Any]:
         doc = tomllib.loads(side.read_text(encoding="utf-8-sig"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise InputError(side, None, f"not valid TOML: {e}") from None
+    files = doc.get("files", {})
+    if not isinstance(files, dict) or not all(isinstance(v, dict) for v in files.values()):
+        raise InputError(side, "key 'files'", "must be a table of tables", '[files."NAME"] with keys for one file')
     ctx = {k: v for k, v in doc.items() if k != "files"}
-    per_file = doc.get("files", {}).get(path.name, {})
+    per_file = files.get(path.name, {})
+    where = f'[files."{path.name}"]'
+    _check_sidecar(side, ctx, "")
+    _check_sidecar(side, per_file, where + ".")
     for k in ("meta", "options"):
         merged = dict(ctx.get(k, {}))
         merged.update(per_file.get(k, {}))
         if merged:
             per_file = {**per_file, k: merged}
     ctx.update(per_file)
-    bad = set(ctx) - {*_CONTEXT_KEYS, "meta", "options", "skip"}
-    if bad:
-        raise InputError(side, f"key {sorted(bad)[0]!r}", "unknown key",
-                         f"allowed: {', '.join((*_CONTEXT_KEYS, 'meta', 'options', 'skip'))}")
     return ctx
+
+
+def _check_sidecar(side: Path, table: Mapping[str, Any], prefix: str) -> None:
+    """Each key of a sidecar table known and of its type."""
+    allowed = (*_CONTEXT_KEYS, "meta", "options", "skip")
+    for k, v in table.items():
+        key = f"key {prefix}{k!r}" if prefix else f"key {k!r}"
+        if k not in allowed:
+            raise InputError(side, key, "unknown key", f"allowed: {', '.join(allowed)}")
+        if k == "skip":
+            if not isinstance(v, bool):
+                raise InputError(side, key, f"must be true or false, got {_short(v)}", "write skip = true")
+        elif k == "meta":
+            bad = [m for m, x in v.items() if not isinstance(x, _SCALAR)] if isinstance(v, dict) else [None]
+            if bad:
+                what = "must be a table" if bad == [None] else f"value of {bad[0]!r} must be a string or number"
+                raise InputError(side, key, what, 'write meta = { name = "value" }')
+        elif k == "options":
+            if not isinstance(v, dict):
+                raise InputError(side, key, "must be a table", "write options = { name = value }")
+        elif not isinstance(v, str):
+            raise InputError(side, key, f"must be a string, got {_short(v)}", f'write {k} = "..."')
+
+
+def _short(v: Any, limit: int = 40) -> str:
+    """A value for an error message: its repr (escaped), cut to `limit` characters."""
+    r = ascii(v)
+    return r if len(r) <= limit else r[: limit - 3] + "..."
 
 
 def source_id_of(content_hash: str, adapter: str, context: Mapping[str, Any]) -> str:
     blob = json.dumps({"h": content_hash, "a": adapter, "o": context}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def inputs_hash(main: str, extra: Sequence[Path]) -> str:
+    """The content hash of a source read from `main` (its hash) and the `extra` files beside it."""
+    if not extra:
+        return main
+    parts = [main, *(f"{f.name}:{file_hash(f)}" for f in extra)]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
 def file_hash(path: Path) -> str:
@@ -135,6 +217,24 @@ def _merge_meta(table: pa.Table, meta: Mapping[str, str]) -> pa.Table:
     return table.set_column(i, table.schema.field(i), merged)
 
 
+MAX_ERROR_CHARS = 600
+"""An error about a file's content is cut to this length: an excerpt, never the file."""
+
+
+def _bounded(e: InputError) -> InputError:
+    """The error with control characters (and bidi overrides) escaped and its length bounded."""
+    msg = str(e)
+    clean = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in msg)
+    if clean == msg and len(msg) <= MAX_ERROR_CHARS:
+        return e
+    if len(clean) > MAX_ERROR_CHARS:
+        clean = clean[: MAX_ERROR_CHARS - 20] + f"... ({len(clean)} characters in all)"
+    out = InputError(e.path, None, "")
+    out.args = (clean,)
+    out.loc, out.what = e.loc, e.what
+    return out
+
+
 class _AlreadyIngested(Exception):
     """Internal: the hash, known once reading began, names a source the store already has."""
 
@@ -145,14 +245,14 @@ def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool) -> Pr
     if not explicit and path.name in _IGNORED_NAMES:
         return "not a data file"
     side = load_sidecar(path)
-    if side.get("skip"):
+    if side.get("skip") is True:
         return "skipped by xfid-source.toml"
     name = opts.adapter if opts.adapter not in (None, "auto") else side.get("adapter")
     if name:
-        cls = adapters.get_adapter(name)
+        cls = get_adapter(name)
     else:
         try:
-            cls = adapters.detect(path)
+            cls = detect(path)
         except AdapterError:
             if explicit:
                 raise
@@ -167,10 +267,11 @@ def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool) -> Pr
         options={**side.get("options", {}), **opts.options},
     )
     context = {k: getattr(ctx, k) for k in ("target", "workload", "run", "fidelity", "meta", "options")}
+    extra = cls.inputs(ctx) if hasattr(cls, "inputs") else []  # other files the records come from
     hashing: Future[str] | None = None
     known = ""
     if store.has_path(str(path)):  # seen before (a re-ingest?): hash first, skip without reading
-        known = file_hash(path)
+        known = inputs_hash(file_hash(path), extra)
         sid = source_id_of(known, cls.name, context)
         if store.has_source(sid):
             return FileResult(str(path), cls.name, sid, already=True)
@@ -191,7 +292,7 @@ def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool) -> Pr
         """The source id (once the hash is known) and the defaults that name it."""
         if prep.source_id:
             return
-        prep.content_hash = hashing.result() if hashing is not None else known
+        prep.content_hash = inputs_hash(hashing.result(), extra) if hashing is not None else known
         prep.source_id = source_id_of(prep.content_hash, cls.name, context)
         defaults.update(source_id=prep.source_id, run=ctx.run or f"src-{prep.source_id[:10]}")
         if store.has_source(prep.source_id):
@@ -214,8 +315,13 @@ def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool) -> Pr
             yield t
         identify()
 
+    def describe() -> dict[str, Any]:
+        return {"metrics": dict(metrics), "nulls": dict(nulls), "warnings": ctx.warnings,
+                "skipped_rows": ctx.skipped[:100], "skipped_rows_total": len(ctx.skipped),
+                "skipped_keys": ctx.skipped_keys}
+
     try:
-        store.write_temp(prep, batches())
+        store.write_temp(prep, batches(), describe)
     except _AlreadyIngested:
         return FileResult(str(path), cls.name, prep.source_id, already=True)
     except XfidError:
@@ -227,8 +333,6 @@ def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool) -> Pr
             pa.ArrowException) as e:
         raise InputError(path, None, f"{cls.name} could not read this file: {type(e).__name__}: {e}",
                          f"check that it is a {cls.formats} file") from None
-    prep.summary = {"metrics": dict(metrics), "nulls": dict(nulls), "warnings": ctx.warnings,
-                    "skipped_rows": ctx.skipped[:100], "skipped_rows_total": len(ctx.skipped)}
     return prep
 
 
@@ -242,11 +346,16 @@ def ingest(store: Store, paths: Iterable[str | Path], opts: IngestOptions,
     report = IngestReport()
     preps: list[PreparedSource] = []
     try:
-        files = expand(paths)
+        files, left_out = expand(paths)
+        report.skipped.extend(left_out)
         for i, (path, explicit) in enumerate(files):
             if progress:
                 progress(path, i, len(files))
-            r = prepare(store, path, opts, explicit)
+            store.keep_alive(preps)
+            try:
+                r = prepare(store, path, opts, explicit)
+            except InputError as e:
+                raise _bounded(e) from None
             if isinstance(r, str):
                 report.skipped.append((str(path), r))
             elif isinstance(r, FileResult):
@@ -267,6 +376,7 @@ def ingest(store: Store, paths: Iterable[str | Path], opts: IngestOptions,
         s = p.summary
         report.files.append(FileResult(p.path, p.adapter, p.source_id, rows=0 if p.already else p.rows,
                                        already=p.already, metrics=s.get("metrics", {}), nulls=s.get("nulls", {}),
-                                       warnings=s.get("warnings", []), skipped_rows=s.get("skipped_rows", [])))
+                                       warnings=s.get("warnings", []), skipped_rows=s.get("skipped_rows", []),
+                                       skipped_keys=s.get("skipped_keys", {})))
     report.files.sort(key=lambda f: f.path)
     return report

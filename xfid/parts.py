@@ -240,6 +240,7 @@ class PartWriter:
         self.buffered: dict[str, int] = {}
         self.pending: dict[str, Future[None]] = {}
         self.rows = 0
+        self.rows_of: dict[str, int] = {}  # fidelity -> rows written to its file
         self.pool = ThreadPoolExecutor(max(1, min(2, threads or os.cpu_count() or 1)), "xfid-part")
 
     def add(self, table: pa.Table) -> None:
@@ -272,7 +273,9 @@ class PartWriter:
             except OSError as e:
                 raise WriteFailed() from e
         self.pending[fid] = self.pool.submit(_write, w, pieces)
-        self.rows += sum(len(p) for p in pieces)
+        n = sum(len(p) for p in pieces)
+        self.rows += n
+        self.rows_of[fid] = self.rows_of.get(fid, 0) + n
 
     def finish(self) -> None:
         """Write what is buffered and wait for every write; the writers stay open."""
@@ -281,11 +284,18 @@ class PartWriter:
         for fid in list(self.pending):
             self.pending.pop(fid).result()
 
-    def close(self) -> None:
-        """Close the files (after finish()); a failure to close is a WriteFailed."""
+    def close(self, metadata: Callable[[str], dict[str, str]] | None = None) -> None:
+        """Close the files (after finish()); a failure to close is a WriteFailed.
+
+        Args:
+            metadata: the key-value metadata of each fidelity's file, written into its footer.
+        """
         try:
             for fid in list(self.writers):
-                self.writers.pop(fid).close()
+                w = self.writers.pop(fid)
+                if metadata is not None:
+                    w.add_key_value_metadata(metadata(fid))
+                w.close()
         except OSError as e:
             raise WriteFailed() from e
         finally:

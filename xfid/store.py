@@ -5,13 +5,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -30,7 +32,8 @@ from xfid.parts import (
 )
 from xfid.schema import SCHEMA
 
-__all__ = ["FILE_SCHEMA", "ROW_GROUP", "SORT_KEYS", "PreparedSource", "Store", "dict_codes", "sort_order"]
+__all__ = ["FILE_SCHEMA", "ROW_GROUP", "SORT_KEYS", "CatalogMismatch", "PreparedSource", "Store", "dict_codes",
+           "sort_order"]
 
 DB_NAME = "xfid.db"
 RECORDS = "records"
@@ -39,6 +42,19 @@ VERIFIED_PARQUET = ds.ParquetFileFormat(
 """Reads check every page's CRC: a flipped bit is an error naming the part, never a wrong value."""
 TMP_PREFIX = ".tmp-"
 BUSY_TIMEOUT_S = 120.0
+TEMP_GRACE_S = 3600.0
+"""A temp part untouched this long may be swept; env XFID_TEMP_GRACE_S overrides (tests).
+A writer keeps its finished temps fresh until it commits (Store.keep_alive)."""
+PART_META = "xfid.part"
+"""The Parquet footer key holding a part's provenance: enough to rebuild the catalog from it."""
+PART_FORMAT = 1
+TEMP_NAME = re.compile(r"\.tmp-([0-9a-f]{32})-([0-9a-f]{32})\.parquet")
+"""`.tmp-<store id>-<part id>.parquet`: a part being written, not yet registered."""
+LEGACY_TEMP_NAME = re.compile(r"\.tmp-([0-9a-f]{32})\.parquet")
+"""A temp part of a store from before store ids (whose store cannot be proven)."""
+COMMITTED_GLOB = "fidelity=*/part-*.parquet"
+REBUILD_HINT = ("nothing was changed or deleted; rebuild the catalog from the parts with "
+                "`xfid doctor --rebuild-catalog` (it keeps the current xfid.db in a backup folder)")
 
 _MANIFEST_MIGRATIONS = [
     """
@@ -60,7 +76,27 @@ _MANIFEST_MIGRATIONS = [
     );
     CREATE INDEX parts_source ON parts(source_id);
     """,
+    """
+    CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    """,
 ]
+MANIFEST_TABLES = ("sources", "parts", "store_meta")
+"""The tables of each manifest version: version 1 made the first two, version 2 the third."""
+
+
+class CatalogMismatch(StoreError):
+    """The database does not describe the part files beside it (missing, empty, foreign or older)."""
+
+
+def temp_grace_s() -> float:
+    try:
+        return float(os.environ.get("XFID_TEMP_GRACE_S", TEMP_GRACE_S))
+    except ValueError:
+        return TEMP_GRACE_S
+
+
+def utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def fault_point(name: str) -> None:
@@ -76,17 +112,44 @@ def resolve_store_path(explicit: str | os.PathLike[str] | None, config_store: st
     return Path(explicit or os.environ.get("XFID_STORE") or config_store or ".xfid")
 
 
-def connect(db_path: Path) -> sqlite3.Connection:
-    """A connection in WAL mode with a long busy timeout; autocommit, explicit transactions."""
-    conn = sqlite3.connect(db_path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+def connect(db_path: Path, readonly: bool = False) -> sqlite3.Connection:
+    """A connection in WAL mode with a long busy timeout; autocommit, explicit transactions.
+
+    `readonly` opens with SQLite's `mode=ro` (for a store this process may not write); when
+    the WAL index cannot be created beside it, the file is read as it is (`immutable=1`).
+    """
+    if readonly:
+        conn = connect_readonly(db_path)
+    else:
+        conn = sqlite3.connect(db_path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-    mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
-    if mode != "wal":
-        _retry(lambda: conn.execute("PRAGMA journal_mode=WAL"))
-    conn.execute("PRAGMA synchronous = NORMAL")
+    if not readonly:
+        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+        if mode != "wal":
+            _retry(lambda: conn.execute("PRAGMA journal_mode=WAL"))
+        conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
+
+
+def connect_readonly(db_path: Path) -> sqlite3.Connection:
+    """A `mode=ro` connection; `immutable=1` where a WAL database's -shm cannot be created."""
+    uri = f"file:{quote(str(db_path))}?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    try:
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        conn.close()
+        if (db_path.parent / f"{db_path.name}-wal").exists():
+            raise  # committed pages may still be in the WAL: reading without it would miss them
+    return sqlite3.connect(uri + "&immutable=1", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+
+
+def writable(path: Path) -> bool:
+    """Whether this process may write `path` (a file or a directory)."""
+    return os.access(path, os.W_OK)
 
 
 def _retry(fn, tries: int = 200):
@@ -110,7 +173,12 @@ def write_tx(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         conn.execute("ROLLBACK")
         raise
     else:
-        conn.execute("COMMIT")
+        try:
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
 
 
 def migrate(conn: sqlite3.Connection, component: str, migrations: Sequence[str]) -> None:
@@ -143,17 +211,24 @@ class PreparedSource:
     summary: dict[str, Any] = field(default_factory=dict)
     temps: dict[str, Path] = field(default_factory=dict)  # fidelity -> temp file
     already: bool = False
+    ingested_at: str = ""  # set when its parts are written; the same in the manifest and the parts
 
 
 class Store:
     """A store directory: `records/fidelity=F/part-*.parquet` + `xfid.db`.
 
     The manifest is the truth: a Parquet part is visible only once its row in `parts` is
-    committed, in the same transaction as its source. Writers take `BEGIN IMMEDIATE`, so
-    renames of temp files into place and the manifest change happen under one lock.
+    committed, in the same transaction as its source. A part is written as a temp file,
+    `.tmp-<store id>-<part id>.parquet`; the commit registers `part-<part id>.parquet`, and
+    only after COMMIT is the temp renamed to that name (until then readers use the temp).
+    So a `part-*` file is always a committed part: one the manifest does not know means the
+    database is not the one these parts belong to (missing, emptied, another store's, or an
+    older copy), and every command stops with a CatalogMismatch instead of acting on it.
+    The sweep removes only temps named with this store's id, unregistered, and untouched for
+    TEMP_GRACE_S.
     """
 
-    def __init__(self, root: str | os.PathLike[str], *, create: bool = True):
+    def __init__(self, root: str | os.PathLike[str], *, create: bool = True, check: bool = True):
         self.root = Path(root)
         if not self.root.exists():
             if not create:
@@ -166,12 +241,72 @@ class Store:
             raise StoreError(f"{self.root} is not a directory (pass --store DIR)")
         self.records = self.root / RECORDS
         self.db_path = self.root / DB_NAME
+        self.store_id: str | None = None
+        self._expected: dict[str, tuple[str, int]] = {}  # part path -> (manifest file, rows)
+        self._touched = 0.0
+        has_db = self.db_path.exists()
+        self.readonly = not writable(self.root) or (has_db and not writable(self.db_path))
+        if not has_db:
+            if self.readonly:
+                raise StoreError(f"{self.db_path}: no store database, and the store is read-only "
+                                 "(run `xfid ingest` with write access first)")
+            if check and self.committed_on_disk():
+                raise CatalogMismatch(f"{self.db_path}: the store database is missing, but "
+                                      f"{len(self.committed_on_disk())} part files are in {self.records}; "
+                                      + REBUILD_HINT)
         try:
-            self.records.mkdir(exist_ok=True)
-            self.conn = connect(self.db_path)
-            migrate(self.conn, "manifest", _MANIFEST_MIGRATIONS)
+            if not self.readonly:
+                self.records.mkdir(exist_ok=True)
+            self.conn = connect(self.db_path, readonly=self.readonly)
         except sqlite3.DatabaseError as e:
             raise StoreError(f"{self.db_path}: cannot open the store database: {e} (run `xfid doctor`)") from None
+        try:
+            self._open(check)
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def _open(self, check: bool) -> None:
+        """Check the database's tables, apply migrations, read the store id, compare with the parts."""
+        with self._db("open"):
+            tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            version = 0
+            if "schema_version" in tables:
+                row = self.conn.execute("SELECT version FROM schema_version WHERE component='manifest'").fetchone()
+                version = row[0] if row else 0
+            lost = [t for t in MANIFEST_TABLES[:version + 1] if version and t not in tables]
+            if lost:
+                raise StoreError(f"{self.db_path}: the store database is damaged: table {lost[0]!r} is missing; "
+                                 + REBUILD_HINT)
+            if version == 0 and check and self.committed_on_disk():
+                raise CatalogMismatch(f"{self.db_path}: the store database is empty, but "
+                                      f"{len(self.committed_on_disk())} part files are in {self.records}; "
+                                      + REBUILD_HINT)
+            if self.readonly:
+                if version < len(_MANIFEST_MIGRATIONS):
+                    raise StoreError(f"{self.db_path}: the store is read-only and its database needs an upgrade "
+                                     "(run any xfid command on it once with write access)")
+            else:
+                migrate(self.conn, "manifest", _MANIFEST_MIGRATIONS)
+            row = self.conn.execute("SELECT value FROM store_meta WHERE key='store_id'").fetchone()
+            if row is None and not self.readonly:  # a new store, or one from before store ids
+                self.conn.execute("INSERT OR IGNORE INTO store_meta VALUES ('store_id', ?)", (uuid.uuid4().hex,))
+                row = self.conn.execute("SELECT value FROM store_meta WHERE key='store_id'").fetchone()
+            self.store_id = row[0] if row else None
+        if check:
+            self.check_catalog()
+
+    @contextlib.contextmanager
+    def _db(self, what: str) -> Iterator[None]:
+        """sqlite3 errors of the manifest as a StoreError naming the database."""
+        try:
+            yield
+        except sqlite3.OperationalError as e:
+            if "readonly" in str(e) or "read-only" in str(e):
+                raise StoreError(f"{self.db_path}: the store is read-only: cannot {what}") from None
+            raise StoreError(f"{self.db_path}: cannot {what}: {e} (run `xfid doctor`)") from None
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{self.db_path}: the store database is damaged ({e}); run `xfid doctor`") from None
 
     def close(self) -> None:
         self.conn.close()
@@ -182,25 +317,83 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # --- the catalog and the parts on disk ---------------------------------------------
+    def committed_on_disk(self) -> list[str]:
+        """Every committed-looking part file (`part-*`), relative to records/, sorted."""
+        if not self.records.is_dir():
+            return []
+        return sorted(str(f.relative_to(self.records)) for f in self.records.glob(COMMITTED_GLOB))
+
+    def manifest_files(self) -> set[str]:
+        with self._db("read the manifest"):
+            return {r[0] for r in self.conn.execute("SELECT file FROM parts")}
+
+    def check_catalog(self) -> None:
+        """Raise CatalogMismatch when a committed part on disk is not in the manifest.
+
+        Parts are renamed into place only after their commit, so listing the files first and
+        reading the manifest second never mistakes a concurrent writer's part for a stranger.
+        """
+        on_disk = self.committed_on_disk()
+        if not on_disk:
+            return
+        known = self.manifest_files()
+        unknown = [f for f in on_disk if f not in known]
+        if unknown:
+            raise self.mismatch(unknown, len(known))
+
+    def mismatch(self, unknown: Sequence[str], known: int) -> CatalogMismatch:
+        """The error for committed parts the manifest does not know: what happened, and the fix."""
+        first = self.records / unknown[0]
+        other = read_part_meta(first).get("store_id")
+        n = f"{len(unknown)} part file(s) here, e.g. {first},"
+        if other and self.store_id and other != self.store_id:
+            why = (f"belongs to another store (id {self.store_id[:12]}): {n} were written by store {other[:12]} "
+                   "(was xfid.db copied from elsewhere?)")
+        elif known == 0:
+            why = f"is empty: {n} are not in it"
+        else:
+            why = f"is older than the parts: {n} are not in it (was xfid.db restored from an older copy?)"
+        return CatalogMismatch(f"{self.db_path}: the store database {why}; " + REBUILD_HINT)
+
+    def temp_path(self, fid: str) -> Path:
+        return self.records / f"fidelity={fid}" / f"{TMP_PREFIX}{self.store_id}-{uuid.uuid4().hex}.parquet"
+
+    def twin(self, part: Path) -> Path | None:
+        """The temp a committed part is renamed from (present between COMMIT and the rename)."""
+        if not (part.name.startswith("part-") and self.store_id):
+            return None
+        return part.with_name(f"{TMP_PREFIX}{self.store_id}-{part.name[5:]}")
+
     # --- writing -----------------------------------------------------------------------
+    def _writable(self, what: str) -> None:
+        if self.readonly or not self.store_id:
+            raise StoreError(f"{self.root}: the store is read-only: cannot {what} "
+                             "(only summary, sources, export, correlate and doctor read it)")
+
     def has_source(self, source_id: str) -> bool:
-        return self.conn.execute("SELECT 1 FROM sources WHERE source_id=?", (source_id,)).fetchone() is not None
+        with self._db("read the manifest"):
+            return self.conn.execute("SELECT 1 FROM sources WHERE source_id=?", (source_id,)).fetchone() is not None
 
     def has_path(self, path: str) -> bool:
         """Whether some source was ingested from this path (its bytes may have changed since)."""
-        return self.conn.execute("SELECT 1 FROM sources WHERE path=? LIMIT 1", (path,)).fetchone() is not None
+        with self._db("read the manifest"):
+            return self.conn.execute("SELECT 1 FROM sources WHERE path=? LIMIT 1", (path,)).fetchone() is not None
 
-    def write_temp(self, prep: PreparedSource, batches: Iterable[pa.Table]) -> None:
+    def write_temp(self, prep: PreparedSource, batches: Iterable[pa.Table],
+                   describe: Callable[[], dict[str, Any]] | None = None) -> None:
         """Write normalized batches into hidden temp parts, one per fidelity.
 
         Rows are buffered per fidelity and written as row groups of about ROW_GROUP rows,
-        each sorted by target/workload/op/metric (xfid.parts), on two threads.
+        each sorted by target/workload/op/metric (xfid.parts), on two threads. Each part's
+        footer carries its provenance (PART_META); `describe`, called once every batch is
+        read, gives the source's summary that goes into it.
         """
+        self._writable("ingest")
 
         def open_file(fid: str) -> Path:
-            d = self.records / f"fidelity={fid}"
-            d.mkdir(exist_ok=True)
-            tmp = prep.temps[fid] = d / f"{TMP_PREFIX}{uuid.uuid4().hex}.parquet"
+            tmp = prep.temps[fid] = self.temp_path(fid)
+            tmp.parent.mkdir(exist_ok=True)
             return tmp
 
         pw = PartWriter(open_file)
@@ -209,8 +402,11 @@ class Store:
                 pw.add(t)
             pw.finish()
             prep.rows += pw.rows
+            if describe is not None:
+                prep.summary = describe()
+            prep.ingested_at = utc_now()
             fault_point("store.temp_written")
-            pw.close()
+            pw.close(self._part_meta(prep, pw.rows_of))
             try:
                 for tmp in prep.temps.values():
                     with open(tmp, "rb+") as f:
@@ -224,6 +420,32 @@ class Store:
                 raise self._write_error(e.__cause__ or e) from None
             raise
 
+    def _part_meta(self, prep: PreparedSource, rows_of: dict[str, int]) -> Callable[[str], dict[str, str]]:
+        """Each fidelity's footer metadata: the store, the part, its siblings and its source."""
+        siblings = {fid: {"part": tmp.name.rsplit("-", 1)[1].removesuffix(".parquet"), "rows": rows_of.get(fid, 0)}
+                    for fid, tmp in prep.temps.items()}
+        source = {"source_id": prep.source_id, "path": prep.path, "adapter": prep.adapter,
+                  "options": _options_json(prep.options), "content_hash": prep.content_hash, "rows": prep.rows,
+                  "ingested_at": prep.ingested_at, "summary": _summary_json(prep.summary)}
+
+        def meta(fid: str) -> dict[str, str]:
+            doc = {"format": PART_FORMAT, "store_id": self.store_id, "fidelity": fid, **siblings[fid],
+                   "parts": siblings, "source": source}
+            return {PART_META: json.dumps(doc, sort_keys=True)}
+
+        return meta
+
+    def keep_alive(self, preps: Sequence[PreparedSource]) -> None:
+        """Refresh the mtime of finished temps while later files are read, so no sweep takes them."""
+        now = time.time()
+        if now - self._touched < temp_grace_s() / 8:
+            return
+        self._touched = now
+        for p in preps:
+            for tmp in p.temps.values():
+                with contextlib.suppress(FileNotFoundError):
+                    os.utime(tmp)
+
     def _write_error(self, e: BaseException) -> StoreError:
         why = getattr(e, "strerror", None) or str(e)
         return StoreError(f"{self.root}: cannot write to the store: {why} "
@@ -236,12 +458,20 @@ class Store:
         prep.temps.clear()
 
     def commit(self, preps: Sequence[PreparedSource]) -> None:
-        """Make every prepared source visible at once, or none. Already-ingested ones are dropped."""
-        renamed: list[Path] = []
+        """Make every prepared source visible at once, or none. Already-ingested ones are dropped.
+
+        Under the write lock: the catalog is checked against the parts on disk, then settled
+        (see `settle`), then the sources and their parts are registered. Temps are renamed to
+        their part names after COMMIT; a crash before the renames leaves committed temps that
+        readers use in their place and the next writer renames.
+        """
+        if any(p.temps for p in preps):
+            self._writable("ingest")
+        renames: list[tuple[Path, Path]] = []
         try:
             with write_tx(self.conn):
-                self._sweep_orphans()
-                now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                self.check_catalog()
+                self.settle()
                 for p in preps:
                     if self.has_source(p.source_id):
                         p.already = True
@@ -249,50 +479,101 @@ class Store:
                         continue
                     self.conn.execute(
                         "INSERT INTO sources VALUES (?,?,?,?,?,?,?,?)",
-                        (p.source_id, p.path, p.adapter, json.dumps(p.options, sort_keys=True, default=str),
-                         p.content_hash, p.rows, now, json.dumps(p.summary, sort_keys=True, default=str)),
+                        (p.source_id, p.path, p.adapter, _options_json(p.options), p.content_hash, p.rows,
+                         p.ingested_at or utc_now(), _summary_json(p.summary)),
                     )
                     for fid, tmp in p.temps.items():
-                        final = tmp.with_name(f"part-{uuid.uuid4().hex}.parquet")
-                        os.replace(tmp, final)
-                        renamed.append(final)
-                        fault_point("store.after_rename")
-                        rows = pq.ParquetFile(final).metadata.num_rows
+                        final = tmp.with_name(f"part-{tmp.name.rsplit('-', 1)[1]}")
+                        try:
+                            rows = pq.ParquetFile(tmp).metadata.num_rows
+                        except FileNotFoundError:
+                            raise StoreError(f"{tmp}: this ingest's temp part vanished before its commit (was it "
+                                             "removed by hand, or left untouched past the sweep's grace period?); "
+                                             "nothing was committed, ingest again") from None
                         self.conn.execute("INSERT INTO parts VALUES (?,?,?,?)",
                                           (str(final.relative_to(self.records)), p.source_id, fid, rows))
-                    p.temps.clear()
+                        renames.append((tmp, final))
                 fault_point("store.before_commit")
         except BaseException as e:
-            for f in renamed:
-                with contextlib.suppress(FileNotFoundError):
-                    f.unlink()
             for p in preps:
                 self.discard(p)
             if isinstance(e, OSError):
                 raise self._write_error(e) from None
             if isinstance(e, sqlite3.OperationalError) and ("full" in str(e) or "disk" in str(e)):
                 raise self._write_error(e) from None
+            if isinstance(e, sqlite3.DatabaseError):
+                with self._db("commit the ingest"):
+                    raise
             raise
+        fault_point("store.before_rename")
+        for tmp, final in renames:
+            with contextlib.suppress(OSError):  # left to the next writer: readers use the temp meanwhile
+                os.replace(tmp, final)
+            fault_point("store.after_rename")
+        for p in preps:
+            p.temps.clear()
 
-    def _sweep_orphans(self) -> list[Path]:
-        """Remove part files no manifest row names. Only call under the write lock."""
-        known = {r[0] for r in self.conn.execute("SELECT file FROM parts")}
-        gone = []
-        for f in self.records.glob("fidelity=*/part-*.parquet"):
-            if str(f.relative_to(self.records)) not in known:
+    def settle(self) -> dict[str, list[Path]]:
+        """Finish the renames of committed temps and remove this store's abandoned temps.
+
+        Only call under the write lock. A temp is removed only when its name carries this
+        store's id, the manifest does not register its part, and it is older than the grace
+        period; temps of other stores, of old versions, and every `part-*` are left alone.
+
+        Returns:
+            {"renamed": [...], "removed": [...]}: what was done.
+        """
+        done: dict[str, list[Path]] = {"renamed": [], "removed": []}
+        if not self.store_id or not self.records.is_dir():
+            return done
+        temps = list(self.records.glob(f"fidelity=*/{TMP_PREFIX}{self.store_id}-*.parquet"))
+        if not temps:
+            return done
+        known = self.manifest_files()
+        grace = temp_grace_s()
+        now = time.time()
+        for tmp in temps:
+            m = TEMP_NAME.fullmatch(tmp.name)
+            if not m:
+                continue
+            final = tmp.with_name(f"part-{m[2]}.parquet")
+            if str(final.relative_to(self.records)) in known:
+                if not final.exists():
+                    with contextlib.suppress(FileNotFoundError):
+                        os.replace(tmp, final)
+                        done["renamed"].append(final)
+                continue
+            try:
+                old = now - tmp.stat().st_mtime > grace
+            except FileNotFoundError:
+                continue
+            if old:
                 with contextlib.suppress(FileNotFoundError):
-                    f.unlink()
-                gone.append(f)
-        return gone
+                    tmp.unlink()
+                    done["removed"].append(tmp)
+        return done
 
     # --- reading -----------------------------------------------------------------------
     def part_files(self, fidelities: Sequence[str] | None = None) -> list[Path]:
-        q = "SELECT file FROM parts"
+        """The committed parts (of some fidelities), in commit order; a committed temp not yet
+        renamed stands in for its part."""
+        q = "SELECT file, rows FROM parts"
         args: tuple[Any, ...] = ()
         if fidelities:
             q += f" WHERE fidelity IN ({','.join('?' * len(fidelities))})"
             args = tuple(fidelities)
-        return [self.records / r[0] for r in self.conn.execute(q + " ORDER BY rowid", args)]
+        with self._db("read the manifest"):
+            rows = self.conn.execute(q + " ORDER BY rowid", args).fetchall()
+        out = []
+        for file, n in rows:
+            f = self.records / file
+            if not f.exists():
+                twin = self.twin(f)
+                if twin is not None and twin.exists():
+                    f = twin
+            self._expected[str(f)] = (file, n)
+            out.append(f)
+        return out
 
     def dataset(self, fidelities: Sequence[str] | None = None) -> ds.Dataset | None:
         files = self.part_files(fidelities)
@@ -304,30 +585,53 @@ class Store:
         return self.open_parts(files)
 
     def open_parts(self, files: Sequence[Path], fmt: ds.ParquetFileFormat = VERIFIED_PARQUET) -> ds.Dataset:
-        """A dataset over some part files, Hive partitions read from their paths."""
+        """A dataset over some part files, Hive partitions read from their paths.
+
+        Each part's footer row count is compared with the manifest's before any data is read.
+
+        Raises:
+            StoreError: a part whose footer does not hold the rows the manifest registered.
+        """
         # a fresh partitioning factory per dataset: discovery mutates it (threads sharing one crash)
-        return ds.dataset([str(f) for f in files], format=fmt,
+        dset = ds.dataset([str(f) for f in files], format=fmt,
                           partitioning=ds.HivePartitioning.discover(infer_dictionary=True),
                           partition_base_dir=str(self.records))
+        for frag in dset.get_fragments():
+            want = self._expected.get(frag.path)
+            if want is None:
+                continue
+            try:
+                have = frag.metadata.num_rows
+            except (pa.ArrowInvalid, OSError):
+                continue  # an unreadable footer: the read names it (Store.unreadable)
+            if have != want[1]:
+                raise StoreError(f"{frag.path}: this part's footer says {have} rows, the manifest registered "
+                                 f"{want[1]}; it was not read (run `xfid doctor`)")
+        return dset
 
     def read(self, filters: dict[str, Sequence[str]] | None = None, columns: Sequence[str] | None = None) -> pa.Table:
         """All visible records (optionally filtered by column values) in SCHEMA column order."""
         filters = {k: v for k, v in (filters or {}).items() if v}
-        try:
-            dset = self.dataset(filters.get("fidelity"))
-        except (pa.ArrowInvalid, OSError):
-            raise self.unreadable(self.part_files(filters.get("fidelity")), "unreadable") from None
         cols = list(columns) if columns else list(SCHEMA.names)
-        if dset is None:
-            return SCHEMA.empty_table().select(cols)
         expr = None
         for k, vals in filters.items():
             e = pc.field(k).isin(list(vals))
             expr = e if expr is None else expr & e
-        try:
-            t = dset.to_table(columns=cols, filter=expr)
-        except (pa.ArrowInvalid, OSError) as e:
-            raise self.unreadable(self.part_files(filters.get("fidelity")), e) from None
+        for attempt in range(2):  # a second try when a committed temp was renamed while we read it
+            try:
+                dset = self.dataset(filters.get("fidelity"))
+            except (pa.ArrowInvalid, OSError):
+                raise self.unreadable(self.part_files(filters.get("fidelity")), "unreadable") from None
+            if dset is None:
+                return SCHEMA.empty_table().select(cols)
+            try:
+                t = dset.to_table(columns=cols, filter=expr)
+                break
+            except FileNotFoundError:
+                if attempt:
+                    raise self.unreadable(self.part_files(filters.get("fidelity")), "missing") from None
+            except (pa.ArrowInvalid, OSError) as e:
+                raise self.unreadable(self.part_files(filters.get("fidelity")), e) from None
         if "fidelity" in cols:
             i = t.column_names.index("fidelity")
             t = t.set_column(i, SCHEMA.field("fidelity"), t.column(i).cast(SCHEMA.field("fidelity").type))
@@ -341,19 +645,48 @@ class Store:
         return StoreError(f"{bad[0] if bad else self.records}: cannot read this part of the store: "
                           f"{bad[1] if bad else error} (run `xfid doctor`)")
 
-    @staticmethod
-    def find_unreadable(files: Sequence[Path]) -> tuple[Path, str] | None:
-        """The first part file that fails a full, checksum-verified read, and why."""
+    def find_unreadable(self, files: Sequence[Path]) -> tuple[Path, str] | None:
+        """The first part file that fails a full, checksum-verified read, and why.
+
+        A part whose footer holds more rows than the manifest registered is named without
+        being read whole.
+        """
         for f in files:
+            want = self._expected.get(str(f))
             try:
-                pq.ParquetFile(f, page_checksum_verification=True).read()
+                pf = pq.ParquetFile(f, page_checksum_verification=True)
+                if want is not None and pf.metadata.num_rows != want[1]:
+                    return f, f"its footer says {pf.metadata.num_rows} rows, the manifest registered {want[1]}"
+                for g in range(pf.num_row_groups):
+                    pf.read_row_group(g)
             except (pa.ArrowInvalid, OSError) as e:
                 return f, str(e)
         return None
 
     def sources(self) -> list[dict[str, Any]]:
-        rows = self.conn.execute("SELECT * FROM sources ORDER BY ingested_at, path").fetchall()
+        with self._db("read the manifest"):
+            rows = self.conn.execute("SELECT * FROM sources ORDER BY ingested_at, path").fetchall()
         return [dict(r) for r in rows]
 
     def counts(self) -> dict[str, int]:
-        return {r[0]: r[1] for r in self.conn.execute("SELECT fidelity, SUM(rows) FROM parts GROUP BY fidelity ORDER BY fidelity")}
+        with self._db("read the manifest"):
+            q = "SELECT fidelity, SUM(rows) FROM parts GROUP BY fidelity ORDER BY fidelity"
+            return {r[0]: r[1] for r in self.conn.execute(q)}
+
+
+def _options_json(options: dict[str, Any]) -> str:
+    return json.dumps(options, sort_keys=True, default=str)
+
+
+def _summary_json(summary: dict[str, Any]) -> str:
+    return json.dumps(summary, sort_keys=True, default=str)
+
+
+def read_part_meta(path: Path) -> dict[str, Any]:
+    """The provenance in a part's footer (PART_META), or {} when it has none or cannot be read."""
+    try:
+        kv = pq.ParquetFile(path).metadata.metadata or {}
+        doc = json.loads(kv.get(PART_META.encode(), b"{}"))
+    except (pa.ArrowInvalid, OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}

@@ -1,9 +1,18 @@
-"""cocotb: rtl_hooks probe JSON lines (cycles per op) and cocotb results.xml (pass/fail per test)."""
+"""cocotb: rtl_hooks probe JSON lines (cycles per op) and cocotb results.xml (pass/fail per test).
+
+A results.xml is size-checked before it is parsed: at most MAX_XML_BYTES, and no run of more
+than MAX_XML_TOKEN bytes without a `<` (an attribute, tag or text that long makes expat slow,
+and no cocotb file has one). It is then parsed from one buffer (one expat feed: linear).
+A results.xml that xfid's runner did not write (no probe file beside it) does not say which
+target the design is: --target, the sidecar or `[rtl] default_target` in xfid.toml says.
+"""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -12,14 +21,22 @@ import pyarrow as pa
 from xfid import units
 from xfid.adapters import jsonutil
 from xfid.adapters.base import Adapter, ReadContext, head_text
-from xfid.errors import InputError
+from xfid.errors import ConfigError, InputError, UnitError
 from xfid.schema import canonical_json
 
 PROBE_FORMAT = "xfid-rtl/1"
 DEFAULT_TARGET = "t100-a0"
 _COLS = ("target", "workload", "op", "metric", "stat", "value", "unit", "source_loc", "null_reason", "flags",
          "config", "software", "run", "timestamp")
-_SIM_UNITS = {"fs": 1e-15, "ps": 1e-12, "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+_SIM_UNITS = {u: Fraction(1, 10**k) for u, k in (("fs", 15), ("ps", 12), ("ns", 9), ("us", 6), ("ms", 3), ("s", 0))}
+PROBE_NAME = "xfid_rtl.jsonl"
+"""The probe file xfid's runner writes beside results.xml."""
+MAX_XML_BYTES = 64 << 20
+"""Largest results.xml read (cocotb's own are kilobytes; a 10k-test regression a few MB)."""
+MAX_XML_TOKEN = 1 << 20
+"""Longest run of bytes without a `<`: bounds every tag, attribute value and text node."""
+MAX_MESSAGE = 2000
+"""Characters of a failure message kept in `config` (the rest is in the file)."""
 
 
 @dataclass
@@ -34,6 +51,7 @@ class TestCase:
     seed: str | None
     message: str | None
     line: int | None
+    sim_time_note: str | None = None  # why sim_time_s is None
 
 
 def read_results(path: str | Path) -> list[TestCase]:
@@ -46,8 +64,9 @@ def read_results(path: str | Path) -> list[TestCase]:
     from defusedxml import DefusedXmlException
 
     path = Path(path)
+    data = _bounded_xml(path)
     try:
-        root = DET.parse(path).getroot()
+        root = DET.fromstring(data)
     except DefusedXmlException as e:
         raise InputError(path, None, f"refused unsafe XML ({type(e).__name__})",
                          "results.xml must not declare entities or DTDs") from None
@@ -60,8 +79,11 @@ def read_results(path: str | Path) -> list[TestCase]:
                          "pass the results.xml written by cocotb")
     cases = []
     for suite in suites:
+        # cocotb 1.x writes the seed once per suite; 2.x per test case
+        suite_props = {p.get("name"): p.get("value") for p in [*suite.findall("property"),
+                                                                 *suite.findall("properties/property")]}
         for tc in suite.findall("testcase"):
-            props = {p.get("name"): p.get("value") for p in tc.findall("properties/property")}
+            props = {**suite_props, **{p.get("name"): p.get("value") for p in tc.findall("properties/property")}}
             status = "passed"
             msg = None
             for kind, st in (("failure", "failed"), ("error", "error"), ("skipped", "skipped")):
@@ -69,12 +91,36 @@ def read_results(path: str | Path) -> list[TestCase]:
                 if el is not None:
                     status, msg = st, el.get("message")
                     break
+            sim, note = _sim_time(tc.attrib, props)
             cases.append(TestCase(
                 name=tc.get("name", ""), classname=tc.get("classname", ""), status=status,
-                wall_s=_float(tc.get("time")), sim_time_s=_sim_time(tc.attrib, props),
-                seed=props.get("random_seed"), message=msg, line=_int(props.get("line")),
+                wall_s=_float(tc.get("time")), sim_time_s=sim, seed=props.get("random_seed"),
+                message=msg if msg is None or len(msg) <= MAX_MESSAGE else msg[:MAX_MESSAGE] + "...",
+                line=_int(props.get("line") or tc.get("lineno")), sim_time_note=note,
             ))
     return cases
+
+
+def _bounded_xml(path: Path) -> bytes:
+    """The bytes of a results.xml, refused when too large or holding an oversized token."""
+    import numpy as np
+
+    try:
+        size = path.stat().st_size
+        if size > MAX_XML_BYTES:
+            raise InputError(path, None, f"{size:,} bytes is more than a results.xml holds "
+                             f"(at most {MAX_XML_BYTES >> 20} MiB read)", "pass the results.xml cocotb wrote")
+        data = path.read_bytes()
+    except OSError as e:
+        raise InputError(path, None, f"cannot read: {e.strerror}") from None
+    edges = np.concatenate(([0], np.flatnonzero(np.frombuffer(data, np.uint8) == ord("<")), [len(data)]))
+    gaps = np.diff(edges)
+    i = int(np.argmax(gaps)) if len(gaps) else 0
+    if len(gaps) and gaps[i] > MAX_XML_TOKEN:
+        line = data.count(b"\n", 0, int(edges[i])) + 1
+        raise InputError(path, f"line {line}", f"{int(gaps[i]):,} bytes without markup: a tag, attribute or text "
+                         f"longer than {MAX_XML_TOKEN >> 20} MiB", "cocotb writes none that long; is the file cocotb's?")
+    return data
 
 
 def _float(v: Any) -> float | None:
@@ -91,12 +137,23 @@ def _int(v: Any) -> int | None:
         return None
 
 
-def _sim_time(attrs: dict[str, str], props: dict[str, str | None]) -> float | None:
+def _sim_time(attrs: dict[str, str], props: dict[str, str | None]) -> tuple[float | None, str | None]:
+    """(simulated seconds, None), or (None, why not): the file's decimal text converted exactly."""
     if props.get("sim_time_duration") is not None:  # cocotb >= 2.1: properties
-        v = _float(props["sim_time_duration"])
-        return None if v is None else v * _SIM_UNITS.get(props.get("sim_time_unit") or "ns", 1e-9)
-    v = _float(attrs.get("sim_time_ns"))  # cocotb 1.x / 2.0: attributes
-    return None if v is None else v * 1e-9
+        text, unit = props["sim_time_duration"] or "", props.get("sim_time_unit") or "ns"
+    elif attrs.get("sim_time_ns") is not None:  # cocotb 1.x / 2.0: attributes
+        text, unit = attrs["sim_time_ns"], "ns"
+    else:
+        return None, "no sim time in results.xml"
+    if unit not in _SIM_UNITS:
+        return None, f"sim time in unit {unit!r}, not a unit of time"
+    try:
+        value = units.decimal_of(text)
+    except UnitError:
+        return None, f"sim time {text[:40]!r} is not a number"
+    if value < 0:
+        return None, f"negative sim time {text[:40]!r}"
+    return float(value * _SIM_UNITS[unit]), None
 
 
 class CocotbAdapter(Adapter):
@@ -123,14 +180,53 @@ class CocotbAdapter(Adapter):
         return pa.table({k: pa.array(v, pa.float64() if k == "value" else pa.string()) for k, v in cols.items()})
 
     def _target(self, ctx: ReadContext, rec_target: Any = None) -> str:
+        """A probe record's target: --target/sidecar, the record's, `--option target=`, `[rtl]
+        default_target`, else the T100 the runner's example blocks model."""
         return ctx.target or (rec_target if isinstance(rec_target, str) and rec_target else None) \
-            or str(ctx.options.get("target", DEFAULT_TARGET))
+            or ctx.options.get("target") or configured_target() or DEFAULT_TARGET
 
-    def _results_beside(self, ctx: ReadContext) -> dict[str, TestCase] | None:
+    def _xml_target(self, ctx: ReadContext) -> str:
+        """A results.xml's target: --target/sidecar; for one xfid's runner wrote, the probe's;
+        else `[rtl] default_target`; else an error (the file does not say)."""
+        if ctx.target:
+            return ctx.target
+        if ctx.options.get("target"):
+            return str(ctx.options["target"])
+        head = _probe_head(ctx.path.parent / PROBE_NAME)
+        if head is not None:
+            return self._target(ctx, head.get("target"))
+        opt = ctx.options.get("results")
+        if opt and (ctx.path.parent / str(opt)).resolve() == ctx.path.resolve():  # xfid rtl run --out elsewhere
+            return self._target(ctx)
+        configured = configured_target()
+        if configured:
+            return configured
+        raise ctx.error(None, "no target: a cocotb results.xml does not say which hardware target the design is for",
+                        'pass --target, set target = "..." in xfid-source.toml beside the file, '
+                        'or set default_target = "..." under [rtl] in xfid.toml')
+
+    @classmethod
+    def inputs(cls, ctx: ReadContext) -> list[Path]:
+        """Files besides `ctx.path` whose records this reads (ingest hashes them into the source's
+        identity): a probe file's results.xml."""
+        path = cls._results_path(ctx)
+        return [path] if path is not None and path.is_file() else []
+
+    @staticmethod
+    def _results_path(ctx: ReadContext) -> Path | None:
+        """The results.xml a probe file's pass/fail comes from (None for a results.xml itself)."""
+        with open(ctx.path, "rb") as f:
+            if head_text(f.read(256)).lstrip().startswith("<"):
+                return None
         opt = ctx.options.get("results")
         path = Path(opt) if opt else ctx.path.parent / "results.xml"
         if opt and not path.is_absolute():
             path = ctx.path.parent / path
+        return path
+
+    def _results_beside(self, ctx: ReadContext) -> dict[str, TestCase] | None:
+        opt = ctx.options.get("results")
+        path = self._results_path(ctx) or ctx.path.parent / "results.xml"
         if not path.is_file():
             if opt:
                 raise ctx.error(None, f"the results file {path} given by --option results= does not exist")
@@ -200,31 +296,61 @@ class CocotbAdapter(Adapter):
             f"no cycle count recorded ({obj.get('cycles_from') or 'probe had no counter or clock period'})")
         if obj.get("sim_time_ps") is not None:
             v = obj["sim_time_ps"]
-            add("sim_time", v * 1e-12 if isinstance(v, (int, float)) and not isinstance(v, bool) else v,
-                "s", "sim_time_ps")
+            add("sim_time", units.convert(v, "ps", "sim_time") if isinstance(v, (int, float)) and not isinstance(
+                v, bool) else v, "s", "sim_time_ps")
         for name, v in counters.items():
             metric = name if units.METRICS.get(name) in ("bytes", "cycles") else f"rtl:{_slug(name)}"
             unit = units.CANONICAL[units.METRICS[name]] if metric == name else "count"
             add(metric, v, unit, f"counters.{name}")
 
     def _xml(self, ctx: ReadContext, cols: dict[str, list[Any]]) -> None:
-        for i, case in enumerate(read_results(ctx.path), 1):
+        cases = read_results(ctx.path)
+        target = self._xml_target(ctx) if any(c.status != "skipped" for c in cases) else ""
+        for i, case in enumerate(cases, 1):
             block = case.classname.rsplit(".", 1)[-1]
             block = block[5:] if block.startswith("test_") else block
             flags = "failed_test" if case.status in ("failed", "error") else None
             if case.status == "skipped":
                 ctx.skip(f"testcase {i}", f"test {case.name} was skipped")
                 continue
-            vals = {"target": self._target(ctx), "workload": ctx.workload or f"block/{block}",
+            vals = {"target": target, "workload": ctx.workload or f"block/{block}",
                     "op": f"test[{case.name}]", "metric": "sim_time", "stat": "value", "value": case.sim_time_s,
                     "unit": "s", "source_loc": f"testcase {i} ({case.name})",
-                    "null_reason": None if case.sim_time_s is not None else "no sim time in results.xml",
+                    "null_reason": None if case.sim_time_s is not None else case.sim_time_note,
                     "flags": flags, "config": canonical_json({"test": case.name, "module": case.classname,
                                                               "status": case.status, "seed": case.seed,
                                                               "message": case.message}),
                     "software": "cocotb", "run": ctx.run, "timestamp": None}
             for k, v in vals.items():
                 cols[k].append(v)
+
+
+def _probe_head(path: Path) -> dict[str, Any] | None:
+    """The first record of a probe file beside a results.xml, when it is one (xfid's runner)."""
+    try:
+        with path.open("rb") as f:
+            obj = json.loads(f.readline(1 << 16))
+    except (OSError, ValueError, RecursionError):  # absent, or not a probe file
+        return None
+    return obj if isinstance(obj, dict) and obj.get("format") == PROBE_FORMAT else None
+
+
+def configured_target() -> str | None:
+    """`[rtl] default_target` of the xfid.toml in use: the running command's (--config), else
+    XFID_CONFIG or ./xfid.toml."""
+    import click
+
+    from xfid.app import App
+    from xfid.config import load_config
+
+    cctx = click.get_current_context(silent=True)
+    app = cctx.find_object(App) if cctx is not None else None
+    cfg = app.config if app is not None else load_config()
+    value = cfg.section("rtl").get("default_target")
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise ConfigError(f"{cfg.path or 'xfid.toml'}: [rtl] default_target must be a target name like \"t100-a0\", "
+                          f"got {value!r}")
+    return value or None
 
 
 def _slug(name: str) -> str:

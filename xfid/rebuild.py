@@ -1,0 +1,227 @@
+"""`xfid doctor --rebuild-catalog`: a fresh manifest from the provenance in the parts' footers.
+
+The database in place is moved into a backup folder, never deleted. The tracker's tables
+are kept when that database belongs to the same store (an older copy); otherwise the new
+database starts with an empty tracker and the backup keeps what the old one held.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from xfid.doctor import quarantine
+from xfid.errors import StoreError
+from xfid.store import (
+    _MANIFEST_MIGRATIONS,
+    COMMITTED_GLOB,
+    DB_NAME,
+    RECORDS,
+    TMP_PREFIX,
+    connect,
+    connect_readonly,
+    migrate,
+    read_part_meta,
+    write_tx,
+)
+
+
+@dataclass
+class RebuildReport:
+    store: str
+    store_id: str = ""
+    sources: int = 0
+    parts: int = 0
+    rows: int = 0
+    backup: str = ""  # where the previous database went ("" when there was none)
+    tracker_kept: bool = False
+    legacy_parts: int = 0  # parts from before footers carried provenance (rebuilt from their rows)
+    renamed: list[str] = field(default_factory=list)  # committed temps finished
+    quarantined: list[str] = field(default_factory=list)  # parts that could not be registered, and why
+
+
+@dataclass
+class _Source:
+    row: dict[str, Any]
+    parts: list[tuple[str, str, int]] = field(default_factory=list)  # (file, fidelity, rows)
+
+
+def rebuild_catalog(root: Path) -> RebuildReport:
+    """Rebuild `root`'s manifest from its part files; run it with no other xfid using the store.
+
+    Raises:
+        StoreError: no parts, parts of several stores mixed, or the store cannot be written.
+    """
+    records = root / RECORDS
+    parts = sorted(records.glob(COMMITTED_GLOB)) if records.is_dir() else []
+    if not parts:
+        raise StoreError(f"{records}: no part files to rebuild the catalog from")
+    rep = RebuildReport(str(root))
+    metas = {f: read_part_meta(f) for f in parts}
+    ids = Counter(m["store_id"] for m in metas.values() if m.get("store_id"))
+    if len(ids) > 1:
+        listed = ", ".join(f"{k[:12]} ({n} parts)" for k, n in ids.most_common())
+        raise StoreError(f"{records}: parts of {len(ids)} stores are mixed here: {listed}; move the parts of the "
+                         "other stores out of records/ first, then run `xfid doctor --rebuild-catalog` again")
+    db = root / DB_NAME
+    old = _old_db(db)
+    store_id = next(iter(ids)) if ids else (old or {}).get("store_id") or uuid.uuid4().hex
+    rep.store_id = store_id
+    sources: dict[str, _Source] = {}
+    bad: list[tuple[Path, str]] = []
+    for f in parts:
+        why = _add_part(records, f, metas[f], store_id, sources, rep)
+        if why:
+            bad.append((f, why))
+    # a source is registered only when every one of its parts is there
+    for sid, s in list(sources.items()):
+        missing = [fid for fid, n in s.row.pop("_want", {}).items() if fid not in {p[1] for p in s.parts}
+                   and n]
+        if missing:
+            del sources[sid]
+            bad.extend((records / file, f"source {sid[:12]} lacks its {missing[0]} part") for file, _, _ in s.parts)
+    tmp = root / f"{DB_NAME}.rebuild-{uuid.uuid4().hex[:8]}"
+    keep = old is not None and old.get("store_id") == store_id
+    _write_db(tmp, db if keep else None, store_id, sources)
+    rep.tracker_kept = keep
+    if db.exists() or (root / f"{DB_NAME}-wal").exists():
+        backup = root / f"catalog-backup-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:6]}"
+        backup.mkdir()
+        for name in (DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm"):
+            if (root / name).exists():
+                os.replace(root / name, backup / name)
+        rep.backup = str(backup)
+    os.replace(tmp, db)
+    for f, why in bad:
+        if f.exists():
+            rep.quarantined.append(f"{quarantine(root, f, f'not registered by --rebuild-catalog: {why}')}: {why}")
+    for s in sources.values():
+        rep.sources += 1
+        rep.parts += len(s.parts)
+        rep.rows += sum(n for _, _, n in s.parts)
+    return rep
+
+
+def _old_db(db: Path) -> dict[str, Any] | None:
+    """The store id of the database in place, when it can be read ({} without one)."""
+    if not db.exists():
+        return None
+    try:
+        conn = connect_readonly(db)
+        try:
+            row = conn.execute("SELECT value FROM store_meta WHERE key='store_id'").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return None
+    return {"store_id": row[0]} if row else {}
+
+
+def _add_part(records: Path, f: Path, meta: dict[str, Any], store_id: str, sources: dict[str, _Source],
+              rep: RebuildReport) -> str:
+    """Register one part into `sources`; the reason when it cannot be."""
+    fid = f.parent.name.split("=", 1)[1]
+    rel = str(f.relative_to(records))
+    try:
+        footer_rows = pq.ParquetFile(f).metadata.num_rows
+    except (pa.ArrowInvalid, OSError) as e:
+        return f"unreadable footer: {e}"
+    if not meta:
+        return _add_legacy(f, rel, fid, footer_rows, sources, rep)
+    src = meta.get("source") or {}
+    if meta.get("rows") != footer_rows or meta.get("fidelity") != fid or not src.get("source_id"):
+        return f"its footer holds {footer_rows} rows of {fid}, its provenance says {meta.get('rows')} of " \
+               f"{meta.get('fidelity')}"
+    sid = src["source_id"]
+    s = sources.setdefault(sid, _Source(
+        {k: src.get(k) for k in ("source_id", "path", "adapter", "options", "content_hash", "rows", "ingested_at",
+                                 "summary")},
+    ))
+    s.row["_want"] = {k: v.get("rows", 0) for k, v in (meta.get("parts") or {}).items()}
+    s.parts.append((rel, fid, footer_rows))
+    # siblings committed with it but never renamed (killed between COMMIT and the rename)
+    for sfid, sib in (meta.get("parts") or {}).items():
+        name = f"part-{sib.get('part')}.parquet"
+        final = records / f"fidelity={sfid}" / name
+        temp = final.with_name(f"{TMP_PREFIX}{store_id}-{sib.get('part')}.parquet")
+        if sfid != fid and not final.exists() and temp.exists():
+            os.replace(temp, final)
+            rep.renamed.append(str(final))
+            s.parts.append((str(final.relative_to(records)), sfid, pq.ParquetFile(final).metadata.num_rows))
+    return ""
+
+
+def _add_legacy(f: Path, rel: str, fid: str, rows: int, sources: dict[str, _Source], rep: RebuildReport) -> str:
+    """A part with no provenance footer: its source from the provenance columns of its rows."""
+    try:
+        t = pq.read_table(f, columns=["source_id", "source_path", "source", "timestamp", "metric"])
+    except (pa.ArrowInvalid, OSError) as e:
+        return f"unreadable: {e}"
+    sids = pc.unique(t.column("source_id")).to_pylist()
+    if len(sids) != 1 or not sids[0]:
+        return f"its rows name {len(sids)} sources (a part holds one)"
+    sid = sids[0]
+    first = t.slice(0, 1).to_pylist()[0] if t.num_rows else {}
+    ts = first.get("timestamp")
+    s = sources.setdefault(sid, _Source({
+        "source_id": sid, "path": first.get("source_path") or "", "adapter": first.get("source") or "",
+        "options": "{}", "content_hash": "", "rows": 0,
+        "ingested_at": ts.strftime("%Y-%m-%dT%H:%M:%SZ") if ts else "", "summary": {"metrics": {}},
+    }))
+    s.row["rows"] += rows
+    for r in pc.value_counts(t.column("metric")).to_pylist():
+        s.row["summary"]["metrics"][r["values"]] = s.row["summary"]["metrics"].get(r["values"], 0) + r["counts"]
+    s.parts.append((rel, fid, rows))
+    rep.legacy_parts += 1
+    return ""
+
+
+def _write_db(tmp: Path, keep_from: Path | None, store_id: str, sources: dict[str, _Source]) -> None:
+    """The new database at `tmp`: a copy of `keep_from` (its tracker) with the manifest replaced, or a new one."""
+    try:
+        if keep_from is not None:
+            src = connect_readonly(keep_from)
+            dst = sqlite3.connect(tmp)
+            try:
+                src.backup(dst)
+            finally:
+                src.close()
+                dst.close()
+        conn = connect(tmp)
+        try:
+            migrate(conn, "manifest", _MANIFEST_MIGRATIONS)
+            with write_tx(conn):
+                conn.execute("DELETE FROM parts")
+                conn.execute("DELETE FROM sources")
+                conn.execute("INSERT OR REPLACE INTO store_meta VALUES ('store_id', ?)", (store_id,))
+                for s in sorted(sources.values(), key=lambda s: (s.row["ingested_at"] or "", s.row["path"] or "")):
+                    r = s.row
+                    summary = r["summary"] if isinstance(r["summary"], str) else json.dumps(r["summary"], sort_keys=True)
+                    conn.execute("INSERT INTO sources VALUES (?,?,?,?,?,?,?,?)",
+                                 (r["source_id"], r["path"], r["adapter"], r["options"], r["content_hash"], r["rows"],
+                                  r["ingested_at"], summary))
+                    for file, fid, n in s.parts:
+                        conn.execute("INSERT INTO parts VALUES (?,?,?,?)", (file, r["source_id"], fid, n))
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            conn.close()
+    except (sqlite3.DatabaseError, OSError) as e:
+        for name in (tmp.name, f"{tmp.name}-wal", f"{tmp.name}-shm"):
+            (tmp.parent / name).unlink(missing_ok=True)
+        raise StoreError(f"{tmp.parent}: cannot write the rebuilt catalog: {e} (nothing was changed)") from None
+    for name in (f"{tmp.name}-wal", f"{tmp.name}-shm"):
+        (tmp.parent / name).unlink(missing_ok=True)
+
+
+__all__ = ["RebuildReport", "rebuild_catalog"]
