@@ -96,7 +96,51 @@ def test_old_gputrace_without_greenctx_mbps(xfid_cli):
 def test_directory_ingest_with_sidecar(xfid_cli):
     r = xfid_cli("ingest", NSYS)
     assert r.exit_code == 0, r.output
-    assert "105 new rows from 4 file(s)" in r.output
+    assert "187 new rows from 8 file(s)" in r.output
+
+
+def test_cuda_api_sum_call_times(xfid_cli):
+    recs, _ = rows(xfid_cli, NSYS / "h100_decode_cuda_api_sum.csv")
+    assert len(recs) == 42 and {r["software"] for r in recs} == {"nsys 2024.5.1 stats cuda_api_sum"}
+    sync = pick(recs, "cudaStreamSynchronize", "latency", "mean")
+    assert sync["value"] == pytest.approx(521450.8e-9, rel=1e-15) and sync["unit"] == "s"
+    assert sync["n_samples"] == 2310 and sync["source_loc"] == "line 3"
+    assert pick(recs, "cudaLaunchKernel", "latency", "sum")["value"] == pytest.approx(0.418880230, rel=1e-15)
+    assert pick(recs, "cudaLaunchKernel", "latency", "median")["n_samples"] == 41472
+    assert pick(recs, "cudaMalloc", "latency", "max")["value"] == pytest.approx(38301772e-9, rel=1e-15)
+    assert pick(recs, "cudaGraphLaunch", "nsys:time_fraction")["value"] == pytest.approx(0.098, rel=1e-15)
+
+
+def test_nvtx_and_memory_summaries(xfid_cli):
+    recs, _ = rows(xfid_cli, NSYS / "h100_decode_nvtx_sum.csv")
+    step = pick(recs, ":decode_step", "latency", "mean")
+    assert step["value"] == pytest.approx(0.230150418, rel=1e-15) and step["n_samples"] == 8
+    assert json.loads(step["config"]) == {"range_style": "PushPop"}
+    assert step["software"] == "nsys stats nvtx_sum"  # from the file name: no preamble
+    assert json.loads(pick(recs, "warmup", "latency", "sum")["config"]) == {"range_style": "StartEnd"}
+    recs, _ = rows(xfid_cli, NSYS / "h100_decode_cuda_gpu_mem_time_sum.csv")
+    assert pick(recs, HTOD, "latency", "mean")["value"] == pytest.approx(39142.5e-9, rel=1e-15)
+    recs, _ = rows(xfid_cli, NSYS / "h100_decode_cuda_gpu_mem_size_sum.csv")
+    size = [r for r in recs if r["software"] == "nsys stats cuda_gpu_mem_size_sum"]
+    assert len(size) == 12 and {r["metric"] for r in size} == {"bytes"}  # no Time (%) column
+    total = pick(size, HTOD, "bytes", "sum")
+    assert total["value"] == pytest.approx(6291.456e6, rel=1e-15) and total["unit"] == "B"
+    assert total["n_samples"] == 1536
+
+
+def test_report_skipped_by_nsys_after_a_notice(xfid_cli, tmp_path):
+    # what `nsys stats` writes when the report has no data: an indented NOTICE continuation,
+    # a Processing line and SKIPPED (no header): the error quotes the tool, not the NOTICE
+    f = tmp_path / "run_cuda_api_sum.csv"
+    f.write_text("\nNOTICE: Existing SQLite export found: r.sqlite\n"
+                 "        It is assumed file was previously exported from: r.nsys-rep\n"
+                 "        Consider using --force-export=true if needed.\n\n"
+                 "Processing [r.sqlite] with [/opt/nsight-systems/2025.1.1/host-linux-armv8/reports/cuda_api_sum.py]... \n"
+                 "SKIPPED: r.sqlite does not contain CUDA trace data.\n\n")
+    r = xfid_cli("ingest", f, "--adapter", "nsys", *CTX)
+    assert r.exit_code == 2, r.output
+    assert ("line 7: the file ends before the nsys stats CSV header (the tool says 'SKIPPED: r.sqlite does not "
+            "contain CUDA trace data.')") in r.output
 
 
 def _trace_file(path: Path, n: int, blank_every: int = 0) -> dict[int, int]:
@@ -134,9 +178,11 @@ def test_sniff_only_nsys(name):
     assert detect(NSYS / name) is NsysAdapter
 
 
-def test_sniff_rejects_other_nsys_reports_and_ncu():
-    assert not NsysAdapter.sniff(Path("x.csv"), b"Time (%),Total Time (ns),Num Calls,Avg (ns),Med (ns),Name\n")
-    assert not NsysAdapter.sniff(Path("x.csv"), b"Time (%),Total Time (ns),Instances,Avg (ns),Style,Range\n")
+def test_sniff_summaries_not_ncu():
+    assert NsysAdapter.sniff(Path("x.csv"), b"Time (%),Total Time (ns),Num Calls,Avg (ns),Med (ns),Name\n")
+    assert NsysAdapter.sniff(Path("x.csv"), b"Time (%),Total Time (ns),Instances,Avg (ns),Style,Range\n")
+    assert NsysAdapter.sniff(Path("x.csv"), b"Total (MB),Count,Avg (MB),Operation\n")
+    assert not NsysAdapter.sniff(Path("x.csv"), b"Time (%),Total Time (ns),Avg (ns),Name\n")  # no count column
     assert not NsysAdapter.sniff(Path("x.csv"), b'"ID","Process ID","Process Name","Host Name","Kernel Name"\n')
 
 

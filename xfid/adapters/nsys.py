@@ -16,14 +16,21 @@ from xfid.adapters.base import Adapter, ReadContext, head_text
 from xfid.schema import canonical_json
 
 TIME_UNITS = {"ns", "us", "ms", "s"}
+BYTE_UNITS = {"B", "KB", "MB", "GB", "KiB", "MiB", "GiB"}
 # summary column (unit stripped) -> stat; older versions spell some of them out
 SUM_STATS: dict[str, str] = {"Avg": "mean", "Average": "mean", "Med": "median", "Median": "median",
                              "Min": "min", "Minimum": "min", "Max": "max", "Maximum": "max",
                              "StdDev": "std"}
-EXPECTED_SUM = "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name"
+COUNT_COLS = ("Instances", "Num Calls", "Calls", "Count")
+NAME_COLS = ("Name", "Operation", "Range")
+TEXT_COLS = {"GridXYZ": "grid", "BlockXYZ": "block", "Style": "range_style"}
+REPORTS = ("cuda_gpu_kern_sum", "gpukernsum", "cuda_api_sum", "cudaapisum", "osrt_sum", "osrtsum", "nvtx_sum",
+           "nvtxsum", "nvtx_pushpop_sum", "cuda_gpu_mem_time_sum", "gpumemtimesum", "cuda_gpu_mem_size_sum",
+           "gpumemsizesum", "cuda_kern_exec_sum", "cuda_gpu_trace", "gputrace")
+EXPECTED_SUM = "Time (%),Total Time (ns),Instances|Num Calls|Count,Avg (ns),...,Name|Operation|Range"
 EXPECTED_TRACE = "Start (ns),Duration (ns),CorrId,GrdX,...,Device,Ctx,GreenCtx,Strm,Name"
-FIX = ("export with `nsys stats --report cuda_gpu_kern_sum` or `--report cuda_gpu_trace`, "
-       "`-f csv -o PREFIX` (one report per file)")
+FIX = ("export with `nsys stats --report cuda_gpu_kern_sum` (or cuda_api_sum, nvtx_sum, cuda_gpu_mem_time_sum, "
+       "cuda_gpu_trace ...), `-f csv -o PREFIX` (one report per file)")
 _REPORT = re.compile(r"with \[(?:.*?/(?P<ver>\d{4}\.\d+(?:\.\d+)*)/)?(?:.*/)?(?P<report>\w+)\.py\]")
 
 
@@ -33,7 +40,9 @@ def _bases(fields: list[str]) -> list[str]:
 
 def _is_sum(fields: list[str]) -> bool:
     b = _bases(fields)
-    return len(b) >= 4 and b[0] == "Time" and b[1] == "Total Time" and "Instances" in b and b[-1] == "Name"
+    i = 1 if b[:1] == ["Time"] else 0  # cuda_gpu_mem_size_sum has no `Time (%)`
+    return (len(b) >= 4 and b[i] in ("Total Time", "Total") and any(c in b for c in COUNT_COLS)
+            and b[-1] in NAME_COLS)
 
 
 def _is_trace(fields: list[str]) -> bool:
@@ -45,17 +54,34 @@ def _is_header(fields: list[str]) -> bool:
     return _is_sum(fields) or _is_trace(fields)
 
 
+def _summary_report(path: Path, bases: list[str], total_unit: str | None, meta: dict[str, str]) -> str:
+    """The report a summary CSV is: from the preamble, the `PREFIX_<report>.csv` name, else the columns."""
+    if meta.get("report"):
+        return meta["report"]
+    hit = next((r for r in REPORTS if path.stem.endswith(r)), None)
+    if hit:
+        return hit
+    if bases[-1] == "Range":
+        return "nvtx_sum"
+    if bases[-1] == "Operation":
+        return "cuda_gpu_mem_size_sum" if total_unit in BYTE_UNITS else "cuda_gpu_mem_time_sum"
+    if "Num Calls" in bases or "Calls" in bases:
+        return "cuda_api_sum"
+    return "gpukernsum" if "GridXYZ" in bases else "cuda_gpu_kern_sum"
+
+
 class NsysAdapter(Adapter):
     name = "nsys"
     fidelity = "measured"
-    formats = ("Nsight Systems `nsys stats -f csv`: cuda_gpu_kern_sum / gpukernsum (kernel time stats) "
-               "and cuda_gpu_trace (one row per launch, streamed)")
+    formats = ("Nsight Systems `nsys stats -f csv`: summaries (cuda_gpu_kern_sum / gpukernsum kernel times, "
+               "cuda_api_sum / osrt_sum call times, nvtx_sum ranges, cuda_gpu_mem_time_sum / _size_sum) and "
+               "cuda_gpu_trace (one row per launch, streamed)")
     extensions: ClassVar[tuple[str, ...]] = (".csv",)
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
         for line in head_text(head).splitlines()[:40]:
-            if line.startswith(("Time (%),Total Time (", "Time(%),Total Time (", "Start (")):
+            if line.startswith(("Time (%),Total ", "Time(%),Total ", "Total (", "Start (")):
                 return _is_header(nvcsv.split_line(line))
         return False
 
@@ -74,16 +100,24 @@ class NsysAdapter(Adapter):
                  meta: dict[str, str]) -> Iterator[pa.Table]:
         fields = [f.strip() for f in hdr.fields]
         parsed = [nvcsv.unit_in_header(f) for f in fields]
-        ix = {b: i for i, (b, _) in enumerate(parsed)}
-        total_unit = parsed[ix["Total Time"]][1]
-        if total_unit not in TIME_UNITS:
-            raise ctx.error(f"line {hdr.line}", f"'Total Time' unit {total_unit!r} is not a time unit",
-                            "expected ns, us, ms or s")
+        bases = [b for b, _ in parsed]
+        ix = {b: i for i, b in enumerate(bases)}
+        total_col = "Total Time" if "Total Time" in ix else "Total"
+        total_unit = parsed[ix[total_col]][1]
+        if total_unit in TIME_UNITS:
+            metric = "latency"
+        elif total_unit in BYTE_UNITS and total_col == "Total":
+            metric = "bytes"
+        else:
+            raise ctx.error(f"line {hdr.line}", f"{total_col!r} unit {total_unit!r} is not a time unit",
+                            "expected ns, us, ms or s" + (" (or a byte unit for `Total`)" if total_col == "Total" else ""))
+        count_col = next(c for c in COUNT_COLS if c in ix)
+        name_col = bases[-1]
+        i_name = len(bases) - 1
         stats = [(i, SUM_STATS[b], u or total_unit) for i, (b, u) in enumerate(parsed) if b in SUM_STATS]
-        grid_ix, block_ix = ix.get("GridXYZ"), ix.get("BlockXYZ")
-        report = meta.get("report") or ("gpukernsum" if grid_ix is not None else "cuda_gpu_kern_sum")
-        base_cfg: dict[str, str] = {}  # tool and version go to `software`; config keeps launch conditions
-        software = _software(report, meta)
+        text_ix = {i: TEXT_COLS[b] for i, b in enumerate(bases) if b in TEXT_COLS}
+        report = _summary_report(ctx.path, bases, total_unit, meta)
+        software = _software(report, meta)  # tool and version go to `software`; config keeps conditions
         cols: dict[str, list[Any]] = {k: [] for k in ("op", "metric", "stat", "value", "unit", "n_samples",
                                                       "source_loc", "null_reason", "config")}
 
@@ -96,28 +130,25 @@ class NsysAdapter(Adapter):
         for line, f in nvcsv.iter_rows(ctx, hdr):
             if len(f) != len(fields):
                 raise nvcsv.field_count_error(ctx, line, f, len(fields))
-            name = f[ix["Name"]]
+            name = f[i_name]
             if not name.strip():
-                raise ctx.error(f"line {line}", "empty 'Name'", "every kernel row names its kernel")
-            num = {i: _num(ctx, line, fields[i], f[i]) for i in range(len(f)) if i not in (ix["Name"], grid_ix, block_ix)}
-            inst = num[ix["Instances"]]
+                raise ctx.error(f"line {line}", f"empty {name_col!r}", f"every row names its {name_col.lower()}")
+            num = {i: _num(ctx, line, fields[i], f[i]) for i in range(len(f)) if i != i_name and i not in text_ix}
+            inst = num[ix[count_col]]
             if inst is None or inst != int(inst) or inst < 0:
-                raise ctx.error(f"line {line}", f"'Instances' must be a whole number, got {f[ix['Instances']]!r}")
-            cfg = dict(base_cfg)
-            if grid_ix is not None:
-                cfg["grid"] = ",".join(f[grid_ix].split())
-            if block_ix is not None:
-                cfg["block"] = ",".join(f[block_ix].split())
+                raise ctx.error(f"line {line}", f"{count_col!r} must be a whole number, got {f[ix[count_col]]!r}")
+            cfg = {key: ",".join(f[i].split()) for i, key in text_ix.items() if f[i].strip()}
             config = canonical_json(cfg)
             loc = f"line {line}"
             n = int(inst)
-            add(name, "nsys:time_fraction", "value", num[0], "%", None, loc, config)
-            add(name, "latency", "sum", num[ix["Total Time"]], total_unit, n, loc, config)
+            if bases[0] == "Time":
+                add(name, "nsys:time_fraction", "value", num[0], "%", None, loc, config)
+            add(name, metric, "sum", num[ix[total_col]], total_unit, n, loc, config)
             for i, stat, unit in stats:
-                add(name, "latency", stat, num[i], unit, n, loc, config)
+                add(name, metric, stat, num[i], unit, n, loc, config)
             n_rows += 1
         if not n_rows:
-            raise ctx.error(f"line {hdr.line}", "no kernel rows after the header (truncated?)", FIX)
+            raise ctx.error(f"line {hdr.line}", "no rows after the header (truncated?)", FIX)
         t = pa.table({**{k: pa.array(v, pa.float64() if k == "value" else pa.int64() if k == "n_samples" else pa.string())
                          for k, v in cols.items()}})
         n = t.num_rows

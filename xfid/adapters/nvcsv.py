@@ -46,6 +46,8 @@ def find_header(ctx: ReadContext, is_header: Callable[[list[str]], bool], what: 
     """
     preamble: list[str] = []
     first_other: tuple[int, str] | None = None
+    last = 0
+    in_message = False
     with ctx.path.open("rb") as f:
         offset = 0
         for lineno in range(1, PREAMBLE_LINES + 1):
@@ -62,18 +64,23 @@ def find_header(ctx: ReadContext, is_header: Callable[[list[str]], bool], what: 
                 raise ctx.error(f"line {lineno}", "not UTF-8 text", "save the file as UTF-8") from None
             if not text.strip():
                 continue
+            last = lineno
             fields = split_line(text)
             if is_header(fields):
                 return Header(lineno, start, fields, preamble)
+            # an indented line continues a tool message (nsys: "NOTICE: Existing SQLite export
+            # found: ...\n        It is assumed file was previously exported from: ...")
+            continued = text[:1].isspace() and in_message
+            in_message = text.startswith(PREAMBLE_PREFIXES) or continued
             preamble.append(text)
-            if first_other is None and not text.startswith(PREAMBLE_PREFIXES):
+            if first_other is None and not in_message:
                 first_other = (lineno, text)
     if not preamble and first_other is None:
         raise ctx.error(None, "the file is empty")
-    if first_other is None:
-        skipped = next((p for p in preamble if p.startswith("SKIPPED")), None)
+    skipped = next((p for p in preamble if p.startswith("SKIPPED")), None)
+    if first_other is None or skipped:
         why = f" (the tool says {skipped!r})" if skipped else " (truncated?)"
-        raise ctx.error(f"line {len(preamble)}", f"the file ends before the {what} header{why}", fix)
+        raise ctx.error(f"line {last}", f"the file ends before the {what} header{why}", fix)
     lineno, text = first_other
     raise ctx.error(f"line {lineno}", f"not a {what} header: {shorten(text)!r}; expected a line like {expected}", fix)
 
