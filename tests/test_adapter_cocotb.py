@@ -16,6 +16,7 @@ from xfid.errors import InputError
 from xfid.schema import FLAG_NO_REFERENCE, normalize
 
 OUT = Path(__file__).resolve().parent.parent / "fixtures" / "rtl" / "probe_output"
+PUBLIC = OUT.parent / "cocotb-public"
 
 
 def read(path: Path, **kw) -> list[dict]:
@@ -38,7 +39,7 @@ def test_probe_records_pinned():
     assert [r["value"] for r in rows if r["metric"] == "bytes"] == [5, 64, 200, 1024, 4096, 512]
     assert [r["value"] for r in rows if r["metric"] == "stall_cycles"] == [21, 21, 21, 48, 156, 30]
     sim = [r["value"] for r in rows if r["metric"] == "sim_time"]
-    assert sim[0] == pytest.approx(230e-9)
+    assert sim[0] == 2.3e-7  # 230000 ps, divided exactly (not 230000 * 1e-12)
     r0 = cycles[0]
     assert (r0["target"], r0["workload"], r0["stat"], r0["unit"], r0["source_loc"]) == (
         "t100-a0", "block/dma", "value", "cycles", "line 1")
@@ -94,9 +95,10 @@ def test_results_xml_cocotb20_attributes(tmp_path):
                  'package="all"><property name="random_seed" value="5" /><testcase name="t1" classname="test_omvm" '
                  'file="x.py" lineno="3" time="0.1" sim_time_ns="1500.0" ratio_time="1.0"/></testsuite></testsuites>')
     (c,) = read_results(p)
-    assert (c.name, c.status, c.sim_time_s) == ("t1", "passed", pytest.approx(1.5e-6))
-    (row,) = read(p)
-    assert row["workload"] == "block/omvm"
+    assert (c.name, c.status, c.sim_time_s, c.seed) == ("t1", "passed", 1.5e-6, "5")  # the suite's seed
+    (row,) = read(p, target="asic-x")
+    assert (row["target"], row["workload"]) == ("asic-x", "block/omvm")
+    assert json.loads(row["config"])["seed"] == "5"
 
 
 def test_entity_bomb_refused(tmp_path):
@@ -145,3 +147,107 @@ def test_ingest_cli_both_files(xfid_cli, tmp_path):
     failed = pc.sum(pc.match_substring(pc.fill_null(t.column("flags").cast("string"), ""), "failed_test")).as_py()
     assert failed == 5
     assert set(t.column("fidelity").to_pylist()) == {"rtl"}
+
+
+def test_public_results_pinned():
+    """Two results.xml from public projects (cocotb 1.x: the seed on the suite, sim_time_ns)."""
+    (rgb,) = read_results(PUBLIC / "rgb_mixer" / "results.xml")
+    assert (rgb.name, rgb.classname, rgb.status, rgb.seed, rgb.line, rgb.wall_s) == (
+        "test_all", "test.test_rgb_mixer", "failed", "1649813702", 32, 31.253236293792725)
+    assert rgb.sim_time_s == 2.65423  # sim_time_ns="2654230000.0"
+    (row,) = read(PUBLIC / "rgb_mixer" / "results.xml", target="ice40-up5k")
+    assert (row["target"], row["workload"], row["op"], row["metric"], row["unit"], row["flags"]) == (
+        "ice40-up5k", "block/rgb_mixer", "test[test_all]", "sim_time", "s", "failed_test")
+    assert json.loads(row["config"])["seed"] == "1649813702"
+    (cnn,) = read(PUBLIC / "cnn_matrix_mul" / "results.xml", target="asic-x")
+    assert (cnn["workload"], cnn["op"], cnn["flags"]) == ("block/matrix_mul", "test[matrix_mul_test]", None)
+    # sim_time_ns="291020840.001": the decimal divided exactly (291020840.001 * 1e-9 would do too here,
+    # 2654230000.0 * 1e-9 gives 2.6542300000000003)
+    assert cnn["value"] == 0.291020840001
+    assert json.loads(cnn["config"])["seed"] == "1746849404"
+    assert read_results(PUBLIC / "cnn_matrix_mul" / "results.xml")[0].line == 6
+
+
+def test_foreign_results_xml_needs_a_target(xfid_cli, tmp_path):
+    f = tmp_path / "results.xml"
+    shutil.copy(PUBLIC / "rgb_mixer" / "results.xml", f)
+    r = xfid_cli("ingest", f)
+    assert r.exit_code == 2
+    assert r.output.startswith(f"Error: {f}: no target: a cocotb results.xml does not say which hardware target")
+    assert "--target" in r.output and "default_target" in r.output
+    assert not xfid_cli.store.exists() or xfid_cli("export").output == ""
+    conf = tmp_path / "xfid.toml"
+    conf.write_text('[rtl]\ndefault_target = "ice40-up5k"\n')
+    from click.testing import CliRunner  # --config goes before the command
+
+    from xfid.cli import cli
+
+    r = CliRunner().invoke(cli, ["--store", str(xfid_cli.store), "--config", str(conf), "ingest", str(f)])
+    assert r.exit_code == 0, r.output
+    rows = [json.loads(x) for x in xfid_cli("export").output.splitlines()]
+    assert [(x["target"], x["workload"]) for x in rows] == [("ice40-up5k", "block/rgb_mixer")]
+
+
+def test_foreign_results_xml_target_from_flag_or_sidecar(xfid_cli, tmp_path):
+    f = tmp_path / "a" / "results.xml"
+    f.parent.mkdir()
+    shutil.copy(PUBLIC / "cnn_matrix_mul" / "results.xml", f)
+    rows, _ = xfid_cli.ingest_export(f, "--target", "fpga-a")
+    assert {x["target"] for x in rows} == {"fpga-a"}
+    g = tmp_path / "b" / "results.xml"
+    g.parent.mkdir()
+    shutil.copy(PUBLIC / "rgb_mixer" / "results.xml", g)
+    (g.parent / "xfid-source.toml").write_text('target = "fpga-b"\n')
+    r = xfid_cli("ingest", g)
+    assert r.exit_code == 0, r.output
+    rows = [json.loads(x) for x in xfid_cli("export").output.splitlines()]
+    assert sorted(x["target"] for x in rows) == ["fpga-a", "fpga-b"]
+
+
+def test_default_target_must_be_a_name(tmp_path, monkeypatch):
+    conf = tmp_path / "xfid.toml"
+    conf.write_text("[rtl]\ndefault_target = 3\n")
+    monkeypatch.setenv("XFID_CONFIG", str(conf))
+    from xfid.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="default_target"):
+        read(PUBLIC / "rgb_mixer" / "results.xml")
+
+
+def test_runner_results_xml_keeps_the_probe_target(tmp_path):
+    """xfid's runner wrote it (its probe file beside it): the probe's target, as before."""
+    rows = read(OUT / "results.xml")
+    assert {r["target"] for r in rows} == {"t100-a0"}
+
+
+def test_huge_attribute_refused_before_parsing(tmp_path):
+    import time
+
+    from xfid.adapters import cocotb
+
+    p = tmp_path / "results.xml"
+    p.write_bytes(b'<testsuites name="results"><testsuite name="all">\n<testcase name="t" classname="x" '
+                  b'sim_time_ns="1" file="' + b"a" * (cocotb.MAX_XML_TOKEN + 10) + b'"/></testsuite></testsuites>')
+    t0 = time.perf_counter()
+    with pytest.raises(InputError, match=r"results.xml, line 2: 1,048,6\d\d bytes without markup"):
+        read_results(p)
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_oversized_file_refused(tmp_path, monkeypatch):
+    from xfid.adapters import cocotb
+
+    p = tmp_path / "results.xml"
+    shutil.copy(PUBLIC / "rgb_mixer" / "results.xml", p)
+    monkeypatch.setattr(cocotb, "MAX_XML_BYTES", 100)
+    with pytest.raises(InputError, match=r"416 bytes is more than a results.xml holds"):
+        read_results(p)
+
+
+def test_sim_time_in_an_unknown_unit_is_null_with_a_reason(tmp_path):
+    p = tmp_path / "results.xml"
+    p.write_text('<testsuites name="cocotb tests"><testsuite name="s"><testcase classname="test_a" name="t" time="1">'
+                 '<properties><property name="sim_time_unit" value="step" />'
+                 '<property name="sim_time_duration" value="100" /></properties></testcase></testsuite></testsuites>')
+    (row,) = read(p, target="x")
+    assert row["value"] is None and row["null_reason"] == "sim time in unit 'step', not a unit of time"
