@@ -99,13 +99,18 @@ def _factor_for(fit: dict, oc: str, lim: str) -> float:
 
 def calibrate(store: Store, config: Config, candidate: str, reference: str, target: str, *,
               run: Any = None, as_of: Any = None, label: str | None = None,
-              metrics: tuple[str, ...] = CAL_METRICS) -> CalibrationResult:
+              metrics: tuple[str, ...] = CAL_METRICS, rows: pd.DataFrame | None = None,
+              with_predictions: bool = True) -> CalibrationResult:
     """Fit efficiency factors of `candidate` against `reference` on one target.
 
     Factor = geometric mean of reference/candidate per (op class, limiter) — limiter from the
     candidate record's config JSON — with fallbacks op class -> limiter -> overall. Error
     before/after is cross-validated leave-one-workload-out; with a single workload,
     leave-one-op-out (the summary says which).
+
+    `rows`: aligned rows computed before (e.g. a check's saved rows) to fit instead of
+    correlating now (`run` and `as_of` are then not used); `with_predictions=False` leaves the
+    predictions empty (the factors and errors alone, as the report shows them).
 
     Raises:
         EngineError: nothing to fit (no aligned op-level rows for that pair and target).
@@ -114,9 +119,11 @@ def calibrate(store: Store, config: Config, candidate: str, reference: str, targ
 
     config.target(target)
     label = label or f"{candidate.split('-', 1)[0]}-cal"
-    corr = correlate(store, config, run=run, as_of=as_of, targets=[target], pairs=[f"{candidate}->{reference}"],
-                     kendall=False, bootstrap=False)
-    r = corr.rows
+    if rows is None:
+        r = correlate(store, config, run=run, as_of=as_of, targets=[target], pairs=[f"{candidate}->{reference}"],
+                      kendall=False, bootstrap=False).rows
+    else:
+        r = rows[(rows["target"] == target) & (rows["candidate"] == candidate) & (rows["reference"] == reference)]
     keep = ((r["kind"] != "missing_reference") & np.isfinite(r["log_ratio"].astype(float))
             & r["metric"].isin(metrics) & (r["op"].astype(str) != "")) if len(r) else pd.Series([], dtype=bool)
     df = r[keep].copy() if len(r) else r
@@ -159,20 +166,27 @@ def calibrate(store: Store, config: Config, candidate: str, reference: str, targ
                "mape_before": float(df["ape_before"].mean()), "mape_after": float(df["ape_after"].mean()),
                "cv_method": method, "fit": "geometric mean of reference/candidate per (op_class, limiter); "
                "fallback op_class, then limiter, then all", "fit_id": fit_id, "metrics": list(metrics)}
-    predictions = _predictions(store, config, candidate, reference, target, label, full, fit_id, metrics, corr)
+    predictions = (_predictions(store, config, candidate, reference, target, label, full, fit_id, metrics)
+                   if with_predictions else _no_predictions())
     return CalibrationResult(factors, cv, summary, predictions,
                              df[["workload", "op", "metric", "stat", "op_class", "limiter", "size",
                                  "candidate_value", "reference_value", "cv_prediction", "ape_before", "ape_after"]])
 
 
-def _predictions(store, config, candidate, reference, target, label, fit, fit_id, metrics, corr) -> pa.Table:
+def _no_predictions() -> pa.Table:
+    from xfid.schema import normalize
+
+    return normalize(pd.DataFrame(columns=["fidelity", "target", "workload", "op", "metric", "value"]))
+
+
+def _predictions(store, config, candidate, reference, target, label, fit, fit_id, metrics) -> pa.Table:
     """Calibrated values for every op-level candidate number of the target (not only aligned ones)."""
     from xfid.engine.select import load, select
     from xfid.schema import normalize
 
     sel = select(load(store, targets=[target]), config)
     if candidate not in sel.fidelities:
-        return normalize(pd.DataFrame(columns=["fidelity", "target", "workload", "op", "metric", "value"]))
+        return _no_predictions()
     e = np.flatnonzero(sel.codes["fid"] == sel.fidelities.index(candidate))
     mn, on, wn, sn = (sel.dims[k] for k in ("metric", "op", "workload", "stat"))
     t = sel.table
