@@ -61,15 +61,41 @@ def csv_safe_table(table: Any) -> Any:
 
 
 def csv_safe_frame(df: Any) -> Any:
-    """A pandas frame whose object (text) columns have `csv_cell` applied (numbers untouched)."""
+    """A pandas frame whose text columns (object or categorical) have `csv_cell` applied.
+
+    Numeric columns are never changed; a frame without a formula-like cell is returned as is.
+    """
+    import pandas as pd
+
     out = None
     for c in df.columns:
-        if df[c].dtype != object:
-            continue
         s = df[c]
-        hit = s.map(lambda v: isinstance(v, str) and bool(v) and v[0] in FORMULA_START)
-        if hit.any():
-            if out is None:
-                out = df.copy()
-            out[c] = s.where(~hit, "'" + s.where(hit, ""))
+        if isinstance(s.dtype, pd.CategoricalDtype):
+            cats = list(s.cat.categories)
+            new = [csv_cell(v) if isinstance(v, str) else v for v in cats]
+            if new == cats:
+                continue
+            fixed = (s.cat.rename_categories(new) if len(set(new)) == len(new)
+                     else s.astype(object).map(lambda v: csv_cell(v) if isinstance(v, str) else v))
+        elif s.dtype == object or isinstance(s.dtype, pd.StringDtype):
+            if not _object_hit(s):
+                continue
+            fixed = s.map(lambda v: csv_cell(v) if isinstance(v, str) else v)
+        else:
+            continue
+        if out is None:
+            out = df.copy()
+        out[c] = fixed
     return df if out is None else out
+
+
+def _object_hit(s: Any) -> bool:
+    """Whether an object column holds a string with a formula-like start (fast through Arrow)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        arr = pa.array(s.to_numpy(), type=pa.string(), from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed values: look at each
+        return bool(s.map(lambda v: isinstance(v, str) and bool(v) and v[0] in FORMULA_START).any())
+    return bool(pc.any(pc.match_substring_regex(arr, _FORMULA.pattern)).as_py())

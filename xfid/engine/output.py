@@ -8,6 +8,7 @@ from typing import Any
 
 from xfid.engine.contract import COMPARISON_COLUMNS, COVERAGE_COLUMNS, Correlation
 from xfid.engine.jsonout import clean, json_chunks
+from xfid.textsafe import csv_safe_frame, terminal
 
 DISCREPANCY_FIELDS = (
     "fingerprint", "target", "workload", "op", "metric", "stat", "candidate", "reference",
@@ -54,7 +55,7 @@ def to_json(corr: Correlation) -> str:
 
 def to_csv(corr: Correlation) -> str:
     """The aligned rows (one per key and pair), every contract column."""
-    return corr.rows.to_csv(index=False, float_format=CSV_FLOAT)
+    return csv_safe_frame(corr.rows).to_csv(index=False, float_format=CSV_FLOAT)
 
 
 def pct(v: Any) -> str:
@@ -80,7 +81,7 @@ def ci(v: Any, as_pct: bool) -> str:
 
 def md_escape(text: Any) -> str:
     """Untrusted text for a markdown table cell (also safe when the markdown becomes HTML)."""
-    s = "" if text is None else str(text)
+    s = "" if text is None else terminal(text)
     for a, b in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("\\", "\\\\"), ("|", "\\|"),
                  ("`", "\\`"), ("*", "\\*"), ("_", "\\_"), ("[", "\\["), ("]", "\\]")):
         s = s.replace(a, b)
@@ -136,9 +137,10 @@ def to_markdown(corr: Correlation, limit: int = 50) -> str:
 
 
 def _plain(head: list[str], rows: list[list[str]]) -> str:
-    w = [max(len(str(x)) for x in col) for col in zip(head, *rows, strict=False)] if rows else [len(h) for h in head]
+    rows = [[terminal(x) for x in r] for r in rows]  # names from files: no control or bidi characters raw
+    w = [max(len(x) for x in col) for col in zip(head, *rows, strict=False)] if rows else [len(h) for h in head]
     fmt = "  ".join(f"{{:<{x}}}" for x in w)
-    return "\n".join([fmt.format(*head), *(fmt.format(*map(str, r)) for r in rows)])
+    return "\n".join([fmt.format(*head), *(fmt.format(*r) for r in rows)])
 
 
 def to_table(corr: Correlation, limit: int = 20) -> str:
@@ -172,7 +174,7 @@ def csv_pieces(corr: Correlation, chunk: int = 200_000) -> Iterator[str]:
         yield to_csv(corr)
         return
     for a in range(0, len(rows), chunk):
-        yield rows.iloc[a:a + chunk].to_csv(index=False, header=a == 0, float_format=CSV_FLOAT)
+        yield csv_safe_frame(rows.iloc[a:a + chunk]).to_csv(index=False, header=a == 0, float_format=CSV_FLOAT)
 
 
 def render(corr: Correlation, fmt: str) -> str:
