@@ -114,3 +114,33 @@ def test_bad_input(xfid_cli, tmp_path, snapshot, fixtures, content, message):
 def test_bad_options(xfid_cli, fixtures, opt, message):
     r = xfid_cli("ingest", fixtures / DIR / "a100_mig_dmon_500ms.txt", "--option", opt)
     assert r.exit_code == 2 and message in r.output, r.output
+
+
+# `dcgmi dmon -e 155,1002,1004` as current DCGM prints it: a bare `ID` line under the header
+# when the first columns have no unit, `N/A` for the first sample of every field (the
+# profiling module is still warming up), GPUs interleaved sample by sample
+BARE_ID = """#Entity   SMACT        TENSO        POWER
+ID
+GPU 0     N/A          N/A          N/A
+GPU 1     N/A          N/A          N/A
+GPU 0     0.912        0.521        612.400
+GPU 1     0.004        0.000        71.200
+GPU 0     0.905        0.518        615.100
+GPU 1     0.003        0.000        70.900
+"""
+
+
+def test_bare_id_line_na_first_samples_interleaved_gpus(xfid_cli, tmp_path):
+    f = tmp_path / "dmon.txt"
+    f.write_text(BARE_ID)
+    recs = rows(xfid_cli, f, "--target", "h100-sxm", "--workload", "w", "--option", "interval_ms=1000")
+    first = pick(recs, "dcgm:sm_active", loc="line 3,")
+    assert first["value"] is None and first["null_reason"] == "N/A in file"
+    assert first["source_loc"] == "line 3, SMACT (sample 0, t=0.000 s)"
+    assert pick(recs, "dcgm:sm_active", op="gpu1", loc="line 6,")["value"] == 0.004
+    p = pick(recs, "power", op="gpu1", loc="line 8,")
+    assert p["value"] == 70.9 and p["unit"] == "W" and p["source_loc"] == "line 8, POWER (sample 2, t=2.000 s)"
+    # no unit row to read: POWER falls back to W; the energy integrates the two real samples
+    assert pick(recs, "energy")["value"] == pytest.approx((612.4 + 615.1) / 2)
+    assert pick(recs, "power", "mean", op="gpu1")["n_samples"] == 2
+    assert pick(recs, "dcgm:tensor_active", op="gpu0", loc="line 7,")["value"] == 0.518
