@@ -25,6 +25,9 @@ def _records(xfid_cli, *paths, args=()):
     ("33.6MB", "bytes", 33.6e6), ("8.2KB", "bytes", 8200.0), ("0.00B", "bytes", 0.0),
     ("12.5us", "time", 12.5e-6), ("2.1ms", "time", 2.1e-3), ("6.1ns", "time", 6.1e-9), ("0s", "time", 0.0),
     ("1.0s", "time", 1.0), ("12.5u", "time", None), ("33.6M", "bytes", None),
+    # str_number / str_number_time forms: exact, the correctly rounded double of the decimal
+    ("10.9us", "time", float("10.9e-6")), ("990T", "number", 990e12), ("1.0K", "number", 1000.0),
+    ("105G", "number", 105e9), ("0.29", "number", 0.29), ("123TB", "bytes", 123e12), ("1.2ns", "time", 1.2e-9),
 ])
 def test_decode(raw, kind, value):
     assert decode(raw, kind) == value
@@ -59,6 +62,20 @@ def test_appended_sections_get_their_own_runs(xfid_cli, tmp_path):
     lat = sorted((r["run"], r["timestamp"], json.loads(r["config"])["batchsize"]) for r in recs
                  if r["metric"] == "latency")
     assert lat == [("r#1", "2026-11-30T10:00:00Z", "1"), ("r#2", "2026-11-30T11:00:00Z", "2")]
+
+
+def test_fork_legend_with_lowercase_ops(xfid_cli, tmp_path):
+    row = "q_proj,990T,1.0KB,1.0K,10.9T,compute,1.0KB,0.00B,0.00B,0.00B,0.00B,10.9us\n"
+    f = tmp_path / "m_decode.csv"
+    f.write_text("\n\n=== m hw w_bit=16 a_bit=16 kv_bit=16 batch_size=8 seqlen=1024 tp_size=1 ===\n"
+                 + HEADER.replace(",OPs,", ",ops,") + "\n" + row)
+    assert sniff_all(f) == ["llm-viewer"]
+    recs = _records(xfid_cli, f, args=("--target", "h100-sxm", "--workload", "w"))
+    by = {r["metric"]: r for r in recs}
+    assert by["flops"]["value"] == 990e12 and by["bytes"]["value"] == 1000.0
+    assert by["latency"]["value"] == float("10.9e-6") and by["flop_rate"]["value"] == 10.9e12
+    assert json.loads(by["latency"]["config"])["arithmetic_intensity"] == 1000.0
+    assert json.loads(by["latency"]["config"])["batch_size"] == "8"
 
 
 @pytest.mark.parametrize("row,message", [

@@ -13,6 +13,7 @@ from xfid.schema import canonical_json
 HEADER = ("layer_name,OPs,Access,arithmetic_intensity,performance,bound,load_weight,load_act,store_act,"
           "load_kv_cache,store_kv_cache,inference_time")
 FIELDS = HEADER.split(",")
+_LEGEND = HEADER.lower()  # forks write `ops` for `OPs`: the legend is matched without case
 _SECTION = re.compile(r"^(?:===|#)\s*(?:\[(?P<ts>[\d-]+ [\d:]+)\]\s*)?(?P<body>.*?)\s*(?:===)?\s*$")
 _SCALE = {"": 0, "K": 3, "M": 6, "G": 9, "T": 12}  # decimal exponents: parsed exactly, no float scaling
 _TIME = {"s": 0, "ms": -3, "us": -6, "ns": -9}
@@ -67,13 +68,13 @@ class LlmViewerAdapter(Adapter):
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
-        return HEADER in head_text(head)
+        return any(_is_legend(ln) for ln in head_text(head).splitlines())
 
     def read(self, ctx: ReadContext) -> dict[str, list[Any]]:
         lines = read_text(ctx).splitlines()
         cols: dict[str, list[Any]] = {k: [] for k in ("op", "metric", "stat", "value", "unit", "source_loc", "config",
                                                       "software", "run", "timestamp")}
-        sections = sum(1 for ln in lines if ln.strip() == HEADER)
+        sections = sum(1 for ln in lines if _is_legend(ln))
         section_cfg: dict[str, Any] = {}
         in_table = False
         k = 0
@@ -85,7 +86,7 @@ class LlmViewerAdapter(Adapter):
                 section_cfg = _section_config(s)
                 in_table = False
                 continue
-            if s == HEADER:
+            if _is_legend(s):
                 in_table, k = True, k + 1
                 continue
             if not in_table:
@@ -121,6 +122,10 @@ class LlmViewerAdapter(Adapter):
         if not cols["op"]:
             raise ctx.error(None, "no layer rows found", f"an LLM-Viewer CSV has a `{HEADER[:30]}...` header and rows")
         return cols
+
+
+def _is_legend(line: str) -> bool:
+    return line.strip().replace(" ", "").lower() == _LEGEND
 
 
 def _iso(ts: str | None) -> str | None:
