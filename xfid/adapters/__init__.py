@@ -26,19 +26,16 @@ BUILTIN: dict[str, str] = {
     "llm-viewer": "xfid.adapters.llm_viewer:LlmViewerAdapter",
     "llmcompass-hw": "xfid.adapters.llmcompass:LlmCompassHwAdapter",
     "cocotb": "xfid.adapters.cocotb:CocotbAdapter",
+    "trtllm-bench": "xfid.adapters.trtllm:TrtllmBenchAdapter",
+    "perf-analyzer": "xfid.adapters.perf_analyzer:PerfAnalyzerAdapter",
 }
 
 __all__ = ["Adapter", "ReadContext", "all_adapters", "detect", "get_adapter"]
 
 
-def _load(name: str, spec: str) -> type[Adapter] | None:
+def _load(spec: str) -> type[Adapter]:
     mod, _, attr = spec.partition(":")
-    try:
-        cls = getattr(importlib.import_module(mod), attr)
-    except ModuleNotFoundError as e:
-        if e.name == mod:  # not written yet in this checkout: simply not offered
-            return None
-        raise
+    cls: type[Adapter] = getattr(importlib.import_module(mod), attr)
     return cls
 
 
@@ -46,9 +43,7 @@ def all_adapters() -> dict[str, type[Adapter]]:
     """Every adapter available: built-ins first, then third-party entry points."""
     found: dict[str, type[Adapter]] = {}
     for name, spec in BUILTIN.items():
-        cls = _load(name, spec)
-        if cls is not None:
-            found[name] = cls
+        found[name] = _load(spec)
     for ep in entry_points(group="xfid.adapters"):
         if ep.name not in found:
             found[ep.name] = ep.load()
