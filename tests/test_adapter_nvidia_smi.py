@@ -116,3 +116,29 @@ def test_bad_input(xfid_cli, tmp_path, snapshot, fixtures, content, message):
 def test_bad_utc_offset(xfid_cli, fixtures):
     r = xfid_cli("ingest", fixtures / DIR / "h200_nounits_500ms.csv", "--option", "utc_offset=CET")
     assert r.exit_code == 2 and "option utc_offset: 'CET' is not an offset like +02:00" in r.output
+
+
+def test_real_8xh100_query_nounits(xfid_cli, fixtures):
+    # VirtualClient's monitor query on an idle 8xH100 (driver 535.161.07, --format=csv,nounits)
+    recs = rows(xfid_cli, fixtures / DIR / "query-gpu-8xH100.csv")
+    assert {r["op"] for r in recs} == {f"gpu{i}" for i in range(8)}
+    p = pick(recs, "power", loc="line 2,")  # power.draw.instant is the sample; .average kept beside it
+    assert p["value"] == 70.68 and p["unit"] == "W" and p["source_loc"] == "line 2, power.draw.instant [W]"
+    assert pick(recs, "nvidia_smi:power.draw.average", loc="line 2,")["value"] == 70.89
+    assert pick(recs, "power", op="gpu1", loc="line 3,")["value"] == 72.05
+    assert pick(recs, "clock", loc="line 2,")["value"] == 345e6
+    assert pick(recs, "memory_used", loc="line 2,")["value"] == 0
+    assert pick(recs, "temperature", loc="line 2,")["value"] == 26
+    assert p["hardware"] == "NVIDIA H100 80GB HBM3" and p["software"] == "nvidia-smi (driver 535.161.07)"
+    assert p["timestamp"] == "2024-03-15T13:57:59.791000Z"
+
+
+def test_real_4xt4_without_index_or_power(xfid_cli, fixtures):
+    # an older VirtualClient query (Jan 2023, driver 510.108.03): no index, no power fields
+    recs = rows(xfid_cli, fixtures / DIR / "query-gpu-4xT4.csv")
+    assert {r["op"] for r in recs} == {f"gpu@0000000{i}:00:00.0" for i in range(1, 5)}
+    t = pick(recs, "temperature", op="gpu@00000001:00:00.0", loc="line 2,")
+    assert t["value"] == 48 and t["unit"] == "C"
+    assert pick(recs, "memory_used", op="gpu@00000001:00:00.0")["value"] == 257 * 2**20
+    assert "gpu_index" not in json.loads(t["config"]) and t["target"] == "t4"
+    assert not [r for r in recs if r["metric"] in ("power", "energy")]

@@ -57,10 +57,16 @@ class NvidiaSmiAdapter(Adapter):
         lines = read_text(ctx).splitlines()
         fields = self._header(ctx, lines[0])
         names = [f[0] for f in fields]
-        for need in ("timestamp", "index"):
-            if need not in names:
-                raise ctx.error("line 1", f"header has no {need!r} field",
-                                "query it: nvidia-smi --query-gpu=timestamp,index,power.draw,... --format=csv")
+        if "timestamp" not in names:
+            raise ctx.error("line 1", "header has no 'timestamp' field",
+                            "query it: nvidia-smi --query-gpu=timestamp,index,power.draw,... --format=csv")
+        # the GPU of a row: `index`; older queries often name it by `pci.bus_id` alone
+        gpu_field = "index" if "index" in names else "pci.bus_id" if "pci.bus_id" in names else None
+        if gpu_field is None:
+            raise ctx.error("line 1", "header has no 'index' (or 'pci.bus_id') field to tell the GPUs apart",
+                            "query it: nvidia-smi --query-gpu=timestamp,index,power.draw,... --format=csv")
+        if gpu_field != "index":
+            ctx.warn("no 'index' field: GPUs are named by pci.bus_id (op gpu@<bus id>)")
         tz = _offset(ctx)
         power_field = next((f for f in POWER_FIELDS if f in names), None)
         out = Columns()
@@ -82,9 +88,14 @@ class NvidiaSmiAdapter(Adapter):
             except ValueError:
                 raise ctx.error(f"{loc}, timestamp", f"{row['timestamp']!r} is not a time like "
                                 "2026/03/01 00:00:00.000") from None
-            if not row["index"].isdigit():
-                raise ctx.error(f"{loc}, index", f"GPU index {row['index']!r} is not a whole number")
-            op = f"gpu{row['index']}"
+            if gpu_field == "index":
+                if not row["index"].isdigit():
+                    raise ctx.error(f"{loc}, index", f"GPU index {row['index']!r} is not a whole number")
+                op = f"gpu{row['index']}"
+            elif row["pci.bus_id"] and not _SENTINEL.match(row["pci.bus_id"]):
+                op = f"gpu@{row['pci.bus_id']}"
+            else:
+                raise ctx.error(f"{loc}, pci.bus_id", f"no PCI bus id in {row['pci.bus_id']!r} to name the GPU by")
             dev: dict[str, Any] = {}
             for (name, unit), cell in zip(fields, cells, strict=True):
                 key = CONFIG_FIELDS.get(name)
@@ -92,7 +103,9 @@ class NvidiaSmiAdapter(Adapter):
                     continue
                 dev[key] = _number(ctx, cell, unit, f"{loc}, {name}")[0] if key.endswith(("_w", "_mhz", "_mib")) \
                     else cell
-            dev.update(gpu_index=int(row["index"]), tool="nvidia-smi --query-gpu")
+            if gpu_field == "index":
+                dev["gpu_index"] = int(row["index"])
+            dev["tool"] = "nvidia-smi --query-gpu"
             devices.setdefault(op, dev)
             base = {"op": op, "timestamp": ts.astimezone(UTC).isoformat(), "config": canonical_json(dev),
                     "hardware": dev.get("name"), "software": _software(dev)}
