@@ -144,3 +144,17 @@ def test_bare_id_line_na_first_samples_interleaved_gpus(xfid_cli, tmp_path):
     assert pick(recs, "energy")["value"] == pytest.approx((612.4 + 615.1) / 2)
     assert pick(recs, "power", "mean", op="gpu1")["n_samples"] == 2
     assert pick(recs, "dcgm:tensor_active", op="gpu0", loc="line 7,")["value"] == 0.518
+
+
+def test_real_dmon_with_bare_id_line(xfid_cli, fixtures):
+    # microsoft/VirtualClient's `dcgmi dmon -e 1001,1004,1005 -c 15` example: `ID` alone (padded
+    # with spaces) under the header, no units anywhere, no timestamps
+    recs = rows(xfid_cli, fixtures / DIR / "DCGMIDmonResults.txt")
+    assert len(recs) == 45 and {r["op"] for r in recs} == {"gpu0"}
+    assert {r["metric"] for r in recs} == {"dcgm:gr_engine_active", "dcgm:tensor_active", "dcgm:dram_active"}
+    g = pick(recs, "dcgm:gr_engine_active", loc="line 5,")
+    assert g["value"] == 0.998 and g["unit"] == "ratio" and g["source_loc"] == "line 5, GRACT (sample 2, t=2.000 s)"
+    assert pick(recs, "dcgm:tensor_active", loc="line 5,")["value"] == 0.885
+    assert pick(recs, "dcgm:dram_active", loc="line 7,")["value"] == 0.306
+    assert pick(recs, "dcgm:dram_active", loc="line 17,")["value"] == 0.0
+    assert {r["flags"] for r in recs} == {"relative_time"}
