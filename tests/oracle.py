@@ -1,0 +1,391 @@
+"""A plain reference implementation of `xfid correlate`, for tests: slow, obvious, pandas only.
+
+It reads the store's records and follows the rules of docs/engine.md one step at a time, record
+by record and group by group, without any of the engine's integer codes, sorts or threads:
+
+1. records newer than `as_of` or of other targets are dropped; op maps give each record its
+   canonical op (the first rule for its source whose regex matches anywhere in the raw name);
+2. per fidelity and key (target, workload, op, metric, stat) the chosen run is the one that has
+   the key and ranks highest by (preferred by `run`, latest timestamp of the run in that
+   fidelity, run name);
+3. the records of one raw op in that run: the median of the non-null values, their count, the
+   record at the lower median as provenance, and the median of the unflagged ones as the value
+   the key has as a reference; several raw ops of one canonical key: summed (additive metrics)
+   or their median; a key whose value is null is dropped;
+4. per pair, each candidate key in a (target, workload) the reference has is aligned with the
+   reference's key (stat `value` falls back to the reference's `median`, then `mean`); errors,
+   the first matching tolerance rule, kinds, severities, roofline bounds, notes;
+5. the aggregates of each pair per (target, metric, stat) and per (target, workload, metric,
+   stat): n, MAPE, median APE, bias, log-RMSE, Pearson on logs, Spearman, Kendall tau-b (counted
+   pair by pair) and the fraction within tolerance.
+
+Not modelled (tested elsewhere): config_mismatch, cycles<->latency conversion, derived fidelity
+labels in the default pairs, the bootstrap CIs (mape_ci, bias_ci).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+from xfid.config import Config
+from xfid.engine.fingerprints import fingerprint
+from xfid.schema import FLAG_NO_REFERENCE, fidelity_rank
+from xfid.store import Store
+
+KEY = ("target", "workload", "op", "metric", "stat")
+ADDITIVE = {"latency", "cycles", "bytes", "flops", "energy"}
+LOWER_BOUND = {"latency", "cycles", "ttft", "tpot", "itl", "e2e_latency", "duration"}
+UPPER_BOUND = {"throughput_tokens", "throughput_total_tokens", "throughput_requests", "throughput_samples",
+               "tokens_per_joule"}
+DEFAULT_PAIRS = [("roofline", "archmodel"), ("archmodel", "rtl"), ("archmodel", "measured"),
+                 ("roofline", "measured"), ("rtl", "measured"), ("roofline", "rtl")]
+READ = ["fidelity", "target", "workload", "op", "metric", "stat", "value", "unit", "source", "source_path",
+        "source_loc", "run", "timestamp", "config", "flags"]
+
+
+@dataclass
+class Entry:
+    """The number that represents one fidelity's key."""
+
+    fidelity: str
+    key: tuple[str, str, str, str, str]  # target, workload, op, metric, stat
+    value: float
+    ref_value: float  # without flagged records (NaN when all are flagged)
+    n: int
+    rep: dict[str, Any]  # the record whose provenance is shown
+    flagged: bool
+    merge_note: str | None = None
+
+
+@dataclass
+class OraclePair:
+    candidate: str
+    reference: str
+    bounds: str | None = None
+
+
+@dataclass
+class Result:
+    rows: pd.DataFrame
+    discrepancies: pd.DataFrame
+    comparisons: pd.DataFrame
+    entries: dict[str, dict[tuple, Entry]] = field(default_factory=dict)
+
+
+def read_records(store: Store) -> pd.DataFrame:
+    """Every record of the store, part file by part file, in the store's order."""
+    frames = []
+    for path in store.part_files():
+        hive = dict(p.split("=", 1) for p in path.relative_to(store.records).parent.parts if "=" in p)
+        table = pq.read_table(path)
+        df = table.select([c for c in READ if c in table.column_names]).to_pandas()
+        for name, value in hive.items():  # partition columns live in the path
+            df[name] = value
+        df = df[READ]
+        for c in df.columns:
+            if isinstance(df[c].dtype, pd.CategoricalDtype):
+                df[c] = df[c].astype(object)
+        frames.append(df)
+    if not frames:
+        return pd.DataFrame(columns=READ)
+    out = pd.concat(frames, ignore_index=True)
+    out["value"] = out["value"].astype(float)
+    return out
+
+
+def as_of_limit(text: str | None) -> pd.Timestamp | None:
+    """A date means its whole day (UTC); a date-time is exact."""
+    if text is None:
+        return None
+    ts = pd.Timestamp(text)
+    ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        ts = ts + pd.Timedelta(days=1) - pd.Timedelta(microseconds=1)
+    return ts
+
+
+def canonical_op(raw: str, source: str, config: Config) -> str:
+    if raw == "":
+        return raw
+    for rule in config.op_maps:
+        if rule.applies_to(source) and rule.match.search(raw):
+            return rule.op
+    return raw
+
+
+def flagged(flags: Any) -> bool:
+    return isinstance(flags, str) and any(f.strip() in FLAG_NO_REFERENCE for f in flags.split(","))
+
+
+def median(values: list[float]) -> float:
+    """The median of the values (NaN when there are none)."""
+    v = sorted(values)
+    if not v:
+        return math.nan
+    return (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2
+
+
+def _micros(ts: Any) -> int:
+    return 0 if pd.isna(ts) else int(pd.Timestamp(ts).value // 1000)
+
+
+def choose_runs(df: pd.DataFrame, prefer: dict[str, str] | None) -> pd.DataFrame:
+    """The records of the chosen run of each (fidelity, key)."""
+    rank: dict[tuple[str, str], tuple[bool, int, str]] = {}
+    for (fid, run), g in df.groupby(["fidelity", "run"], dropna=False, sort=False):
+        name = "" if pd.isna(run) else str(run)
+        want = (prefer or {}).get(fid, (prefer or {}).get("*"))
+        rank[(fid, name)] = (want is not None and name == want, max(_micros(t) for t in g["timestamp"]), name)
+    df = df.assign(run_name=["" if pd.isna(r) else str(r) for r in df["run"]])
+    keep = []
+    for _, g in df.groupby(["fidelity", *KEY], sort=False):
+        best = max(rank[(f, r)] for f, r in zip(g["fidelity"], g["run_name"], strict=True))
+        keep += [i for i, f, r in zip(g.index, g["fidelity"], g["run_name"], strict=True) if rank[(f, r)] == best]
+    return df.loc[sorted(keep)]
+
+
+def reduce_raw_op(g: pd.DataFrame) -> tuple[float, float, int, dict[str, Any], bool]:
+    """(value, reference value, count, representative record, any flagged) of one raw op's records."""
+    recs = g.to_dict("records")
+    flags = [flagged(r["flags"]) for r in recs]
+    if len(recs) == 1:
+        v = recs[0]["value"]
+        return v, (math.nan if flags[0] else v), 1, recs[0], flags[0]
+    good = [r for r in recs if not math.isnan(r["value"])]
+    ordered = sorted(good, key=lambda r: r["value"]) + [r for r in recs if math.isnan(r["value"])]
+    value = median([r["value"] for r in good])
+    rep = ordered[max(len(good) - 1, 0) // 2]
+    ref = median([r["value"] for r, f in zip(recs, flags, strict=True) if not f and not math.isnan(r["value"])]) \
+        if any(flags) else value
+    return value, ref, len(good), rep, any(flags)
+
+
+def select(df: pd.DataFrame, config: Config) -> dict[str, dict[tuple, Entry]]:
+    """Per fidelity, its entries by key (null keys dropped)."""
+    out: dict[str, dict[tuple, Entry]] = {}
+    for (fid, *key), g in df.groupby(["fidelity", *KEY], sort=True):
+        parts = []  # one per raw op, in the order of the raw names
+        for raw, rg in sorted(g.groupby("raw_op", sort=False), key=lambda kv: kv[0]):
+            parts.append((raw, *reduce_raw_op(rg)))
+        if len(parts) == 1:
+            _, value, ref, n, rep, flag = parts[0]
+            entry = Entry(fid, tuple(key), value, ref, n, rep, flag)
+        else:
+            values, refs = [p[1] for p in parts], [p[2] for p in parts]
+            present = [v for v in values if not math.isnan(v)]
+            if key[3] in ADDITIVE:
+                value, ref, how = (sum(present) if present else math.nan), sum(refs), "sum"
+            else:
+                nan_ref = any(math.isnan(r) for r in refs)
+                value, ref, how = median(present), (math.nan if nan_ref else median(refs)), "median"
+            names = [p[0] for p in parts]
+            shown = ", ".join(names[:3]) + (f", ... ({len(names)} in all)" if len(names) > 3 else "")
+            entry = Entry(fid, tuple(key), value, ref, sum(p[3] for p in parts), parts[0][4],
+                          any(p[5] for p in parts), f"{how} of {len(names)} raw ops: {shown}")
+        if not math.isnan(entry.value):
+            out.setdefault(fid, {})[entry.key] = entry
+    return out
+
+
+def default_pairs(present: set[str]) -> list[OraclePair]:
+    pairs = sorted(DEFAULT_PAIRS, key=lambda p: (fidelity_rank(p[0]), p[0], fidelity_rank(p[1])))
+    return [OraclePair(c, r) for c, r in pairs]
+
+
+def _sort_key(key: tuple) -> tuple:
+    t, w, o, m, s = key
+    return (t, m, s, w, o)
+
+
+def align(pair: OraclePair, entries: dict[str, dict[tuple, Entry]], config: Config,
+          settings: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of one pair, in key order (target, metric, stat, workload, op)."""
+    cand, refs = entries.get(pair.candidate, {}), entries.get(pair.reference, {})
+    present = {(k[0], k[1]) for k in refs}
+    stats = {k[4] for es in entries.values() for k in es}
+    rows = []
+    for key in sorted(cand, key=_sort_key):
+        if (key[0], key[1]) not in present:
+            continue
+        c = cand[key]
+        r, alt = refs.get(key), None
+        if r is None and key[4] == "value":
+            for s in settings["value_matches"]:
+                if s in stats and (key[:4] + (s,)) in refs:
+                    r, alt = refs[key[:4] + (s,)], s
+                    break
+        rows.append(_row(pair, c, r, alt, config, settings))
+    return rows
+
+
+def _row(pair: OraclePair, c: Entry, r: Entry | None, alt: str | None, config: Config,
+         settings: dict[str, Any]) -> dict[str, Any]:
+    target, workload, op, metric, stat = c.key
+    cv = c.value
+    refv = r.ref_value if r is not None else math.nan
+    flagged_ref = r is not None and math.isnan(refv)
+    missing = r is None or flagged_ref
+    rel = (cv - refv) / refv if not math.isnan(refv) and refv != 0 else math.nan
+    lr = math.log(cv) - math.log(refv) if cv > 0 and refv > 0 else math.nan
+    t = config.tolerance_for(pair.candidate, pair.reference, metric, op, stat)
+    tol, tol_abs = t.rel, t.abs
+    within = not missing and (abs(rel) <= tol or abs(cv - refv) <= tol_abs)
+    kind = "missing_reference" if missing else ("ok" if within else "over_tolerance")
+    severity = 0.0 if missing else abs(rel) / max(tol, 1e-12)
+    efficiency = math.nan
+    notes: list[str] = []
+    if pair.candidate in settings["bound_fidelities"]:
+        lower, upper = metric in LOWER_BOUND, metric in UPPER_BOUND
+        bt = float(settings["bound_tolerance"])
+        mode = pair.bounds or settings["roofline_tolerance"]
+        if lower or upper:
+            efficiency = (cv / refv if lower else refv / cv) if not math.isnan(refv) else math.nan
+        violated = not missing and ((lower and refv < cv * (1 - bt)) or (upper and refv > cv * (1 + bt)))
+        if mode == "bound" and (lower or upper) and not missing:
+            tol, within, kind = bt, not violated, "ok"
+            minimum = settings.get("roofline_min_efficiency")
+            if minimum is not None and not violated and efficiency < float(minimum):
+                kind, within = "over_tolerance", False
+                severity = float(minimum) / max(efficiency, 1e-12)
+                notes.append(f"efficiency below roofline_min_efficiency {minimum}")
+            if not violated and kind != "over_tolerance":
+                severity = 0.0
+        if violated:
+            kind, within = "bound_violation", False
+            severity = 1000.0 + abs(rel) / max(bt, 1e-12)
+            notes.append("reference beyond the roofline bound")
+    if flagged_ref:
+        notes.append("reference flagged invalid/failed_test: not used")
+    if c.flagged:
+        notes.append("candidate flagged invalid/failed_test")
+    for side, e in (("candidate", c), ("reference", r)):
+        if e is not None and e.n > 1:
+            notes.append(f"{side}: median of {e.n} records")
+        if e is not None and e.merge_note:
+            notes.append(f"{side}: {e.merge_note}")
+    if alt is not None:
+        notes.append(f"stat value compared with the reference {alt}")
+    none = r is None
+    return {
+        "fingerprint": fingerprint(target, workload, op, metric, stat, pair.candidate, pair.reference),
+        "target": target, "workload": workload, "op": op, "metric": metric, "stat": stat,
+        "candidate": pair.candidate, "reference": pair.reference,
+        "candidate_value": cv, "reference_value": refv, "unit": c.rep["unit"] or "",
+        "rel_error": rel, "log_ratio": lr, "tolerance": tol, "tolerance_abs": tol_abs,
+        "within": within, "kind": kind, "severity": severity,
+        "candidate_n": c.n, "reference_n": None if none else r.n,
+        "candidate_run": c.rep["run"], "reference_run": None if none else r.rep["run"],
+        "candidate_source_path": c.rep["source_path"], "candidate_source_loc": c.rep["source_loc"],
+        "reference_source_path": None if none else r.rep["source_path"],
+        "reference_source_loc": None if none else r.rep["source_loc"],
+        "candidate_config": c.rep["config"], "reference_config": None if none else r.rep["config"],
+        "note": "; ".join(notes), "efficiency": efficiency,
+    }
+
+
+def pearson(x: list[float], y: list[float]) -> float:
+    if len(x) < 2 or len(set(x)) == 1 or len(set(y)) == 1:
+        return math.nan
+    mx, my = sum(x) / len(x), sum(y) / len(y)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True))
+    sxx, syy = sum((a - mx) ** 2 for a in x), sum((b - my) ** 2 for b in y)
+    return max(-1.0, min(1.0, sxy / math.sqrt(sxx * syy)))
+
+
+def kendall_tau_b(x: list[float], y: list[float]) -> float:
+    """Kendall's tau-b, pair by pair: (concordant - discordant) / sqrt((n0 - ties x) (n0 - ties y))."""
+    if len(x) < 2:
+        return math.nan
+    conc = disc = tie_x = tie_y = 0
+    for i, j in combinations(range(len(x)), 2):
+        dx, dy = x[i] - x[j], y[i] - y[j]
+        if dx == 0 and dy == 0:
+            tie_x += 1
+            tie_y += 1
+        elif dx == 0:
+            tie_x += 1
+        elif dy == 0:
+            tie_y += 1
+        elif (dx > 0) == (dy > 0):
+            conc += 1
+        else:
+            disc += 1
+    n0 = len(x) * (len(x) - 1) / 2
+    denom = math.sqrt((n0 - tie_x) * (n0 - tie_y))
+    return math.nan if denom == 0 else max(-1.0, min(1.0, (conc - disc) / denom))
+
+
+def aggregate(rows: pd.DataFrame, by: list[str]) -> list[dict[str, Any]]:
+    """The aggregates of one pair's rows per group `by`."""
+    use = rows[(rows["kind"] != "missing_reference") & np.isfinite(rows["rel_error"].astype(float))
+               & np.isfinite(rows["log_ratio"].astype(float))]
+    out = []
+    for key, g in use.groupby(by, sort=True):
+        ape = g["rel_error"].abs().tolist()
+        lr = g["log_ratio"].tolist()
+        lx = [math.log(v) for v in g["candidate_value"]]
+        ly = [math.log(v) for v in g["reference_value"]]
+        n = len(g)
+        spearman = pearson(pd.Series(lx).rank().tolist(), pd.Series(ly).rank().tolist())
+        out.append({
+            **dict(zip(by, key, strict=True)), "workload": key[by.index("workload")] if "workload" in by else None,
+            "candidate": g["candidate"].iloc[0], "reference": g["reference"].iloc[0],
+            "n": n, "mape": sum(ape) / n, "median_ape": median(ape), "bias": math.exp(sum(lr) / n),
+            "log_rmse": math.sqrt(sum(v * v for v in lr) / n), "pearson_log": pearson(lx, ly),
+            "spearman": spearman if n >= 2 else math.nan, "kendall": kendall_tau_b(lx, ly),
+            "within_tolerance": sum(bool(w) for w in g["within"]) / n,
+        })
+    return out
+
+
+def correlate(store: Store, config: Config, *, pairs: list[OraclePair] | None = None, run: dict[str, str] | None = None,
+              as_of: str | None = None, include_missing: bool = False) -> Result:
+    """Rows, discrepancies and comparisons (without CIs) as docs/engine.md defines them."""
+    s = config.settings
+    settings = {"bound_tolerance": float(s.get("bound_tolerance", 0.02)),
+                "roofline_tolerance": str(s.get("roofline_tolerance", "bound")),
+                "roofline_min_efficiency": s.get("roofline_min_efficiency"),
+                "bound_fidelities": list(s.get("bound_fidelities", ["roofline"])),
+                "value_matches": list(s.get("value_matches", ["median", "mean"]))}
+    df = read_records(store)
+    limit = as_of_limit(as_of)
+    if limit is not None:
+        df = df[df["timestamp"].notna() & (df["timestamp"] <= limit)]
+    df = df.assign(raw_op=df["op"])
+    df["op"] = [canonical_op(o, src, config) for o, src in zip(df["raw_op"], df["source"], strict=True)]
+    entries = select(choose_runs(df, run), config) if len(df) else {}
+    present = set(df["fidelity"])
+    rows: list[dict[str, Any]] = []
+    comps: list[dict[str, Any]] = []
+    for p in pairs if pairs is not None else default_pairs(present):
+        if p.candidate not in present or p.reference not in present:
+            continue
+        pr = pd.DataFrame(align(p, entries, config, settings))
+        rows += pr.to_dict("records")
+        if len(pr):
+            comps += aggregate(pr, ["target", "metric", "stat"]) + aggregate(pr, ["target", "workload", "metric", "stat"])
+    rows_df = pd.DataFrame(rows)
+    comp_df = pd.DataFrame(comps)
+    if len(comp_df):
+        comp_df["_level"] = comp_df["workload"].notna()
+        comp_df = comp_df.sort_values(["_level", "target", "workload", "candidate", "reference", "metric", "stat"],
+                                      kind="stable", na_position="first").drop(columns="_level")
+        comp_df = comp_df.reset_index(drop=True)
+    if len(rows_df):
+        bad = rows_df[(rows_df["kind"] != "ok") & (include_missing | (rows_df["kind"] != "missing_reference"))]
+        # severity descending (NaN last), then fingerprint, then row order
+        order = sorted(bad.index, key=lambda i: (math.isnan(bad.at[i, "severity"]),
+                                                 -(0.0 if math.isnan(bad.at[i, "severity"]) else bad.at[i, "severity"]),
+                                                 bad.at[i, "fingerprint"], i))
+        disc = bad.loc[order].reset_index(drop=True)
+    else:
+        disc = rows_df
+    return Result(rows_df, disc, comp_df, entries)
