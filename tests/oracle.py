@@ -219,8 +219,9 @@ def align(pair: OraclePair, entries: dict[str, dict[tuple, Entry]], config: Conf
         r, alt = refs.get(key), None
         if r is None and key[4] == "value":
             for s in settings["value_matches"]:
-                if s in stats and (key[:4] + (s,)) in refs:
-                    r, alt = refs[key[:4] + (s,)], s
+                other = (*key[:4], s)
+                if s in stats and other in refs:
+                    r, alt = refs[other], s
                     break
         rows.append(_row(pair, c, r, alt, config, settings))
     return rows
