@@ -15,6 +15,7 @@ DIR = "measured/mlperf"
 OFFLINE = "mi300x_llama2-70b-99_offline_mlperf_log_summary.txt"
 SERVER = "mi300x_llama2-70b-99.9_server_mlperf_log_summary.txt"
 DETAIL = "h100x8_llama2-70b-99_server_INVALID_mlperf_log_detail.txt"
+SERVER_V50 = "mi325x_llama2-70b-99.9_server_v5.0_mlperf_log_summary.txt"
 PCTS = ("p50", "p90", "p95", "p97", "p99", "p99.9")
 
 
@@ -34,7 +35,7 @@ def ns(*vals):
 
 def test_fixtures_are_the_real_files_byte_for_byte(fixtures):
     # sha256 of the files as published in mlcommons/inference (see fixtures/measured/mlperf/README.md)
-    for name in (OFFLINE, SERVER):
+    for name in (OFFLINE, SERVER, SERVER_V50):
         data = (fixtures / DIR / name).read_bytes()
         assert data.startswith(b"================================================\nMLPerf Results Summary\n")
         assert hashlib.sha256(data).hexdigest() == REAL_SHA256[name]
@@ -43,7 +44,30 @@ def test_fixtures_are_the_real_files_byte_for_byte(fixtures):
 REAL_SHA256 = {
     OFFLINE: "d778ba07a43b8b69f86095ac1211b57e9270415eb0e66862f155ba985e02d118",
     SERVER: "36629989e5d7585fafd8153252094730dbf5b87accabbdd4d1e88a33090b586e",
+    SERVER_V50: "978a9643253e18dd3210a7c047397170dcea7187892516b4d9cf8330a99fc233",
 }
+
+
+def test_real_v50_server_summary_8xmi325x(xfid_cli, fixtures):
+    # the v5.0 results (loadgen 5.0.15): `TTFT/TPOT Early Stopping Result:` blocks and a
+    # sample_concatenate_permutation WARNING in the parameters; tokens/s printed twice
+    recs = rows(xfid_cli, fixtures / DIR / SERVER_V50)
+    t = table(recs)
+    assert len(recs) == 30 and {r["target"] for r in recs} == {"mi325x"}
+    assert t[("throughput_samples", "mean")] == 103.83 and t[("throughput_tokens", "mean")] == 30724.51
+    assert t[("mlperf:scheduled_samples_per_second", "mean")] == 104.31
+    # exact: the correctly rounded doubles of the decimals in seconds
+    assert [t[("e2e_latency", s)] for s in ("min", "max", "mean")] == [0.840725113, 175.333161942, 47.720313348]
+    assert t[("e2e_latency", "p99.9")] == pytest.approx(169.463758105, rel=1e-15)
+    assert t[("ttft", "mean")] == pytest.approx(1.060314084, rel=1e-15)
+    assert t[("ttft", "p99")] == pytest.approx(1.936541021, rel=1e-15)
+    assert t[("tpot", "p99")] == pytest.approx(0.199404544, rel=1e-15)
+    tok = next(r for r in recs if r["metric"] == "throughput_tokens")
+    assert tok["source_loc"] == "line 8: Completed tokens per second" and tok["flags"] is None
+    cfg = json.loads(tok["config"])
+    assert cfg["scenario"] == "Server" and cfg["result"] == "VALID" and cfg["system"] == "8xMI325X_2xEPYC_9575F"
+    assert cfg["test_parameters"]["target_qps"] == 104.2  # the WARNING lines among them are not parameters
+    assert cfg["test_parameters"]["performance_sample_count"] == 24576
 
 
 def test_real_offline_summary(xfid_cli, fixtures):
