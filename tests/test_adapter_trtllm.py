@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -65,6 +66,31 @@ def test_0_17_engine_log_and_pytorch_header(xfid_cli, tmp_path):
     assert pick(torch, "throughput_tokens", "mean")["value"] == 20685.5510
     assert pick(torch, "throughput_requests", "mean")["value"] == 161.6059
     assert json.loads(torch[0]["config"])["quantization"] == "FP8"
+
+
+def test_tab_aligned_lines_as_the_tool_prints_them(xfid_cli, tmp_path):
+    """trtllm-bench aligns its header lines with tabs (`f"Model:\\t\\t\\t{model}"`); the docs show spaces."""
+    text = (DIR / "llama3.1-8b_pytorch_0.17.0_throughput.txt").read_text()
+    tabbed = tmp_path / "tabs" / "report.txt"
+    tabbed.parent.mkdir()
+    tabbed.write_text(re.sub(r":  +", ":\t\t", text))
+    assert "\t" in tabbed.read_text()
+    spaced, _ = ingest(xfid_cli, tmp_path, "llama3.1-8b_pytorch_0.17.0_throughput.txt", *TARGET, "--run", "a")
+    tabs, _ = xfid_cli.ingest_export(tabbed, *TARGET, "--run", "b")
+    key = ("workload", "metric", "stat", "value", "unit", "config", "source_loc")
+    assert sorted(tuple(r[k] for k in key) for r in tabs if r["run"] == "b") == sorted(
+        tuple(r[k] for k in key) for r in spaced)
+
+
+def test_0_12_statistics_layout(xfid_cli, tmp_path):
+    recs, out = ingest(xfid_cli, tmp_path, "llama2-7b_engine_0.12.0_throughput.txt", *TARGET)
+    assert {r["workload"] for r in recs} == {"llama-2-7b-hf/bs4096/in128/out128/float16"}
+    assert pick(recs, "throughput_tokens", "mean")["value"] == 23405.927228471104
+    assert pick(recs, "throughput_requests", "mean")["value"] == 182.8588064724305
+    duration = pick(recs, "duration")
+    assert duration["value"] == 16.406100739 and duration["source_loc"] == "line 31: Total Latency (seconds)"
+    assert {r["software"] for r in recs} == {"trtllm-bench 0.12.0"}
+    assert "skipped line 22: Issue Rate (req/sec)" in out
 
 
 def test_streaming_overview_alone_needs_workload(xfid_cli, tmp_path):

@@ -61,6 +61,8 @@ _BREAK = re.compile(r"^\[(?P<tag>[A-Za-z]+)\]\s+(?P<stat>[A-Z]+|P\d+(?:\.\d+)?)\
 _LABEL = re.compile(r"^(?P<label>[A-Za-z][^:]*?)\s*:\s*(?P<value>.*?)\s*$")
 _NUMBER = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
 OVERVIEW = "PERFORMANCE OVERVIEW"
+OLD_OVERVIEW = "STATISTICS"
+"""0.12's name of the overview section (then ending with `Total Latency (seconds)`)."""
 HEADERS = ("PYTORCH BACKEND", "ENGINE DETAILS", "_AUTODEPLOY BACKEND")
 
 
@@ -86,7 +88,7 @@ class TrtllmBenchAdapter(Adapter):
         out = Columns()
         if text.lstrip().startswith("{"):
             self._json(ctx, out)
-        elif not re.search(rf"^=\s+{OVERVIEW}", text, re.I | re.M) and trtllm_legacy.sniff(text):
+        elif not re.search(rf"^=\s+({OVERVIEW}|{OLD_OVERVIEW})\s*$", text, re.I | re.M) and trtllm_legacy.sniff(text):
             trtllm_legacy.read(ctx, text, out)
         else:
             self._text(ctx, text, out)
@@ -107,6 +109,8 @@ class TrtllmBenchAdapter(Adapter):
             if m and not line.startswith("=="):
                 section = re.sub(r"\s+", " ", m["name"]).upper()
                 key = section.split(" (")[0]
+                if key == OLD_OVERVIEW:
+                    key = section = OVERVIEW
                 if cur is None or key in cur.sections or (key in HEADERS and cur.has_overview):
                     cur = _Report(lineno)
                     reports.append(cur)
