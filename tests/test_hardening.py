@@ -149,3 +149,15 @@ def test_unknown_target_warns_with_close_names(xfid_cli, tmp_path):
     assert again.exit_code == 0 and "warning" not in again.stderr  # known now: the store holds it
     ok = xfid_cli("ingest", "--adapter", "xfid-records", "--target", "h100-sxm", f)
     assert "warning: target" not in ok.stderr
+
+
+def test_unknown_sidecar_target_warns(xfid_cli, tmp_path):
+    d = tmp_path / "runs"
+    (d / "sub").mkdir(parents=True)
+    write_csv(d / "sub" / "m.csv", [{k: v for k, v in rec("measured", "op", 1.0).items() if k != "target"}])
+    (d / "sub" / "xfid-source.toml").write_text('adapter = "xfid-records"\ntarget = "h200-sxn"\n')
+    r = xfid_cli("ingest", d)
+    assert r.exit_code == 0, r.output
+    assert "warning: target 'h200-sxn' is neither" in r.stderr and "did you mean h200-sxm" in r.stderr
+    (d / "sub" / "xfid-source.toml").write_text('adapter = "xfid-records"\ntarget = "h200-sxm"\n')
+    assert "warning" not in xfid_cli("ingest", d).stderr

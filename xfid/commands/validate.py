@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import math
+import os
+import tomllib
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import click
 
 from xfid.errors import XfidError
+
+SIDECAR = "xfid-source.toml"
+"""The context file beside data files (as `xfid.ingest.SIDECAR`; kept here so help stays light)."""
 
 
 class FiniteFloat(click.FloatRange):
@@ -28,14 +35,42 @@ NON_NEGATIVE = FiniteFloat(min=0)
 """A severity, relative error or tolerance: a finite number >= 0."""
 
 
-def warn_unknown_target(config: Any, name: str | None, store: Any = None) -> str | None:
-    """Warn on stderr when `name` is neither a configured target nor one the store already holds.
+def sidecar_targets(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
+    """The `target` names the xfid-source.toml files beside or under `paths` give (unreadable ones skipped).
 
-    Returns the warning (None when the name is known). The name is still used: a new target
-    is legitimate, a typo (`h100-sxm5`) is not, and only the user can tell them apart.
+    Symlinked folders are not followed; ingest reports a sidecar it cannot read.
     """
-    if not name or name in config.targets:
-        return None
+    sides: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            for d, _dirs, files in os.walk(p):
+                sides += [Path(d) / SIDECAR] if SIDECAR in files else []
+        else:
+            sides.append(p.parent / SIDECAR)
+    names: list[str] = []
+    for side in dict.fromkeys(sides):
+        try:
+            doc = tomllib.loads(side.read_text(encoding="utf-8-sig"))
+        except (OSError, UnicodeError, tomllib.TOMLDecodeError):
+            continue
+        per_file = doc.get("files")
+        tables = [doc, *(per_file.values() if isinstance(per_file, dict) else ())]
+        names += [t["target"] for t in tables if isinstance(t, dict) and isinstance(t.get("target"), str)]
+    return list(dict.fromkeys(names))
+
+
+def warn_unknown_target(config: Any, name: str | None, store: Any = None,
+                        paths: Iterable[str | os.PathLike[str]] = ()) -> list[str]:
+    """Warn on stderr for each target that is neither configured nor already in the store.
+
+    `name` is the --target given; without it, the targets of the sidecars under `paths`.
+    Returns the warnings. The names are still used: a new target is legitimate, a typo
+    (`h100-sxm5`) is not, and only the user can tell them apart.
+    """
+    names = [name] if name else sidecar_targets(paths)
+    names = [n for n in names if n and n not in config.targets]
+    if not names:
+        return []
     seen: list[str] = []
     if store is not None:
         try:
@@ -44,14 +79,17 @@ def warn_unknown_target(config: Any, name: str | None, store: Any = None) -> str
             seen = [t for t in pc.unique(store.read(columns=["target"]).column("target")).to_pylist() if t]
         except (XfidError, OSError):  # the warning is advice; a store problem is the command's to report
             seen = []
-        if name in seen:
-            return None
-    close = config.close_targets(name, seen)
     from xfid.textsafe import terminal
 
-    where = "neither a configured target nor in the store" if store is not None else "not a configured target"
-    hint = (f"did you mean {' or '.join(close)}?" if close
-            else f"configured targets: {', '.join(sorted(config.targets))}")
-    msg = f"warning: target {terminal(repr(name))} is {where}: its records start a new target; {hint}"
-    click.echo(msg, err=True)
-    return msg
+    out = []
+    for n in names:
+        if n in seen:
+            continue
+        close = config.close_targets(n, seen)
+        where = "neither a configured target nor in the store" if store is not None else "not a configured target"
+        hint = (f"did you mean {' or '.join(close)}?" if close
+                else f"configured targets: {', '.join(sorted(config.targets))}")
+        msg = f"warning: target {terminal(repr(n))} is {where}: its records start a new target; {hint}"
+        click.echo(msg, err=True)
+        out.append(msg)
+    return out
