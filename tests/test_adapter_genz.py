@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 import pytest
 
@@ -27,7 +28,7 @@ def test_sniff():
 
 
 def test_fixture_values(xfid_cli):
-    recs = _records(xfid_cli, DIR)
+    recs = _records(xfid_cli, CSV)
     qkv = {r["metric"]: r for r in recs if r["op"] == "QKV"}
     assert qkv["latency"]["value"] == pytest.approx(0.025247744e-3)
     assert qkv["cycles"]["value"] == pytest.approx(25247.744)
@@ -40,6 +41,27 @@ def test_fixture_values(xfid_cli):
     assert cfg["Op Type"] == "FC" and cfg["mb_bytes"] == 2**20
     assert {r["op"] for r in recs} == {"QKV", "Logit", "Attend", "Out Proj", "up+gate", "down"}
     assert {r["workload"] for r in recs} == {"llama3-8b/decode/bs8/ctx2048/bf16"}
+
+
+def test_real_golden_outputs(xfid_cli):
+    # GenZ's tests/golden: no index column, no Layer Name (ops are `<row>:<Op Type>`), MB = 2**20
+    recs = _records(xfid_cli, DIR / "mixtral_8x7b_decode_on_GH200.csv")
+    assert len(recs) == 88 and {r["target"] for r in recs} == {"gh200"}
+    g = {r["metric"]: r for r in recs if r["op"] == "0:GEMM"}
+    assert g["latency"]["value"] == float(Decimal("0.01195923271092698") / 1000)  # exact ms -> s
+    assert g["latency"]["source_loc"] == "line 2, column 'Latency (msec)'"
+    assert g["cycles"]["value"] == 11241.67874827136
+    assert g["flops"]["value"] == 50331648  # 50.331648 MFLOP
+    assert g["bytes"]["value"] == 48.01953125 * 2**20 and g["bytes"]["unit"] == "B"
+    cfg = json.loads(g["latency"]["config"])
+    assert cfg["Dimension"] == "[((1, 4096, 1), (6144, 4096), (1, 6144, 1))]" and cfg["limiter"] == "memory"
+    zero = {r["metric"]: r["value"] for r in recs if r["op"] == "10:GEMM"}
+    assert zero["latency"] == 0.0  # the last GEMM rows of the golden file are zero-cost
+    assert {r["op"] for r in recs if r["metric"] == "latency"} >= {"1:Logit", "3:Attend", "9:GEMM"}
+    old = _records(xfid_cli, DIR / "llama_7b_decode_on_TPU.csv")
+    t = {r["metric"]: r for r in old if r["op"] == "0:GEMM" and r["target"] == "tpu"}
+    assert t["flops"]["value"] == 100663296 and t["bytes"]["value"] == 96.03125 * 2**20
+    assert t["latency"]["value"] == float(Decimal("0.09765836927625868") / 1000)
 
 
 def test_older_layout_without_layer_name_and_decimal_mb(xfid_cli, tmp_path):
