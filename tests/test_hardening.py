@@ -161,3 +161,15 @@ def test_unknown_sidecar_target_warns(xfid_cli, tmp_path):
     assert "warning: target 'h200-sxn' is neither" in r.stderr and "did you mean h200-sxm" in r.stderr
     (d / "sub" / "xfid-source.toml").write_text('adapter = "xfid-records"\ntarget = "h200-sxm"\n')
     assert "warning" not in xfid_cli("ingest", d).stderr
+
+
+def test_sources_and_errors_escape_hostile_names(xfid_cli, tmp_path):
+    f = tmp_path / f"evil{ESC}]0;x\x07\u202e.csv"
+    write_csv(f, [rec("measured", "op", 1.0)])
+    assert xfid_cli("ingest", "--adapter", "xfid-records", f).exit_code == 0
+    r = xfid_cli("sources")
+    assert r.exit_code == 0 and ESC not in r.output and "\u202e" not in r.output and "evil\\x1b]0;x\\x07" in r.output
+    bad = tmp_path / f"bad{ESC}[2J.csv"
+    bad.write_text("fidelity,value\nmeasured,not-a-number\n")
+    e = xfid_cli("ingest", "--adapter", "xfid-records", bad)
+    assert e.exit_code == 2 and e.output.startswith("Error: ") and ESC not in e.output and "bad\\x1b[2J" in e.output

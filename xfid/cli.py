@@ -12,6 +12,7 @@ import click
 from xfid import __version__
 from xfid.app import App, interactive
 from xfid.errors import XfidError
+from xfid.textsafe import terminal
 
 # name -> (module, one-line help). Modules are imported only when the command runs.
 LAZY: dict[str, tuple[str, str]] = {
@@ -46,7 +47,7 @@ class LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except XfidError as e:
-            raise UserError(str(e)) from None
+            raise UserError(terminal(str(e))) from None  # names and excerpts from files: escaped
         except KeyboardInterrupt:
             raise click.exceptions.Abort() from None
 
