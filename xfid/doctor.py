@@ -8,7 +8,6 @@ under the store's write lock, so a writer committing meanwhile is never "repaire
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import sqlite3
 import time
@@ -31,6 +30,7 @@ from xfid.store import (
     CatalogMismatch,
     Store,
     connect_readonly,
+    created_tables,
     temp_grace_s,
     write_tx,
 )
@@ -61,22 +61,6 @@ class DoctorReport:
     @property
     def ok(self) -> bool:
         return not [p for p in self.problems if not p.repaired]
-
-
-def created_tables(migrations: Sequence[str]) -> set[str]:
-    """The tables a sequence of migrations leaves (created, minus dropped, renames followed)."""
-    have: set[str] = set()
-    for sql in migrations:
-        for m in re.finditer(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)|DROP TABLE (?:IF EXISTS )?(\w+)"
-                             r"|ALTER TABLE (\w+) RENAME TO (\w+)", sql, re.IGNORECASE):
-            if m[1]:
-                have.add(m[1])
-            elif m[2]:
-                have.discard(m[2])
-            else:
-                have.discard(m[3])
-                have.add(m[4])
-    return have
 
 
 def _components() -> dict[str, Sequence[str]]:

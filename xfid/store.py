@@ -80,8 +80,6 @@ _MANIFEST_MIGRATIONS = [
     CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     """,
 ]
-MANIFEST_TABLES = ("sources", "parts", "store_meta")
-"""The tables of each manifest version: version 1 made the first two, version 2 the third."""
 
 
 class CatalogMismatch(StoreError):
@@ -186,6 +184,13 @@ def migrate(conn: sqlite3.Connection, component: str, migrations: Sequence[str])
     conn.execute("CREATE TABLE IF NOT EXISTS schema_version (component TEXT PRIMARY KEY, version INTEGER NOT NULL)")
     row = conn.execute("SELECT version FROM schema_version WHERE component=?", (component,)).fetchone()
     have = row[0] if row else 0
+    if have:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        lost = sorted(created_tables(migrations[:have]) - tables)
+        if lost:
+            db = conn.execute("PRAGMA database_list").fetchone()[2]
+            raise StoreError(f"{db}: the store database is damaged: the {component} table {lost[0]!r} is missing "
+                             "(restore xfid.db from a backup, or run `xfid doctor`)")
     if have >= len(migrations):
         return
     with write_tx(conn):
@@ -196,6 +201,22 @@ def migrate(conn: sqlite3.Connection, component: str, migrations: Sequence[str])
                 if stmt.strip():
                     conn.execute(stmt)
         conn.execute("INSERT OR REPLACE INTO schema_version VALUES (?, ?)", (component, len(migrations)))
+
+
+def created_tables(migrations: Sequence[str]) -> set[str]:
+    """The tables a sequence of migrations leaves (created, minus dropped, renames followed)."""
+    have: set[str] = set()
+    for sql in migrations:
+        for m in re.finditer(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)|DROP TABLE (?:IF EXISTS )?(\w+)"
+                             r"|ALTER TABLE (\w+) RENAME TO (\w+)", sql, re.IGNORECASE):
+            if m[1]:
+                have.add(m[1])
+            elif m[2]:
+                have.discard(m[2])
+            else:
+                have.discard(m[3])
+                have.add(m[4])
+    return have
 
 
 @dataclass
@@ -274,7 +295,7 @@ class Store:
             if "schema_version" in tables:
                 row = self.conn.execute("SELECT version FROM schema_version WHERE component='manifest'").fetchone()
                 version = row[0] if row else 0
-            lost = [t for t in MANIFEST_TABLES[:version + 1] if version and t not in tables]
+            lost = sorted(created_tables(_MANIFEST_MIGRATIONS[:version]) - tables)
             if lost:
                 raise StoreError(f"{self.db_path}: the store database is damaged: table {lost[0]!r} is missing; "
                                  + REBUILD_HINT)
