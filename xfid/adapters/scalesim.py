@@ -50,18 +50,18 @@ def _slug(col: str) -> str:
     return "scalesim:" + re.sub(r"[^a-z0-9]+", "_", col.lower().replace("%", "pct")).strip("_")
 
 
-def _column(kind: str, col: str) -> tuple[str, str | None, dict[str, str] | None]:
+def _column(kind: str, col: str) -> tuple[str, str, dict[str, str] | None]:
     """(metric, unit, config) of one report column."""
     if kind == "compute":
         if col in COMPUTE:
             metric, unit = COMPUTE[col]
             return metric, unit, None
-        return _slug(col), "cycles" if "Cycles" in col else "%" if col.endswith("%") else None, None
+        return _slug(col), "cycles" if "Cycles" in col else "%" if col.endswith("%") else "count", None
     if kind == "bandwidth" or col.endswith(" BW"):
-        return _slug(col), None, _WORDS_PER_CYCLE
+        return _slug(col), "count", _WORDS_PER_CYCLE  # words/cycle: no xfid unit, said in config
     if col.endswith(("Start Cycle", "Stop Cycle")):
         return _slug(col), "cycles", None
-    return _slug(col), None, _WORDS  # reads, writes, storage sizes: counts of words
+    return _slug(col), "count", _WORDS  # reads, writes, storage sizes: counts of words
 
 
 def _version(kind: str, header: list[str]) -> str:

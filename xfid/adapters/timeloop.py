@@ -99,7 +99,7 @@ class TimeloopAdapter(Adapter):
         op = str(ctx.options.get("op", ""))
         out = Columns()
 
-        def add(metric: str, value: float | None, unit: str | None, loc: str, **kw: Any) -> None:
+        def add(metric: str, value: float | None, unit: str, loc: str, **kw: Any) -> None:
             out.add(metric, "value", value, unit, loc, op=op, software=kw.pop("software", "Timeloop"), **kw)
 
         topo = None
