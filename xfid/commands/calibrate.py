@@ -7,6 +7,7 @@ import json
 import click
 
 from xfid.app import App
+from xfid.commands import options
 from xfid.commands.correlate import write_output
 
 
@@ -45,11 +46,11 @@ def render_json(res) -> str:
 @click.option("--reference", required=True, help="Fidelity to fit against, e.g. measured.")
 @click.option("--target", required=True, help="Hardware target the fit is made on, e.g. h100-sxm.")
 @click.option("--label", help="Fidelity label of the calibrated numbers (default CANDIDATE-cal).")
-@click.option("--run", "runs", multiple=True, metavar="RUN|FIDELITY=RUN", help="Prefer this run over the latest.")
-@click.option("--as-of", metavar="DATE", help="Ignore records newer than DATE.")
+@options.runs
+@options.as_of
 @click.option("--write-back", is_flag=True, help="Ingest the calibrated predictions as a new fidelity label.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")
+@options.output_format("table", "json")
+@options.output()
 @click.pass_obj
 def cli(app: App, candidate, reference, target, label, runs, as_of, write_back, fmt, output) -> None:
     """Fit model efficiency factors and report transfer error.
@@ -58,22 +59,10 @@ def cli(app: App, candidate, reference, target, label, runs, as_of, write_back, 
     before and after is cross-validated leave-one-workload-out (leave-one-op-out when there is
     a single workload), broken down by op class, limiter and size.
     """
-    from xfid.engine.calibration import calibrate
-    from xfid.engine.calibration import write_back as do_write_back
-    from xfid.engine.pairs import parse_pair
-
-    parse_pair(f"{candidate}->{reference}", "--candidate/--reference")
-    if label is not None:
-        from xfid.errors import EngineError
-        from xfid.schema import is_valid_fidelity
-
-        if not is_valid_fidelity(label) or label == label.split("-", 1)[0]:
-            raise EngineError(f"--label {label!r} must be a derived label like roofline-cal")
-    store = app.store(create=False)
-    res = calibrate(store, app.config, candidate, reference, target, run=list(runs) or None, as_of=as_of, label=label)
+    res = app.api.calibrate(candidate, reference, target, label=label, run=runs, as_of=as_of)
     write_output(render_json(res) if fmt == "json" else render_text(res), output)
     if write_back:
-        rep = do_write_back(store, res)
+        rep = app.api.write_back(res)
         f = rep.files[0]
         msg = "already ingested" if f.already else f"{f.rows} rows"
         click.echo(f"wrote back {res.summary['label']} predictions: {msg} ({f.path})", err=True)

@@ -7,47 +7,39 @@ import sys
 import click
 
 from xfid.app import App
+from xfid.commands import options
 
 
 @click.command("compare")
 @click.option("--baseline", required=True, type=click.Path(dir_okay=False), help="Snapshot from `xfid snapshot`.")
 @click.option("--current", type=click.Path(dir_okay=False), help="Compare this snapshot instead of the store.")
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json", "junit"]), default="text", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here as well as deciding the exit code.")
+@options.output_format("text", "markdown", "json", "junit")
+@options.output("Write the report here as well as deciding the exit code.")
 @click.option("--fail-on", default="new,regression,bound,drift", show_default=True,
               help="Comma list of new, regression, bound, drift, or any.")
-@click.option("--target", multiple=True, help="Only these targets (repeatable).")
+@options.selection
 @click.pass_obj
-def cli(app: App, baseline, current, fmt, output, fail_on, target) -> None:
-    """Compare the current correlation (or --current snapshot) with a baseline snapshot.
+def cli(app: App, baseline, current, fmt, output, fail_on, targets, runs, as_of) -> None:
+    """Compare with a baseline snapshot; exit 1 on fidelity drift (the CI gate).
+
+    The store's current correlation (or a --current snapshot) is compared with the baseline.
 
     Reports new discrepancies, resolved ones, per-key error changes beyond `[drift] error_abs`
     (default 5 percentage points), aggregate MAPE/bias drift, a fidelity's own values changing
     (default 5%), and bound violations. Thresholds live under [drift] in xfid.toml.
+    --run and --as-of choose the store's numbers; they do not apply to a --current snapshot.
     """
-    from xfid.drift.drift import Thresholds, compare_snapshots, parse_fail_on
+    from xfid.api import compare
     from xfid.drift.drift_format import FORMATTERS
-    from xfid.drift.snapshot import make_snapshot, read_snapshot
 
-    fails = parse_fail_on(fail_on)
-    base = read_snapshot(baseline)
-    th = Thresholds.from_config(app.config.section("drift"))
-    if current:
-        cur = read_snapshot(current)
-    else:
-        from xfid.commands.snapshot import correlate_now
-
-        cur = make_snapshot(correlate_now(app, target))
-    if target:
-        base = {**base, "keys": {k: v for k, v in base["keys"].items() if v["target"] in target},
-                "comparisons": [c for c in base["comparisons"] if c["target"] in target]}
-        cur = {**cur, "keys": {k: v for k, v in cur["keys"].items() if v["target"] in target},
-               "comparisons": [c for c in cur["comparisons"] if c["target"] in target]}
-    rep = compare_snapshots(base, cur, th, fails)
+    if current and (runs or as_of):
+        raise click.UsageError("--run/--as-of choose the store's numbers; with --current there are none to choose")
+    rep = compare(baseline, current or app.api, config=app.config, fail_on=fail_on, targets=targets,
+                  run=runs, as_of=as_of)
     text = FORMATTERS[fmt](rep)
     if output:
-        from pathlib import Path
+        from xfid.outfile import write_output
 
-        Path(output).write_text(text, encoding="utf-8")
+        write_output(output, text)
     click.echo(text, nl=False)
     sys.exit(rep.exit_code)

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 import click
 
 from xfid.app import App
+from xfid.commands import options
 
 FORMATS = ("table", "json", "markdown", "csv")
 
@@ -27,28 +28,25 @@ def write_output(text: str | Iterable[str], output: str | None) -> None:
 
 
 @click.command("correlate")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")
-@click.option("--target", multiple=True, help="Only this target (repeatable).")
+@options.output_format(*FORMATS)
+@options.output()
+@options.targets
 @click.option("--pair", "pairs", multiple=True, metavar="CAND->REF",
               help="Compare only these pairs, e.g. roofline->measured (repeatable).")
-@click.option("--run", "runs", multiple=True, metavar="RUN|FIDELITY=RUN",
-              help="Prefer this run over the latest (for every fidelity, or one).")
-@click.option("--as-of", metavar="DATE", help="Ignore records newer than DATE (YYYY-MM-DD: the whole day).")
+@options.runs
+@options.as_of
 @click.option("--include-missing", is_flag=True, help="List keys without a reference among the discrepancies.")
 @click.pass_obj
-def cli(app: App, fmt, output, target, pairs, runs, as_of, include_missing) -> None:
+def cli(app: App, fmt, output, targets, pairs, runs, as_of, include_missing) -> None:
     """Align fidelities and report errors and discrepancies.
 
     For every fidelity and key the latest run that has the key is used; each candidate
     fidelity is compared with each higher one (roofline < archmodel < rtl < measured) or per [[compare]].
     Errors are relative: (candidate - reference) / reference.
     """
-    from xfid.engine import correlate
     from xfid.engine.output import render_pieces
 
     # only the CSV lists every aligned row: the other formats show the discrepancies' fingerprints
-    corr = correlate(app.store(create=False), app.config, run=list(runs) or None, as_of=as_of,
-                     targets=list(target) or None, pairs=list(pairs) or None, include_missing=include_missing,
-                     fingerprints="all" if fmt == "csv" else "discrepancies")
+    corr = app.api.correlate(targets, pairs, runs, as_of, include_missing=include_missing,
+                             fingerprints="all" if fmt == "csv" else "discrepancies")
     write_output(render_pieces(corr, fmt), output)

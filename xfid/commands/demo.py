@@ -15,24 +15,26 @@ from xfid.app import App
               help="Where the PDF and HTML report go.")
 @click.pass_obj
 def cli(app: App, out_dir) -> None:
-    """Simulate the T100 RTL blocks, compute roofline bounds, ingest the model and measured
+    """Run the whole flow on the bundled example data.
+
+    Simulate the T100 RTL blocks, compute roofline bounds, ingest the model and measured
     fixtures, correlate, update the tracker, render the report and compare against the
     committed baseline. Running it again adds nothing to the store and files no new issue.
 
     Uses ./xfid.toml or --config when given, else fixtures/demo/xfid.toml over the bundled targets.
     """
-    from xfid.config import load_config
+    from xfid.api import open_store
     from xfid.demo import DEMO_CONFIG, run_demo
 
-    config = app.config if (app.config_opt or Path("xfid.toml").is_file()) else load_config(DEMO_CONFIG)
-    store = app.store()
+    store = app.api if (app.config_opt or Path("xfid.toml").is_file()) else open_store(app.store_path, DEMO_CONFIG)
     t0 = time.perf_counter()
     steps = iter(range(1, 99))
 
     def progress(label: str) -> None:
         click.echo(f"[{next(steps)}/7] {label} ...", err=True)
 
-    res = run_demo(store, config, Path(out_dir), progress=progress)
+    with store:
+        res = run_demo(store, Path(out_dir), progress=progress)
     c = res.check
     click.echo("")
     click.echo(f"xfid demo finished in {time.perf_counter() - t0:.1f} s (store {res.store})")

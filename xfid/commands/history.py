@@ -7,12 +7,13 @@ import json
 import click
 
 from xfid.app import App
+from xfid.commands import options
 from xfid.commands.validate import ALPHA
 
 
 @click.command("history")
 @click.argument("key")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@options.output_format("table", "json")
 @click.option("--alpha", type=ALPHA, default=0.01, show_default=True, help="Significance of a change point.")
 @click.pass_obj
 def cli(app: App, key, fmt, alpha) -> None:
@@ -21,14 +22,10 @@ def cli(app: App, key, fmt, alpha) -> None:
     Change points are found by binary segmentation with Welch's t-test (docs/drift.md), so a
     slow drift across many small changes shows up even when no single check moved much.
     """
-    from xfid.drift.changepoint import change_points
-    from xfid.drift.history import key_history
-
-    series = key_history(app.store(create=False), key)
-    cps = change_points([p["rel_error"] for p in series if p["rel_error"] is not None], alpha=alpha)
+    h = app.api.history(key, alpha)
+    series, cps = h.series, h.change_points
     if fmt == "json":
-        click.echo(json.dumps({"key": key, "series": series, "change_points": [c.to_dict() for c in cps]},
-                              indent=2, default=str))
+        click.echo(json.dumps(h.to_dict(), indent=2, default=str))
         return
     if not series:
         click.echo(f"{key}: no checks recorded it yet")

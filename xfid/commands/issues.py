@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import click
 
-from xfid.app import App, actor
+from xfid.app import App
+from xfid.commands import options
 from xfid.commands.validate import NON_NEGATIVE
 
 STATES = ("open", "acknowledged", "resolved", "reopened", "waived")  # xfid.tracker.STATES, kept light
 KINDS = ("over_tolerance", "bound_violation", "config_mismatch")
-
-
-def _tracker(app: App):
-    from xfid.tracker import Tracker
-
-    return Tracker(app.store(create=False))
-
-
-def actor_option(f: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--actor", "actor_opt", metavar="NAME",
-                        help="Who is acting (default: env XFID_ACTOR, else the login name).")(f)
 
 
 @click.group("issues")
@@ -36,36 +25,34 @@ def cli() -> None:
 
 @cli.command("list")
 @click.option("--state", type=click.Choice(STATES), help="Only issues in this state.")
-@click.option("--target", help="Only issues of this hardware target.")
+@options.targets
 @click.option("--kind", type=click.Choice(KINDS), help="Only issues of this discrepancy kind.")
 @click.option("--severity-min", type=NON_NEGATIVE, metavar="X", help="Only issues with severity >= X (|error|/tolerance).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
-@actor_option
+@options.output_format("table", "json", "csv")
 @click.pass_obj
-def list_cmd(app: App, state, target, kind, severity_min, fmt, actor_opt) -> None:
+def list_cmd(app: App, state, targets, kind, severity_min, fmt) -> None:
     """List issues, ordered by id."""
     from xfid.tracker import render
 
-    rows = _tracker(app).issues(state=state, target=target, kind=kind, severity_min=severity_min)
+    rows = app.api.issue_list(state, target=targets, kind=kind, severity_min=severity_min)
     text = {"json": render.issues_json, "csv": render.issues_csv, "table": render.issues_table}[fmt](rows)
     click.echo(text, nl=fmt != "csv")
 
 
 @cli.command("show")
 @click.argument("issue_id", metavar="XF-N")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@actor_option
+@options.output_format("text", "json")
 @click.pass_obj
-def show_cmd(app: App, issue_id, fmt, actor_opt) -> None:
+def show_cmd(app: App, issue_id, fmt) -> None:
     """Show one issue: history, every observation, and both numbers' provenance."""
     from xfid.tracker import render
 
-    d = _tracker(app).issue(issue_id)
+    d = app.api.issue(issue_id)
     click.echo(render.issues_json(d) if fmt == "json" else render.issue_text(d))
 
 
 def _change(app: App, issue_id: str, action: str, actor_opt: str | None, **kw: Any) -> None:
-    d = _tracker(app).transition(issue_id, action, actor=actor(actor_opt), **kw)
+    d = app.api.act(issue_id, action, actor=actor_opt, **kw)
     extra = f" (owner {d['owner']})" if action == "ack" else ""
     if action == "waive":
         extra = f" until {d['waiver_until']}"
@@ -76,7 +63,7 @@ def _change(app: App, issue_id: str, action: str, actor_opt: str | None, **kw: A
 @click.argument("issue_id", metavar="XF-N")
 @click.option("--owner", required=True, help="Who owns the fix.")
 @click.option("--note", help="Free text kept in the history.")
-@actor_option
+@options.actor
 @click.pass_obj
 def ack_cmd(app: App, issue_id, owner, note, actor_opt) -> None:
     """Acknowledge an issue and give it an owner."""
@@ -86,7 +73,7 @@ def ack_cmd(app: App, issue_id, owner, note, actor_opt) -> None:
 @cli.command("resolve")
 @click.argument("issue_id", metavar="XF-N")
 @click.option("--note", help="Free text kept in the history.")
-@actor_option
+@options.actor
 @click.pass_obj
 def resolve_cmd(app: App, issue_id, note, actor_opt) -> None:
     """Mark an issue resolved (the next check reopens it if it is still there)."""
@@ -96,7 +83,7 @@ def resolve_cmd(app: App, issue_id, note, actor_opt) -> None:
 @cli.command("reopen")
 @click.argument("issue_id", metavar="XF-N")
 @click.option("--note", help="Free text kept in the history.")
-@actor_option
+@options.actor
 @click.pass_obj
 def reopen_cmd(app: App, issue_id, note, actor_opt) -> None:
     """Reopen a resolved or waived issue."""
@@ -109,7 +96,7 @@ def reopen_cmd(app: App, issue_id, note, actor_opt) -> None:
 @click.option("--until", required=True, metavar="YYYY-MM-DD", help="Expiry date (inclusive); back to open after it.")
 @click.option("--max-error", type=NON_NEGATIVE, metavar="X", help="Back to open when |rel_error| exceeds X (e.g. 0.25).")
 @click.option("--note", help="Free text kept in the history.")
-@actor_option
+@options.actor
 @click.pass_obj
 def waive_cmd(app: App, issue_id, reason, until, max_error, note, actor_opt) -> None:
     """Waive an issue until a date, optionally only while |error| stays below a bound."""
@@ -119,7 +106,7 @@ def waive_cmd(app: App, issue_id, reason, until, max_error, note, actor_opt) -> 
 @cli.command("note")
 @click.argument("issue_id", metavar="XF-N")
 @click.option("--note", required=True, help="Free text kept in the history.")
-@actor_option
+@options.actor
 @click.pass_obj
 def note_cmd(app: App, issue_id, note, actor_opt) -> None:
     """Add a note to an issue's history (its state does not change)."""

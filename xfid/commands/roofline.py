@@ -81,7 +81,7 @@ def cli(app: App, target, workload, model_config, gemms, gemm_file, precision, b
     --gemm-file FILE. Block mode: --block gemm_tile --shape M,N,K [--param ROWS=8].
     Every number is a lower bound (latency) or upper bound (throughput), fidelity `roofline`.
     """
-    from xfid.cli import parse_kv
+    from xfid.commands.options import parse_kv
     from xfid.models import blocks, llm, roofline
     from xfid.models.output import csv_text, ingest_records, write_records
 

@@ -1,8 +1,13 @@
-"""Assemble ReportData from the store, the tracker and the engine (the only impure part)."""
+"""Assemble ReportData from the store and what the checks recorded (the only impure part).
+
+With checks recorded, the report reads them: the latest check's rows, comparisons and op-map
+coverage, and its calibration is fitted on those rows; nothing is correlated again. With no
+check yet, it correlates once, now, and says so.
+"""
 
 from __future__ import annotations
 
-import importlib
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -19,14 +24,6 @@ if TYPE_CHECKING:
 
 TREND_WEEKS = 12
 END_TO_END = ["throughput_tokens", "tokens_per_joule", "ttft", "itl", "power"]
-
-
-def _engine_fn(name: str):
-    try:
-        mod = importlib.import_module("xfid.engine")
-    except ImportError:
-        return None
-    return getattr(mod, name, None)
 
 
 def _in_targets(d: dict[str, Any], targets: list[str]) -> bool:
@@ -47,8 +44,18 @@ def source_provenance(store: Store, limit: int = 3) -> list[dict[str, Any]]:
     return out
 
 
-def _tracker_part(data: ReportData, store: Store, period: Period) -> bool:
-    """Fill counts, pairs and issues from the tracker; False when it has no check up to the period end."""
+@dataclass
+class _Basis:
+    """What the report's pairs, coverage and calibration come from: one check, or a correlation now."""
+
+    rows: pd.DataFrame
+    coverage: pd.DataFrame | None
+    settings: dict[str, Any]
+    check_id: int | None = None
+
+
+def _tracker_part(data: ReportData, store: Store, period: Period) -> _Basis | None:
+    """Fill counts, pairs and issues from the tracker; None when it has no check up to the period end."""
     from xfid.tracker import Tracker
 
     tr = Tracker(store)
@@ -56,7 +63,7 @@ def _tracker_part(data: ReportData, store: Store, period: Period) -> bool:
     checks = tr.checks(period.since, period.until)
     history = tr.checks(period.until - timedelta(weeks=TREND_WEEKS), period.until)
     if not history:
-        return False
+        return None
     data.checks = checks
     data.counts = count_issues(checks)
     data.prev_counts = count_issues(tr.checks(prev.since, prev.until))
@@ -71,15 +78,17 @@ def _tracker_part(data: ReportData, store: Store, period: Period) -> bool:
     resolved_ids = {e["id"] for e in tr.events(period.since, period.until) if e["to_state"] == "resolved"}
     data.resolved_issues = [i for i in issues if i["id"] in resolved_ids]
     data.counts["waived"] = sum(1 for i in issues if i["state"] == "waived") if checks else data.counts["waived"]
-    return True
+    coverage = tr.check_coverage(latest["id"])
+    if coverage is None:
+        data.caveats.append(f"op-map coverage: check #{latest['id']} was recorded before checks kept it; "
+                            "the next `xfid check` records it")
+    return _Basis(rows, coverage, latest.get("settings") or {}, latest["id"])
 
 
-def _live_part(data: ReportData, store: Store, config: Config) -> Any:
+def _live_part(data: ReportData, store: Store, config: Config) -> _Basis:
     """No tracker history: correlate now and show its discrepancies (not tracked: ids are fingerprints)."""
-    correlate = _engine_fn("correlate")
-    if correlate is None:
-        raise ReportError("the store has no recorded checks and this xfid has no correlation engine; "
-                          "run `xfid check` first")
+    from xfid.engine import correlate
+
     corr = correlate(store, config)
     now = data.generated_at.isoformat()
     comps = corr.comparisons.astype(object).where(corr.comparisons.notna(), None).to_dict("records")
@@ -89,21 +98,19 @@ def _live_part(data: ReportData, store: Store, config: Config) -> Any:
     data.counts = {"open": len(data.open_issues), "new": 0, "reopened": 0, "resolved": 0, "waived": 0}
     data.caveats.append("no `xfid check` has been recorded: numbers come from a correlation run at report time; "
                         "issue counts, ages and trends need the tracker")
-    return corr
+    return _Basis(corr.rows, corr.coverage, corr.settings)
 
 
-def _calibration(data: ReportData, store: Store, config: Config) -> list[dict[str, Any]]:
-    calibrate = _engine_fn("calibrate")
+def _calibration(data: ReportData, store: Store, config: Config, basis: _Basis) -> list[dict[str, Any]]:
+    """Each model->measured pair of a real target, fitted on the rows the report shows."""
+    from xfid.engine import calibrate
+
     want = sorted({(p.candidate, p.reference, p.target) for p in data.pairs
                    if p.reference == "measured" and p.candidate in ("roofline", "archmodel") and p.target != T100})
-    if calibrate is None:
-        if want:
-            data.caveats.append("calibration is not available in this xfid build")
-        return []
     out = []
     for cand, ref, tgt in want:
         try:
-            res = calibrate(store, config, cand, ref, tgt)
+            res = calibrate(store, config, cand, ref, tgt, rows=basis.rows, with_predictions=False)
         except XfidError as e:
             out.append({"candidate": cand, "reference": ref, "target": tgt, "error": str(e)})
             continue
@@ -118,9 +125,19 @@ def _records(v: Any) -> list[dict[str, Any]]:
     return [dict(x) if not isinstance(x, dict) else x for x in (v or [])]
 
 
+def _bound_tolerance(settings: dict[str, Any], config: Config) -> float:
+    """The bound tolerance the numbers were judged by: the check's (or correlation's) setting."""
+    value = settings.get("bound_tolerance")
+    if value is None:  # a check recorded without engine settings: what the engine would use now
+        from xfid.engine.pipeline import engine_settings
+
+        value = engine_settings(config)["bound_tolerance"]
+    return float(value)
+
+
 def build_report_data(store: Store, config: Config, period: Period, targets: list[str] | None = None,
                       now: datetime | None = None, max_points: int = MAX_POINTS) -> ReportData:
-    """Everything the report shows, read from the store, its tracker and the engine.
+    """Everything the report shows, read from the store and what its latest check recorded.
 
     Raises:
         ReportError: an empty store, or nothing to correlate.
@@ -132,22 +149,17 @@ def build_report_data(store: Store, config: Config, period: Period, targets: lis
         raise ReportError(f"store {store.root} is empty; ingest files with `xfid ingest` and run `xfid check`")
     data = ReportData(period=period, generated_at=now or datetime.now(UTC), store=str(store.root),
                       config_hash=config.hash(), targets=targets, max_points=max_points)
-    corr = None if _tracker_part(data, store, period) else _live_part(data, store, config)
+    basis = _tracker_part(data, store, period) or _live_part(data, store, config)
+    data.bound_tolerance = _bound_tolerance(basis.settings, config)
     recs = store.read(columns=["fidelity", "target", "workload", "op", "metric", "stat", "value", "unit",
                                "timestamp"]).to_pandas()
     t100 = config.targets.get(T100)
     data.competitive = competitive_view(recs[recs["metric"].isin(END_TO_END)], invented=bool(t100 and t100.invented),
                                         note=t100.note if t100 else "", targets=[t for t in targets if t != T100])
-    coverage = getattr(corr, "coverage", None)
-    if corr is None and (correlate := _engine_fn("correlate")) is not None:
-        try:  # checks do not keep op-map coverage: take it from the current store
-            coverage = correlate(store, config).coverage
-        except XfidError as e:
-            data.caveats.append(f"op-map coverage unavailable: {e}")
-    unmatched, total = unmatched_ops(coverage)
+    unmatched, total = unmatched_ops(basis.coverage)
     data.coverage = {"unmatched": unmatched, "unmatched_total": total,
                      "fidelities": fidelity_coverage(recs, targets)}
-    data.calibration = _calibration(data, store, config)
+    data.calibration = _calibration(data, store, config, basis)
     data.sources = source_provenance(store)
     if t100 is not None and t100.invented:
         data.caveats.append(f"{T100} is an invented example target: {t100.note or 'not a real chip'}")

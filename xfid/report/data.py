@@ -87,6 +87,7 @@ class ReportData:
     notes: list[str] = field(default_factory=list)
     max_points: int = MAX_POINTS
     seed: int = 0
+    bound_tolerance: float | None = None  # the relative slack a bound had in the check shown
 
     @property
     def worst(self) -> list[dict[str, Any]]:

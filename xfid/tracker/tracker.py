@@ -197,7 +197,8 @@ class Tracker:
         text = self._check_field(check_id, "coverage")
         if text is None:
             return None
-        return pd.DataFrame(json.loads(text), columns=list(COVERAGE_COLUMNS))
+        records = json.loads(text)
+        return pd.DataFrame(records) if records else pd.DataFrame(columns=list(COVERAGE_COLUMNS))
 
     def events(self, since: datetime | None = None, until: datetime | None = None) -> list[dict[str, Any]]:
         """Transitions with since <= time < until, oldest first (kind = the issue's discrepancy kind)."""
