@@ -82,6 +82,31 @@ def test_tab_aligned_lines_as_the_tool_prints_them(xfid_cli, tmp_path):
         tuple(r[k] for k in key) for r in spaced)
 
 
+def test_two_reports_and_machine_details(xfid_cli, tmp_path):
+    """Two runs appended to one log, each with the MACHINE DETAILS section newer versions print (its
+    line built from reporting.py's f-string, the GPU name invented)."""
+    text = (DIR / "llama3.2-3b_pytorch_1.1.0rc2_throughput.txt").read_text()
+    machine = ("===========================================================\n= MACHINE DETAILS \n"
+               "===========================================================\nNVIDIA H100 80GB HBM3, memory 79.19 GB, "
+               "2.62 GHz\n\n")
+    f = tmp_path / "runs" / "two.log"
+    f.parent.mkdir()
+    rule = "===========================================================\n"
+    text = text.replace(f"{rule}= REQUEST DETAILS", f"{machine}{rule}= REQUEST DETAILS", 1)  # the tool's order
+    f.write_text("[TensorRT-LLM] TensorRT-LLM version: 1.1.0rc2\n" + text + text.replace("4.7501", "4.8"))
+    recs, _ = xfid_cli.ingest_export(f, "--run", "sweep")
+    assert sorted({r["run"] for r in recs}) == ["sweep#1", "sweep#2"]
+    assert pick(recs, "throughput_requests", "mean", "sweep#2")["value"] == 4.8
+    second = [r for r in recs if r["run"] == "sweep#2"]
+    assert {r["target"] for r in recs} == {"h100-80gb-hbm3"} and {r["hardware"] for r in recs} == {
+        "NVIDIA H100 80GB HBM3"}
+    assert json.loads(second[0]["config"])["report"] == 2
+    first = pick(recs, "throughput_requests", "mean", "sweep#1")
+    assert first["source_loc"] == "line 39: Request Throughput (req/sec)"
+    r = xfid_cli("ingest", copy_fixture(DIR / "llama3.2-3b_pytorch_1.1.0rc2_throughput.txt", tmp_path))
+    assert r.exit_code == 2 and "missing 'target' (pass --target" in r.output  # one without MACHINE DETAILS
+
+
 def test_0_12_statistics_layout(xfid_cli, tmp_path):
     recs, out = ingest(xfid_cli, tmp_path, "llama2-7b_engine_0.12.0_throughput.txt", *TARGET)
     assert {r["workload"] for r in recs} == {"llama-2-7b-hf/bs4096/in128/out128/float16"}
