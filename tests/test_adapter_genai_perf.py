@@ -39,7 +39,7 @@ def test_json_metrics(xfid_cli, fixtures):
     assert pick(recs, "requests_completed")["value"] == 200
     assert pick(recs, "genai_perf:time_to_second_token", "mean")["value"] == pytest.approx(0.00891)
     assert pick(recs, "genai_perf:output_token_throughput_per_user", "p90")["value"] == 134.6
-    assert pick(recs, "genai_perf:output_sequence_length", "mean")["value"] == 255.0
+    assert pick(recs, "output_tokens", "mean")["value"] == 255.0
     cfg = json.loads(ttft["config"])
     assert cfg["model_names"] == "meta-llama/Meta-Llama-3-8B-Instruct"
     assert cfg["endpoint.type"] == "chat" and cfg["perf_analyzer.stimulus.concurrency"] == 8
@@ -68,7 +68,7 @@ def test_csv_sections(xfid_cli, fixtures):
     assert ttft["value"] == pytest.approx(1.21248) and ttft["source_loc"] == "line 2, Time To First Token (ms), avg"
     assert pick(recs, "ttft", "max")["value"] == pytest.approx(2.95461)
     assert pick(recs, "e2e_latency", "p25")["value"] == pytest.approx(13.48071)
-    assert pick(recs, "genai_perf:input_sequence_length", "mean")["value"] == 2048.0
+    assert pick(recs, "input_tokens", "mean")["value"] == 2048.0
     assert pick(recs, "throughput_tokens", "mean")["value"] == 2205.87
     assert pick(recs, "throughput_requests", "mean")["value"] == 4.32
     assert pick(recs, "requests_completed")["value"] == 512
@@ -111,3 +111,92 @@ def test_bad_input(xfid_cli, tmp_path, snapshot, fixtures, name, content, messag
     r = xfid_cli("ingest", f, "--adapter", "genai-perf", "--target", "h100-sxm", "--workload", "w")
     assert r.exit_code == 2 and r.output.startswith(f"Error: {f}") and message in r.output, r.output
     assert snapshot(xfid_cli.store) == before
+
+
+# --- real files (fixtures/measured/genai-perf/README.md gives their origin) -------------------
+DOCS = "cloudai-docs_ai-dynamo_genai_perf.csv"
+ISSUE = "perf-analyzer-issue393_c144_genai_perf.csv"
+
+
+def test_real_csv_current_labels(xfid_cli, fixtures):
+    """`Output Token Throughput (per sec)` is tokens/s; `1,146.31` is 1146.31; two tables."""
+    recs, out = xfid_cli.ingest_export(fixtures / DIR / DOCS)
+    assert "warning" not in out
+    tput = pick(recs, "throughput_tokens", "mean")
+    assert tput["value"] == 261.25 and tput["unit"] == "tokens/s"
+    assert tput["source_loc"] == "line 10, Output Token Throughput (per sec), avg"
+    rps = pick(recs, "throughput_requests", "mean")
+    assert rps["value"] == 1.5 and rps["unit"] == "requests/s"
+    n = pick(recs, "requests_completed")
+    assert n["value"] == 40 and n["source_loc"] == "line 12, Request Count (count), avg"
+    ttft = pick(recs, "ttft", "mean")
+    assert ttft["value"] == pytest.approx(1.14631, rel=1e-15) and ttft["unit"] == "s"
+    assert pick(recs, "ttft", "max")["value"] == pytest.approx(3.48523, rel=1e-15)
+    assert pick(recs, "ttft", "p50")["value"] == pytest.approx(0.64007, rel=1e-15)
+    assert pick(recs, "e2e_latency", "p99")["value"] == pytest.approx(9.43613, rel=1e-15)
+    assert pick(recs, "itl", "p25")["value"] == pytest.approx(0.02904, rel=1e-15)
+    t2 = pick(recs, "genai_perf:time_to_second_token", "min")  # a row xfid has no metric for
+    assert t2["value"] == 0.0 and t2["unit"] == "s"
+    assert pick(recs, "genai_perf:time_to_second_token", "p99")["value"] == pytest.approx(0.09612, rel=1e-15)
+    assert pick(recs, "input_tokens", "mean")["value"] == 3000.05
+    assert pick(recs, "output_tokens", "p75")["value"] == 177.0
+    assert {r["target"] for r in recs} == {"unstated-gpu"} and {r["run"] for r in recs} == {"cloudai-docs-ai-dynamo"}
+    assert len(recs) == 6 * 9 + 3
+
+
+def test_real_csv_from_an_issue_thread(xfid_cli, fixtures):
+    recs = rows(xfid_cli, fixtures / DIR / ISSUE)
+    assert pick(recs, "ttft", "mean")["value"] == pytest.approx(32.6884, rel=1e-15)
+    assert pick(recs, "ttft", "max")["value"] == pytest.approx(69.42764, rel=1e-15)
+    assert pick(recs, "e2e_latency", "max")["value"] == pytest.approx(102.84843, rel=1e-15)
+    assert pick(recs, "e2e_latency", "p90")["value"] == pytest.approx(93.74016, rel=1e-15)
+    assert pick(recs, "input_tokens", "max")["value"] == 4001.0
+    assert pick(recs, "throughput_tokens", "mean")["value"] == 410.43
+    assert pick(recs, "throughput_requests", "mean")["value"] == 1.7
+    assert pick(recs, "requests_completed")["value"] == 353
+
+
+def test_real_csvs_sniffed(fixtures):
+    assert detect(fixtures / DIR / DOCS) is GenaiPerfAdapter
+    assert detect(fixtures / DIR / ISSUE) is GenaiPerfAdapter
+
+
+def test_csv_rows_without_unit_and_unknown_rows(xfid_cli, tmp_path):
+    """Older versions write `Output Sequence Length` and `Request Count` without a unit; CRLF rows."""
+    f = tmp_path / "profile_export_genai_perf.csv"
+    f.write_bytes(b"Metric,avg,min,max,p99\r\nTime To First Token (ns),2,1,3,3\r\n"
+                  b"Output Sequence Length,4.5,3,6,6\r\nNum Input Token,3.5,3,4,4\r\n"
+                  b"Time To Third Token (ms),1.5,1,2,2\r\n\r\nMetric,Value\r\n"
+                  b"Output Token Throughput (per sec),\"1,900.00\"\r\nRequest Count,50.00\r\n")
+    recs = rows(xfid_cli, f, "--target", "h100-sxm", "--workload", "w")
+    assert pick(recs, "ttft", "mean")["value"] == pytest.approx(2e-9)
+    assert pick(recs, "output_tokens", "max")["value"] == 6.0 and pick(recs, "output_tokens", "max")["unit"] == "tokens"
+    assert pick(recs, "input_tokens", "mean")["value"] == 3.5
+    assert pick(recs, "genai_perf:time_to_third_token", "p99")["value"] == pytest.approx(0.002)
+    assert pick(recs, "throughput_tokens", "mean")["value"] == 1900.0
+    assert pick(recs, "requests_completed")["value"] == 50
+
+
+def test_json_keys_that_are_not_metrics_are_listed(xfid_cli, tmp_path):
+    f = tmp_path / "profile_export_genai_perf.json"
+    f.write_text(json.dumps({"genai_perf_version": "0.0.12", "status": {"ok": True},
+                             "time_to_first_token": {"unit": "ms", "avg": 10.0, "p50": 9.0, "count": 3},
+                             "request_throughput": {"unit": "per sec", "avg": 2.0}}))
+    recs, out = xfid_cli.ingest_export(f, "--target", "h100-sxm", "--workload", "w")
+    assert "keys not read (skipped): $.genai_perf_version, $.status, $.time_to_first_token.count" in out
+    assert pick(recs, "ttft", "p50")["value"] == pytest.approx(0.009)
+    assert pick(recs, "throughput_requests", "mean")["value"] == 2.0
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (CSV_HEAD + "Output Token Throughput (ms),1,1,1,1\n", "unit 'ms' (time) does not belong to metric 'throughput_tokens'"),
+        (CSV_HEAD + "Inter Token Latency,1,1,1,1\n", "metric label 'Inter Token Latency' has no '(unit)'"),
+    ],
+)
+def test_units_that_contradict_the_metric_still_fail(xfid_cli, tmp_path, content, message):
+    f = tmp_path / "t.csv"
+    f.write_text(content)
+    r = xfid_cli("ingest", f, "--adapter", "genai-perf", "--target", "h100-sxm", "--workload", "w")
+    assert r.exit_code == 2 and message in r.output, r.output

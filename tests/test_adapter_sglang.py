@@ -53,9 +53,11 @@ def test_fields_and_units(xfid_cli, fixtures):
 
 def test_two_runs_and_infinity_rate(xfid_cli, fixtures):
     recs = rows(xfid_cli, fixtures / DIR / "h100_llama3-8b_random_sweep.jsonl")
-    assert len(recs) == 50
+    assert len(recs) == 52
     a, b = pick(recs, "ttft", "mean", line=1), pick(recs, "ttft", "mean", line=2)
     assert a["value"] == pytest.approx(0.6117) and b["value"] == pytest.approx(1.4902)
+    assert a["run"] == "example-sglang-2026-03-01-line1" and b["run"] == "example-sglang-2026-03-01-line2"
+    assert pick(recs, "sglang:output_tokens_retokenized", line=1)["value"] == 262141
     assert json.loads(a["config"])["request_rate"] == "inf"
     assert json.loads(b["config"])["request_rate"] == 8.0 and json.loads(b["config"])["max_concurrency"] == 256
 
@@ -77,7 +79,8 @@ GOOD = '{"request_throughput": 1.0, "completed": 3, "mean_e2e_latency_ms": 10.0}
         ('{"request_throughput": 1.0, "mean_e2e_latency_ms": "slow"}',
          "line 1: $.mean_e2e_latency_ms: 'mean_e2e_latency_ms' must be a number, got 'slow'"),
         ('{"request_throughput": "fast", "mean_ttft_ms": 1.0}', "line 1: $.request_throughput"),
-        ('{"request_throughput": 1.0, "mean_ttft_ms": 1.0, "request_rate": "often"}', 'request_rate must be a number'),
+        ('{"request_throughput": 1.0, "mean_ttft_ms": 1.0, "request_rate": "often"}',
+         'request_rate must be a number, "inf" or "trace", got \'often\''),
         ("[1, 2]", "line 1: expected a JSON object, got list"),
         ("timestamp, index, power.draw [W]\n", "line 1: not valid JSON"),
     ],
@@ -90,3 +93,113 @@ def test_bad_input(xfid_cli, tmp_path, snapshot, fixtures, content, message):
     r = xfid_cli("ingest", f, "--adapter", "sglang", "--target", "h100-sxm", "--workload", "w")
     assert r.exit_code == 2 and r.output.startswith(f"Error: {f}") and message in r.output, r.output
     assert snapshot(xfid_cli.store) == before
+
+
+# --- real files (fixtures/measured/sglang/README.md gives their origin) ------------------------
+ONLINE = DIR + "/datacrunch_h200x4_llama3.3-70b_online.jsonl"
+DEEPSEEK = DIR + "/datacrunch_h200x8_deepseek-v2_dp-mla.jsonl"
+
+
+def test_real_2024_reduced_key_set_seven_runs(xfid_cli, fixtures):
+    recs, out = xfid_cli.ingest_export(fixtures / ONLINE)
+    assert "keys not read" not in out and "warning" not in out
+    assert {r["target"] for r in recs} == {"h200-sxm"}
+    assert sorted({r["run"] for r in recs}) == [f"datacrunch-h200x4-online-line{n}" for n in range(1, 8)]
+    ttft = pick(recs, "ttft", "median", line=1)
+    assert ttft["value"] == pytest.approx(0.08574514742940664, rel=1e-15) and ttft["unit"] == "s"
+    assert ttft["n_samples"] == 300 and ttft["source_loc"] == "line 1: $.median_ttft_ms"
+    assert pick(recs, "itl", "median", line=1)["value"] == pytest.approx(0.013638956006616354, rel=1e-15)
+    assert pick(recs, "e2e_latency", "mean", line=1)["value"] == pytest.approx(7.840616212638561, rel=1e-15)
+    assert pick(recs, "e2e_latency", "median", line=5)["value"] == pytest.approx(159.46904255752452, rel=1e-15)
+    assert pick(recs, "throughput_tokens", "mean", line=5)["value"] == 4288.049348197696
+    assert pick(recs, "requests_completed", line=5)["value"] == 3200
+    assert pick(recs, "duration", line=1)["value"] == 298.3675805060193
+    assert pick(recs, "output_tokens", line=7)["value"] == 461874
+    assert pick(recs, "sglang:output_tokens_retokenized", line=7)["value"] == 460108
+    assert not [r for r in recs if r["metric"] in ("throughput_requests", "tpot")]  # not in the 2024 key set
+    assert {r["stat"] for r in recs if r["metric"] == "ttft"} == {"median"}
+    cfg6 = json.loads(pick(recs, "ttft", "median", line=6)["config"])
+    assert cfg6["dataset_name"] == "sharegpt" and cfg6["request_rate"] == 4.0
+    assert {r["flags"] for r in recs} == {None}
+
+
+def test_real_infinity_rate(xfid_cli, fixtures):
+    recs = rows(xfid_cli, fixtures / DEEPSEEK)
+    assert {r["run"] for r in recs} == {"datacrunch-h200x8-deepseek-dp-mla"}  # one line: the run as given
+    ttft = pick(recs, "ttft", "median")
+    assert ttft["value"] == pytest.approx(10.014104524045251, rel=1e-15) and ttft["n_samples"] == 10000
+    assert json.loads(ttft["config"])["request_rate"] == "inf"
+    assert pick(recs, "throughput_tokens", "mean")["value"] == 12412.394674113431
+    assert pick(recs, "input_tokens")["value"] == 10000
+
+
+def test_real_files_sniffed_as_sglang(fixtures):
+    assert detect(fixtures / ONLINE) is SglangAdapter
+    assert detect(fixtures / DEEPSEEK) is SglangAdapter
+
+
+def test_reduced_key_set_with_explicit_adapter(xfid_cli, tmp_path):
+    """The 2024 key set read with --adapter sglang (the old error claimed the e2e keys were missing)."""
+    f = tmp_path / "online.jsonl"
+    f.write_text('{"backend": "sglang", "mean_e2e_latency_ms": 10.0, "median_e2e_latency_ms": 9.0, '
+                 '"median_ttft_ms": 1.0, "median_itl_ms": 2.0, "output_throughput": 5.0, "duration": 3.0, '
+                 '"completed": 2}\n')
+    recs = rows(xfid_cli, f, "--adapter", "sglang", "--target", "h100-sxm", "--workload", "w")
+    assert pick(recs, "e2e_latency", "median")["value"] == pytest.approx(0.009)
+    assert pick(recs, "e2e_latency", "median")["run"] is not None
+
+
+# --- the 0.5.x shape: written here from bench_serving.py's result dict (no public file found) ---
+def _v05_line(**over):
+    line = {"tag": "nightly", "backend": "sglang-oai", "dataset_name": "random", "request_rate": "trace",
+            "max_concurrency": 4, "sharegpt_output_len": None, "random_input_len": 8, "random_output_len": 4,
+            "random_range_ratio": 1.0, "server_info": {"version": "0.5.4", "tp_size": 1},
+            "duration": 2.0, "completed": 3, "total_input_tokens": 24, "total_input_text_tokens": 24,
+            "total_input_vision_tokens": 0, "total_output_tokens": 12, "total_output_tokens_retokenized": 12,
+            "request_throughput": 1.5, "input_throughput": 12.0, "output_throughput": 6.0,
+            "total_throughput": 18.0, "mean_e2e_latency_ms": 300.0, "median_e2e_latency_ms": 300.0,
+            "std_e2e_latency_ms": 0.0, "p90_e2e_latency_ms": 300.0, "p99_e2e_latency_ms": 300.0,
+            "mean_ttft_ms": 20.0, "median_ttft_ms": 20.0, "std_ttft_ms": 8.16496580927726,
+            "p99_ttft_ms": 29.8, "mean_tpot_ms": 5.0, "median_tpot_ms": 5.0, "std_tpot_ms": 0.0,
+            "p99_tpot_ms": 5.0, "mean_itl_ms": 5.0, "median_itl_ms": 5.0, "std_itl_ms": 0.0,
+            "p95_itl_ms": 5.0, "p99_itl_ms": 5.0, "concurrency": 2.5, "accept_length": None,
+            "max_output_tokens_per_s": 8.0, "max_concurrent_requests": 3,
+            "input_lens": [8, 8, 8, 8], "output_lens": [4, 4, 4, 0], "ttfts": [0.01, 0.02, 0.03, 0.0],
+            "itls": [[0.005] * 3, [0.005] * 3, [0.005] * 3, []], "generated_texts": ["a", "b", "c", ""],
+            "errors": ["", "", "", "Connection reset"]}
+    line.update(over)
+    return json.dumps(line)
+
+
+def test_v05_summary_keys_and_per_request_arrays(xfid_cli, tmp_path):
+    f = tmp_path / "sglang_1201_4_8_4.jsonl"
+    f.write_text(_v05_line() + "\n")
+    assert detect(f) is SglangAdapter
+    recs, out = xfid_cli.ingest_export(f, "--target", "h100-sxm", "--workload", "w")
+    assert "warning" not in out  # the summary keys agree with the arrays of the 3 successful requests
+    assert "keys not read (skipped): $.generated_texts" in out
+    e2e = pick(recs, "e2e_latency", "p90")
+    assert e2e["value"] == pytest.approx(0.3) and e2e["n_samples"] == 3 and e2e["run"] == "nightly"
+    assert e2e["software"] == "sglang bench_serving (sglang-oai), sglang 0.5.4"
+    assert pick(recs, "throughput_tokens", "max")["value"] == 8.0
+    assert pick(recs, "concurrency", "max")["value"] == 3
+    assert pick(recs, "sglang:input_vision_tokens")["value"] == 0
+    assert not [r for r in recs if r["metric"] == "sglang:accept_length"]  # null: no speculative decoding
+    # from the arrays: stats the summary keys lack, over the successful requests only
+    mx = pick(recs, "ttft", "max")
+    assert mx["value"] == pytest.approx(0.03) and mx["n_samples"] == 3
+    assert mx["source_loc"] == "line 1: $.ttfts: max of 3 successful requests"
+    assert pick(recs, "ttft", "p90")["value"] == pytest.approx(0.028)
+    assert pick(recs, "itl", "min")["n_samples"] == 9
+    assert pick(recs, "output_tokens", "mean")["value"] == 4.0
+    failed = pick(recs, "requests_failed")
+    assert failed["value"] == 1 and failed["source_loc"] == "line 1: $.errors: requests with an error"
+    assert {r["flags"] for r in recs} == {"failed_requests"}
+    assert json.loads(e2e["config"])["request_rate"] == "trace"
+
+
+def test_v05_summary_disagreeing_with_arrays_warns(xfid_cli, tmp_path):
+    f = tmp_path / "r.jsonl"
+    f.write_text(_v05_line(mean_ttft_ms=40.0) + "\n")
+    _, out = xfid_cli.ingest_export(f, "--target", "h100-sxm", "--workload", "w")
+    assert "warning: line 1: $.ttfts: ttft mean from the 3 successful requests is 0.02 s, but the summary key" in out

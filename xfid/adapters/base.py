@@ -13,6 +13,7 @@ import pyarrow as pa
 from xfid.errors import InputError
 
 HEAD_BYTES = 8192
+MAX_SKIPPED_KEYS = 1000
 
 
 @dataclass
@@ -26,6 +27,9 @@ class ReadContext:
         options: adapter-specific options (e.g. `clock_hz`, `window`).
         warnings: messages the adapter wants shown in the ingest summary.
         skipped: (location, reason) pairs for rows the adapter skipped on purpose.
+        skipped_keys: keys of the file the adapter does not read, as key paths like `$.rtfx`
+            (first seen first) -> how often seen; listed in the ingest summary, so that no key
+            is dropped unseen. At most MAX_SKIPPED_KEYS names are kept.
     """
 
     path: Path
@@ -37,12 +41,23 @@ class ReadContext:
     options: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    skipped_keys: dict[str, int] = field(default_factory=dict)
 
     def warn(self, msg: str) -> None:
         self.warnings.append(msg)
 
     def skip(self, loc: str, reason: str) -> None:
         self.skipped.append((loc, reason))
+
+    def skip_keys(self, keys: Iterable[str], prefix: str = "$.") -> None:
+        """Note keys the adapter does not read (e.g. a newer tool's field, a typo)."""
+        seen = self.skipped_keys
+        for k in keys:
+            name = f"{prefix}{k if len(k) <= 100 else k[:100] + '...'}"
+            if name in seen:
+                seen[name] += 1
+            elif len(seen) < MAX_SKIPPED_KEYS:
+                seen[name] = 1
 
     def error(self, loc: str | None, what: str, fix: str | None = None) -> InputError:
         """An InputError naming this file; `raise ctx.error("line 3", "...")`."""

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any, ClassVar
 
+from xfid import units
 from xfid.adapters import jsonutil
 from xfid.adapters.base import Adapter, Columns, ReadContext, head_text, read_text
 from xfid.schema import canonical_json
@@ -18,8 +19,14 @@ METRICS: dict[str, str] = {
     "inter_token_latency": "itl",
     "request_latency": "e2e_latency",
     "output_token_throughput": "throughput_tokens",
+    "total_token_throughput": "throughput_total_tokens",
     "request_throughput": "throughput_requests",
+    "request_goodput": "goodput_requests",
     "request_count": "requests_completed",
+    "output_sequence_length": "output_tokens",  # per request: mean, pNN, ... (no `value` total)
+    "input_sequence_length": "input_tokens",
+    "num_output_token": "output_tokens",  # the same rows in genai-perf <= 0.0.3
+    "num_input_token": "input_tokens",
     "gpu_power_usage": "power",
     "gpu_utilization": "utilization",
     "gpu_memory_used": "memory_used",
@@ -27,7 +34,11 @@ METRICS: dict[str, str] = {
 }
 COUNTS = {"request_count"}
 """Metrics that are one number (stat `value`), whatever the stat key says."""
-_LABEL = re.compile(r"^(?P<name>.+?) \((?P<unit>[^)]*)\)$")
+IMPLIED_UNIT = {"requests_completed": "count", "output_tokens": "tokens", "input_tokens": "tokens"}
+"""Metrics whose CSV label may carry no `(unit)` (older versions: `Output Sequence Length`, `Request Count`)."""
+GENERIC_RATE = {"per sec", "per second", "/sec", "/s", "1/s"}
+"""Rate units that say nothing of what is counted: `Output Token Throughput (per sec)` is tokens/s."""
+_LABEL = re.compile(r"^(?P<name>.+?)(?: \((?P<unit>[^)]*)\))?$")
 _STAT = {"avg": "mean", "min": "min", "max": "max", "std": "std"}
 
 
@@ -38,7 +49,15 @@ def _stat(key: str) -> str | None:
 
 
 def _metric(name: str) -> str:
+    """The canonical metric of a genai-perf metric name; one xfid does not know is `genai_perf:<name>`."""
     return METRICS.get(name) or f"genai_perf:{name}"
+
+
+def _unit(metric: str, unit: str) -> str:
+    """The unit of a value: as written, except a bare rate (`per sec`) takes the metric's own unit."""
+    if unit.strip().lower() in GENERIC_RATE and units.METRICS.get(metric) in ("token_rate", "request_rate"):
+        return units.canonical_unit(metric)
+    return unit
 
 
 class GenaiPerfAdapter(Adapter):
@@ -79,7 +98,10 @@ class GenaiPerfAdapter(Adapter):
         config.update(ctx.meta)
         base = {"config": canonical_json(config), "software": "genai-perf", "run": ctx.run}
         for key, m in obj.items():
-            if key in ("telemetry_stats", "input_config") or not isinstance(m, dict):
+            if key in ("telemetry_stats", "input_config"):
+                continue
+            if not isinstance(m, dict) or ("unit" not in m and not any(_stat(k) for k in m)):
+                ctx.skip_keys([key])  # not a metric object (a version string, a status, ...)
                 continue
             if "unit" not in m:
                 raise ctx.error(f"$.{key}", "metric object has no 'unit'", "genai-perf writes {unit, avg, ...}")
@@ -103,12 +125,14 @@ class GenaiPerfAdapter(Adapter):
         if not isinstance(unit, str):
             raise ctx.error(f"{loc}.unit", f"unit must be text, got {unit!r}")
         vals = {k: jsonutil.number(ctx, m, k, f"{loc}.{k}") for k in m if _stat(k)}
+        ctx.skip_keys((k for k in m if k != "unit" and not _stat(k)), prefix=f"{loc}.")
         self._emit(out, key, vals, unit, loc, base)
 
     @staticmethod
     def _emit(out: Columns, key: str, vals: dict[str, float | None], unit: str, loc: str,
               base: dict[str, Any], sep: str = ".") -> None:
         metric = _metric(key)
+        unit = _unit(metric, unit) if unit.strip() else IMPLIED_UNIT.get(metric, unit)
         if key == "energy_consumption":  # a counter since driver load, sampled: max - min is the energy
             if vals.get("max") is not None and vals.get("min") is not None:
                 out.add("energy", "value", vals["max"] - vals["min"], unit, f"{loc}: max - min", **base)
@@ -141,10 +165,10 @@ class GenaiPerfAdapter(Adapter):
                 raise ctx.error(loc, f"expected {len(header)} fields like the header, got {len(row)}",
                                 "the file may be truncated")
             m = _LABEL.match(row[0].strip())
-            if not m:
+            key = re.sub(r"[^a-z0-9]+", "_", m["name"].lower()).strip("_") if m else ""
+            if not m or not key or (m["unit"] is None and _metric(key) not in IMPLIED_UNIT):
                 raise ctx.error(loc, f"metric label {row[0]!r} has no '(unit)'", "e.g. 'Time To First Token (ms)'")
-            key = re.sub(r"[^a-z0-9]+", "_", m["name"].lower()).strip("_")
-            unit = m["unit"]
+            unit = m["unit"] or ""
             rowbase = dict(base)
             vals: dict[str, float | None] = {}
             for col, cell in zip(header[1:], row[1:], strict=True):

@@ -2,36 +2,56 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
-from xfid.adapters.base import ReadContext, read_text
+from xfid.adapters.base import ReadContext
 
 MAX_DEPTH = 64
+MAX_LINE_BYTES = 256 << 20
+"""Longest line read (a one-line JSON document included); a longer one is refused before it
+is held in memory. Serving results with per-request arrays are one line of tens of MB."""
 
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number")
 
 
-def _depth(obj: Any, limit: int = MAX_DEPTH) -> int:
-    stack = [(obj, 1)]
-    deepest = 0
-    while stack:
-        o, d = stack.pop()
-        deepest = max(deepest, d)
-        if d > limit:
-            return d
-        if isinstance(o, dict):
-            stack.extend((v, d + 1) for v in o.values())
-        elif isinstance(o, list):
-            stack.extend((v, d + 1) for v in o)
+_STRING = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"')
+_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+_NOT_BRACKET = bytes(set(range(256)) - set(b"[]{}"))
+_CHUNK = 1 << 22
+
+
+def nesting_depth(text: str, limit: int = MAX_DEPTH) -> int:
+    """How deep the brackets of a JSON text nest (strings ignored), counted without recursion.
+
+    json.loads recurses once per level and raises RecursionError on deep input; this costs
+    one regex pass, one byte translation and a running sum, and stops once `limit` is passed.
+    """
+    import numpy as np
+
+    code = _STRING.sub("", text).encode("utf-8", "surrogatepass")
+    brackets = code.translate(_STEPS, _NOT_BRACKET)  # +1 per opening, -1 per closing bracket
+    steps = np.frombuffer(brackets, dtype=np.int8)
+    depth = deepest = 0
+    for i in range(0, len(steps), _CHUNK):
+        run = np.cumsum(steps[i:i + _CHUNK], dtype=np.int64) + depth
+        deepest = max(deepest, int(run.max()))
+        if deepest > limit:
+            break
+        depth = int(run[-1])
     return deepest
 
 
 def loads(ctx: ReadContext, text: str, loc: str | None) -> Any:
     """json.loads that rejects NaN/Infinity and absurd nesting, naming the line on error."""
+    if nesting_depth(text) > MAX_DEPTH:
+        raise ctx.error(loc, f"JSON nested deeper than {MAX_DEPTH} levels",
+                        "no serving benchmark writes such nesting; check that this is the tool's own file")
     try:
         obj = json.loads(text, parse_constant=_reject_constant)
     except RecursionError:
@@ -39,17 +59,37 @@ def loads(ctx: ReadContext, text: str, loc: str | None) -> Any:
     except ValueError as e:
         raise ctx.error(loc, f"not valid JSON: {e}",
                         "NaN/Infinity are not JSON; write null" if "not a number" in str(e) else None) from None
-    if _depth(obj) > MAX_DEPTH:
-        raise ctx.error(loc, f"JSON nested deeper than {MAX_DEPTH} levels")
     return obj
+
+
+def read_bounded(ctx: ReadContext, limit: int = MAX_LINE_BYTES) -> str:
+    """The whole file as text (as `read_text`), read line by line with a bounded readline."""
+    parts = []
+    with ctx.path.open("rb") as f:
+        for lineno in itertools.count(1):
+            raw = f.readline(limit + 1)
+            if not raw:
+                break
+            if len(raw) > limit:
+                raise ctx.error(f"line {lineno}", f"line longer than {limit >> 20} MiB",
+                                "is this the tool's own output? no result line is that long")
+            parts.append(raw)
+    data = b"".join(parts)
+    if not data.strip():
+        raise ctx.error(None, "the file is empty")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ctx.error(f"byte {e.start}", "not UTF-8 text", "save the file as UTF-8") from None
 
 
 def objects(ctx: ReadContext) -> Iterator[tuple[str | None, dict[str, Any]]]:
     """The JSON object(s) of a file: one object, or JSON lines. Yields (line label, object)."""
-    text = read_text(ctx)
+    text = read_bounded(ctx)
     stripped = text.strip()
     try:
-        whole = json.loads(stripped, parse_constant=_reject_constant) if stripped.startswith("{") else None
+        whole = (json.loads(stripped, parse_constant=_reject_constant)
+                 if stripped.startswith("{") and nesting_depth(stripped) <= MAX_DEPTH else None)
     except (ValueError, RecursionError):
         whole = None
     if isinstance(whole, dict):

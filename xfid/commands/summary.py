@@ -26,6 +26,10 @@ def print_ingest(report: IngestReport) -> None:
             echo(f"  skipped {loc}: {why}")
         if len(f.skipped_rows) > 5:
             echo(f"  ... {len(f.skipped_rows) - 5} more rows skipped")
+        if f.skipped_keys:
+            keys = ", ".join(k if n == 1 else f"{k} (x{n})" for k, n in list(f.skipped_keys.items())[:20])
+            more = f", and {len(f.skipped_keys) - 20} more" if len(f.skipped_keys) > 20 else ""
+            echo(f"  keys not read (skipped): {keys}{more}")
     for f in old:
         echo(f"already ingested {f.path}  [{f.adapter}]  (same bytes, adapter and context: no new rows)")
     docs = [p for p, why in report.skipped if why == "not a data file"]
