@@ -112,9 +112,11 @@ RECORDS_COMMANDS = {
                   "-o", "{out}"),
     "roofline": ("roofline", "--target", "a100-sxm", "--gemm", "1024,1024,1024", "-o", "{out}"),
     "report": ("report", "--week", "2026-W48", "--html", "-o", "{out}"),
+    "compare": ("compare", "--baseline", "{baseline}", "--current", "{baseline}", "-o", "{out}"),
 }
 SUFFIX = {"export-parquet": ".parquet", "export-jsonl": ".jsonl", "export-csv": ".csv", "calibrate": ".txt",
-          "roofline": ".csv", "report": ".html"}
+          "roofline": ".csv", "report": ".html", "compare": ".txt"}
+BASELINE = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "baseline.json"
 
 
 @pytest.fixture(scope="module")
@@ -134,16 +136,16 @@ def test_each_command_writes_through_links_and_reports_a_full_disk(loaded_store,
     real.chmod(0o664)
     link = tmp_path / f"link{real.suffix}"
     link.symlink_to(real.name)
-    args = [a.format(out=link) for a in RECORDS_COMMANDS[name]]
+    args = [a.format(out=link, baseline=BASELINE) for a in RECORDS_COMMANDS[name]]
     r = loaded_store(*args)
     assert r.exit_code == 0, r.output
     assert link.is_symlink() and real.read_bytes() != b"old" and stat.S_IMODE(real.stat().st_mode) == 0o664
     if real.suffix == ".json":
         json.loads(real.read_text())
     if os.path.exists("/dev/full") and name != "roofline":  # roofline picks its format by extension
-        r = loaded_store(*[a.format(out="/dev/full") for a in RECORDS_COMMANDS[name]])
+        r = loaded_store(*[a.format(out="/dev/full", baseline=BASELINE) for a in RECORDS_COMMANDS[name]])
         assert r.exit_code == 2 and "Error: cannot write /dev/full: No space left on device" in r.output
         assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
     missing = tmp_path / "missing" / Path(real.name)
-    r = loaded_store(*[a.format(out=missing) for a in RECORDS_COMMANDS[name]])
+    r = loaded_store(*[a.format(out=missing, baseline=BASELINE) for a in RECORDS_COMMANDS[name]])
     assert r.exit_code == 2 and "does not exist" in r.output and not missing.parent.exists()
