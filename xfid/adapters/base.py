@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 import pyarrow as pa
 
@@ -74,7 +74,7 @@ class ReadContext:
         return str(v)
 
 
-Batch = pa.Table | Mapping[str, Any] | Any  # a Table, a dict of columns, or a DataFrame
+Batch: TypeAlias = pa.Table | Mapping[str, Any] | Any  # a Table, a dict of columns, or a DataFrame
 
 
 class Adapter(ABC):

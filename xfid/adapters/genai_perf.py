@@ -134,11 +134,12 @@ class GenaiPerfAdapter(Adapter):
         metric = _metric(key)
         unit = _unit(metric, unit) if unit.strip() else IMPLIED_UNIT.get(metric, unit)
         if key == "energy_consumption":  # a counter since driver load, sampled: max - min is the energy
-            if vals.get("max") is not None and vals.get("min") is not None:
-                out.add("energy", "value", vals["max"] - vals["min"], unit, f"{loc}: max - min", **base)
+            hi, lo = vals.get("max"), vals.get("min")
+            if hi is not None and lo is not None:
+                out.add("energy", "value", hi - lo, unit, f"{loc}: max - min", **base)
             return
         for k, v in vals.items():
-            stat = "value" if key in COUNTS else _stat(k)
+            stat = "value" if key in COUNTS else _stat(k) or k  # vals holds stat columns only
             out.add(metric, stat, v, unit, f"{loc}{sep}{k}", null_reason=None if v is not None else "null in file",
                     **base)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from xfid.adapters import jsonutil, serving
-from xfid.adapters.base import Adapter, Columns, ReadContext, head_text, read_text
+from xfid.adapters.base import Adapter, Columns, ReadContext, head_text
 from xfid.schema import canonical_json
 
 # same canonical metrics/stats as the vllm adapter; SGLang spells e2el `e2e_latency`
@@ -57,7 +57,7 @@ class SglangAdapter(Adapter):
 
     def read(self, ctx: ReadContext) -> dict[str, list[Any]]:
         out = Columns()
-        text = read_text(ctx)
+        text = jsonutil.read_bounded(ctx)  # 0.5.x lines with per-request arrays run to tens of MB
         lines = [(n, raw) for n, raw in enumerate(text.splitlines(), 1) if raw.strip()]
         if not lines:
             raise ctx.error(None, "no JSON object found")
@@ -101,7 +101,8 @@ class SglangAdapter(Adapter):
             flags.append("failed_requests")
         base = {"config": canonical_json(config), "timestamp": ts, "run": run, "flags": ",".join(flags) or None,
                 "software": software + (f", sglang {version}" if version else "")}
-        n = requests.ok if requests else (int(num["completed"]) if num.get("completed") is not None else None)
+        completed = num.get("completed")
+        n = requests.ok if requests else (None if completed is None else int(completed))
         n_itl = int(requests.values["itls"].size) if requests and "itls" in requests.values else None
         seen: dict[tuple[str, str], float] = {}
 
