@@ -128,6 +128,17 @@ def test_nvtx_and_memory_summaries(xfid_cli):
     assert total["n_samples"] == 1536
 
 
+def test_console_banner_names_the_report(xfid_cli, tmp_path):
+    # `nsys stats -q --report cuda_api_sum --format csv r.nsys-rep > f` on the console prints a banner
+    f = tmp_path / "api.csv"
+    f.write_text("\n ** CUDA API Summary (cuda_api_sum):\n\n"
+                 "Time (%),Total Time (ns),Num Calls,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n"
+                 "95.5,88330,1,88330.0,88330.0,88330,88330,0.0,cudaLaunchKernel\n")
+    recs, _ = rows(xfid_cli, f, *CTX)
+    k = pick(recs, "cudaLaunchKernel", "latency", "sum")
+    assert k["value"] == 88330e-9 and k["software"] == "nsys stats cuda_api_sum" and k["source_loc"] == "line 5"
+
+
 def test_report_skipped_by_nsys_after_a_notice(xfid_cli, tmp_path):
     # what `nsys stats` writes when the report has no data: an indented NOTICE continuation,
     # a Processing line and SKIPPED (no header): the error quotes the tool, not the NOTICE

@@ -34,6 +34,9 @@ FIX = ("export with `nsys stats --report cuda_gpu_kern_sum` (or cuda_api_sum, nv
 _REPORT = re.compile(r"with \[(?:.*?/(?P<ver>\d{4}\.\d+(?:\.\d+)*)/)?(?:.*/)?(?P<report>\w+)\.py\]")
 
 
+_BANNER = re.compile(r"^\*\* .*\((\w+)\):?$")
+
+
 def _bases(fields: list[str]) -> list[str]:
     return [nvcsv.unit_in_header(f)[0] for f in fields]
 
@@ -282,7 +285,8 @@ def _software(report: str, meta: dict[str, str]) -> str:
 
 
 def _preamble_meta(preamble: list[str]) -> dict[str, str]:
-    """Report name and nsys version from a `Processing [x.sqlite] with [.../2024.2.1/.../r.py]...` line."""
+    """Report name and nsys version from a `Processing [x.sqlite] with [.../2024.2.1/.../r.py]...` line,
+    else the report name from the console banner ` ** CUDA API Summary (cuda_api_sum):`."""
     for p in preamble:
         m = _REPORT.search(p)
         if m:
@@ -290,6 +294,10 @@ def _preamble_meta(preamble: list[str]) -> dict[str, str]:
             if m.group("ver"):
                 out["version"] = m.group("ver")
             return out
+    for p in preamble:
+        m = _BANNER.match(p.strip())
+        if m:
+            return {"report": m.group(1)}
     return {}
 
 

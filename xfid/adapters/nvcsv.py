@@ -18,7 +18,9 @@ from xfid.adapters.base import ReadContext
 PREAMBLE_LINES = 400
 """How far into a file the CSV header may start (tool messages and program output come first)."""
 PREAMBLE_PREFIXES = ("==PROF==", "==WARNING==", "==ERROR==", "==DEBUG==", "Generating SQLite",
-                     "Processing [", "Exporting ", "NOTICE:", "SKIPPED:")
+                     "Processing [", "Exporting ", "NOTICE:", "SKIPPED:", "** ")
+"""Tool lines before a header (nsys prints ` ** CUDA API Summary (cuda_api_sum):` above a report
+on the console; it is matched without its leading space)."""
 _NUM = re.compile(r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d*)?(?:[eE][+-]?\d+)?$")
 
 
@@ -71,7 +73,7 @@ def find_header(ctx: ReadContext, is_header: Callable[[list[str]], bool], what: 
             # an indented line continues a tool message (nsys: "NOTICE: Existing SQLite export
             # found: ...\n        It is assumed file was previously exported from: ...")
             continued = text[:1].isspace() and in_message
-            in_message = text.startswith(PREAMBLE_PREFIXES) or continued
+            in_message = text.lstrip().startswith(PREAMBLE_PREFIXES) or continued
             preamble.append(text)
             if first_other is None and not in_message:
                 first_other = (lineno, text)
