@@ -1,4 +1,4 @@
-"""Fuzz every adapter with mutated real-shaped fixtures: every failure must be an XfidError.
+"""Fuzz adapters, sidecars, config files and compare baselines: every failure must be an XfidError.
 
 For each adapter, seeds are the fixture files it recognises plus hostile specials (deep JSON
 nesting, giant integers, huge fields, XML entity bombs). Each input is mutated (bit flips,
@@ -9,6 +9,16 @@ exception: a traceback a user would see), TIMEOUT, MEMORY.
 
     python benchmarks/fuzz.py --seconds 180          # per adapter
     python benchmarks/fuzz.py --adapter ncu --seconds 30
+
+Sidecars (`xfid-source.toml`), config files (`xfid.toml`) and compare baselines (snapshot
+JSON) are fuzzed in-process (fast: 10k inputs in about a minute each) by `benchmarks/fuzz_inputs.py`:
+the seeds are parsed, their values replaced by wrong types and extremes (NaN, inf, negatives,
+huge numbers and strings, dates past 9999, nested tables), keys deleted, renamed or added,
+and the result written back and sometimes byte-mutated too; a small sample also goes
+through the CLI (`xfid --config`, `xfid ingest`, `xfid compare`):
+
+    python benchmarks/fuzz.py --kind config --inputs 10000
+    python benchmarks/fuzz.py --kind sidecar --kind baseline --inputs 10000 --cli-sample 100
 """
 
 from __future__ import annotations
@@ -161,7 +171,20 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=180.0, help="per adapter")
     ap.add_argument("--adapter", action="append")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--kind", action="append", choices=("adapters", "sidecar", "config", "baseline"),
+                    help="what to fuzz (repeatable; default adapters)")
+    ap.add_argument("--inputs", type=int, default=10_000, help="inputs per in-process kind")
+    ap.add_argument("--cli-sample", type=int, default=50, help="of those, how many also go through the CLI")
     a = ap.parse_args()
+    kinds = a.kind or ["adapters"]
+    bad = 0
+    if any(k != "adapters" for k in kinds):
+        sys.path.insert(0, str(ROOT))
+        from benchmarks.fuzz_inputs import run_kinds
+
+        bad += run_kinds([k for k in kinds if k != "adapters"], a.inputs, a.cli_sample, a.seed, mutate)
+    if "adapters" not in kinds:
+        sys.exit(1 if bad else 0)
     from xfid.adapters import all_adapters
 
     names = a.adapter or list(all_adapters())
@@ -180,7 +203,7 @@ def main() -> None:
           f"{total['BUG']:>5} {total['TIMEOUT']:>8} {total['MEMORY']:>7}")
     print("XfidError: the adapter's own message (file and line); generic: the ingest safety net caught an "
           "unexpected exception and named the file (no line) - each is a place to sharpen an adapter")
-    sys.exit(1 if total["BUG"] + total["TIMEOUT"] + total["MEMORY"] else 0)
+    sys.exit(1 if bad + total["BUG"] + total["TIMEOUT"] + total["MEMORY"] else 0)
 
 
 if __name__ == "__main__":

@@ -160,3 +160,10 @@ def test_unknown_target_is_named_with_close_names():
     with pytest.raises(ConfigError, match="unknown target 'h100-sxm5'; did you mean h100-sxm"):
         c.target("h100-sxm5")
     assert c.close_targets("h100-sxm5")[0] == "h100-sxm" and c.close_targets("zzzz") == []
+
+
+def test_block_tables_must_be_tables(tmp_path):
+    f = tmp_path / "xfid.toml"
+    f.write_text("[targets.t100-a0.blocks]\ngemm_tile = 5\n")
+    with pytest.raises(ConfigError, match=r"targets.t100-a0.blocks must be a table of \[targets.t100-a0.blocks.NAME\]"):
+        load_config(f)

@@ -329,7 +329,8 @@ def _target(name: str, t: Any, where: str) -> Target:
         raise ConfigError(f"{where}: targets.{name}.invented must be true or false, got {t['invented']!r}")
     if "note" in t:
         _text(t["note"], f"targets.{name}.note", where)
-    if not isinstance(t.get("blocks", {}), dict):
+    blocks = t.get("blocks", {})
+    if not isinstance(blocks, dict) or not all(isinstance(b, dict) for b in blocks.values()):
         raise ConfigError(f"{where}: targets.{name}.blocks must be a table of [targets.{name}.blocks.NAME] tables")
     vals = {k: _positive(t[k], f"targets.{name}.{k}", where) for k in TARGET_NUMBERS if k in t}
     return Target(
