@@ -203,3 +203,18 @@ def test_v05_summary_disagreeing_with_arrays_warns(xfid_cli, tmp_path):
     f.write_text(_v05_line(mean_ttft_ms=40.0) + "\n")
     _, out = xfid_cli.ingest_export(f, "--target", "h100-sxm", "--workload", "w")
     assert "warning: line 1: $.ttfts: ttft mean from the 3 successful requests is 0.02 s, but the summary key" in out
+
+
+def test_zero_ttft_and_itl_are_not_measurements(xfid_cli, tmp_path):
+    """bench_serving writes TTFT and ITL 0.0 when no streamed chunk was timed; E2E stays."""
+    f = tmp_path / "pd.jsonl"
+    f.write_text(_v05_line(mean_ttft_ms=0.0, median_ttft_ms=0.0, std_ttft_ms=0.0, p99_ttft_ms=0.0,
+                           mean_itl_ms=0.0, median_itl_ms=0.0, std_itl_ms=0.0, p95_itl_ms=0.0, p99_itl_ms=0.0,
+                           ttfts=[0.0] * 4, itls=[[], [], [], []]) + "\n")
+    recs, out = xfid_cli.ingest_export(f, "--target", "h100-sxm", "--workload", "w")
+    ttft = pick(recs, "ttft", "mean")
+    assert ttft["value"] is None and ttft["null_reason"] == "0 ms: no chunk timing (sglang quirk)"
+    assert pick(recs, "itl", "p95")["value"] is None
+    assert pick(recs, "ttft", "std")["value"] == 0.0  # a spread of 0 is a number
+    assert pick(recs, "e2e_latency", "mean")["value"] == pytest.approx(0.3)
+    assert "summary key says" not in out

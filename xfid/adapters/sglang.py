@@ -108,8 +108,12 @@ class SglangAdapter(Adapter):
 
         def add(metric: str, stat: str, value: float | None, unit: str, where: str, count: int | None = None,
                 reason: str | None = None) -> None:
-            out.add(metric, stat, value, unit, where, n_samples=count,
-                    null_reason=reason if value is not None or reason else "null in file", **base)
+            if value is None:
+                reason = reason or "null in file"
+            elif value == 0 and metric in ("ttft", "itl") and stat != "std":
+                # no streamed chunk was timed (seen with long inputs and PD disaggregation): not 0 ms
+                value, reason = None, "0 ms: no chunk timing (sglang quirk)"
+            out.add(metric, stat, value, unit, where, n_samples=count, null_reason=reason, **base)
 
         for key, (metric, stat, unit) in SCALARS.items():
             if key not in obj or (key in OPTIONAL and num.get(key) is None):
