@@ -82,3 +82,41 @@ def test_fidelity_rank_orders_low_to_high_and_derived_labels():
     assert [fidelity_rank(f) for f in ("roofline", "archmodel", "rtl", "measured")] == [0, 1, 2, 3]
     assert fidelity_rank("roofline-cal") == 0
     assert normalize(rec(fidelity=["roofline-cal", "rtl"])).column("fidelity").to_pylist()[0] == "roofline-cal"
+
+
+@pytest.mark.parametrize(("metric", "unit"), [("latency", "ms"), ("duration", "s"), ("energy", "pJ"),
+                                              ("throughput_tokens", "tokens/s"), ("requests_completed", None),
+                                              ("cycles", None), ("power", "W"), ("bytes", "B")])
+def test_negative_physical_quantities_are_refused(metric, unit):
+    with pytest.raises(SchemaError, match=rf"in.csv, record 2: 'value' is -\S+ for metric '{metric}', which "
+                                          r"cannot be negative"):
+        normalize(rec(metric=["latency", metric], value=[1.0, -2.0], unit=["s", unit]), source_path="in.csv")
+
+
+def test_negative_values_that_can_be_negative_are_kept():
+    t = normalize(rec(metric=["temperature", "ncu:delta"], value=[-5.0, -2.0], unit=["C", None]))
+    assert t.column("value").to_pylist() == [-5.0, -2.0]
+    assert normalize(rec(value=[-0.0, 0.0])).column("value").to_pylist() == [-0.0, 0.0]
+
+
+def test_string_fields_are_capped():
+    from xfid.schema import KEY_CAP, PROVENANCE_CAP
+
+    ok = normalize(rec(op=["", "x" * KEY_CAP], config=['{"a":"' + "y" * (PROVENANCE_CAP - 8) + '"}', None]))
+    assert len(ok.column("op")[1].as_py()) == KEY_CAP
+    with pytest.raises(SchemaError, match=r"in.jsonl, record 2: 'op' is 4,097 bytes long; a key or name may be at "
+                                          r"most 4,096 bytes \(4 KiB\)"):
+        normalize(rec(op=["", "x" * (KEY_CAP + 1)]), source_path="in.jsonl")
+    with pytest.raises(SchemaError, match=r"record 1: 'config' is 65,537 bytes long; a provenance string may be "
+                                          r"at most 65,536 bytes \(64 KiB\)"):
+        normalize(rec(config=["c" * (PROVENANCE_CAP + 1), None]), source_path="in.jsonl")
+    with pytest.raises(SchemaError, match=r"record 2: 'workload' is 8,000 bytes long"):  # dictionary-encoded
+        normalize(rec(workload=pa.array(["w", "é" * 4000]).dictionary_encode()), source_path="in.parquet")
+    with pytest.raises(SchemaError, match=r"record 1: 'target' is 5,000 bytes long"):
+        normalize(rec(target=[None, "t"]), source_path="x", defaults={"target": "t" * 5000})
+
+
+def test_empty_unit_names_the_row():
+    with pytest.raises(SchemaError, match=r"in.csv, record 2: empty 'unit' for metric 'latency', which is "
+                                          r"measured in 's'"):
+        normalize(rec(metric=["latency", "latency"], unit=["s", ""]), source_path="in.csv")

@@ -6,6 +6,8 @@ costs a few small arrays, not one large temporary per step (fresh memory is slow
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -126,12 +128,120 @@ def _codes(c: pa.DictionaryArray) -> np.ndarray:
     return idx.to_numpy(zero_copy_only=False)
 
 
+_P10 = np.array([float(10**i) for i in range(23)])  # the powers of ten a double holds exactly
+_BLOCK = 1 << 14
+"""Elements per block of `scale` (fresh memory is slow to touch; 128 KB temporaries are reused)."""
+_MANTISSA = 2.0**50
+"""Decimal digits recovered from a double must stay below this (15 significant digits)."""
+_LOG_MANTISSA = float(np.log10(_MANTISSA))
+
+
+def split_factor(f: Fraction) -> tuple[float, int, bool]:
+    """An exact unit factor as (p, k) with f == p * 10**k, and whether p is a whole number
+    (every factor of `xfid.units` is: 1/1000 -> (1, -3), 1024 -> (1024, 0), 60 -> (6, 1))."""
+    num, den, k = f.numerator, f.denominator, 0
+    while den % 10 == 0:
+        den, k = den // 10, k - 1
+    while num and num % 10 == 0:
+        num, k = num // 10, k + 1
+    if den != 1 or not -22 <= k <= 22 or num >= 2**53:
+        return float(f), 0, False
+    return float(num), k, True
+
+
+def scale(x: np.ndarray, p: np.ndarray, k: np.ndarray, whole: np.ndarray | None = None) -> np.ndarray:
+    """x * p * 10**k per element, as the correctly rounded double of the decimal x was read from.
+
+    A double parsed from a decimal text d is already a rounding of d; multiplying it by an
+    inexact 1e-9 rounds again (196445828 ns gave 0.19644582800000002 s). Here each x is
+    first turned back into its decimal m * 10**-j (the largest j <= 22 that keeps m*p below
+    2**50, m = rint(x * 10**j), accepted only when m / 10**j == x), and the result is one
+    IEEE operation on exact operands, m*p times or divided by a power of ten <= 10**22: the
+    correctly rounded value of d * p * 10**k. That holds for every d of at most 15
+    significant digits (and up to 22 + k decimals), which covers what tools print. A double
+    that no short decimal explains (a full-precision computed value) gets x * p / 10**-k (or
+    * 10**k): a single rounding when p is 1, since dividing by an exact power of ten is
+    correctly rounded for the double x itself. `units.convert` does the same for one value
+    from its text, exactly, with no digit limit.
+
+    Args:
+        x: values (NaN for nulls stays NaN).
+        p, k: the factor p * 10**k (see `split_factor`), per element or one for all; p whole.
+        whole: per element, False where p is not a whole number (no recovery there).
+    """
+    if len(x) > _BLOCK:  # block by block: small temporaries stay in cache and are reused
+        out = np.empty(len(x))
+        for a in range(0, len(x), _BLOCK):
+            cut = slice(a, a + _BLOCK)
+            out[cut] = scale(x[cut], p if np.ndim(p) == 0 else p[cut], k if np.ndim(k) == 0 else k[cut],
+                             None if whole is None else whole[cut])
+        return out
+    if np.ndim(p) or np.ndim(k) or whole is not None:
+        return _scale_each(x, p, k, whole)
+    with np.errstate(all="ignore"):
+        px = x * p if p != 1 else x
+        if not (np.rint(x) != x).any():  # whole numbers (counts, ns): x is the file's decimal and
+            return px / _P10[-k] if k < 0 else px * _P10[k]  # x * p is exact: one rounding is right
+        # one number of decimals j for the block, from its largest value (short decimals of one
+        # quantity rarely span more than a few decades); the rest get their own j below
+        top = float(np.fmax.reduce(np.abs(px)))  # NaN (nulls) ignored; NaN when all are
+        j = int(min(22, 22 + k, max(0, np.floor(_LOG_MANTISSA - np.log10(top))) if top > 0 else 22))
+        while j > 0 and top * _P10[j] > _MANTISSA:
+            j -= 1
+        m = np.rint(x * _P10[j])
+        ok = m / _P10[j] == x
+        if p != 1:
+            m *= p
+        out = m / _P10[j - k] if j >= k else m * _P10[k - j]
+        if not ok.all():
+            bad = ~ok & ~np.isnan(x)  # a null stays NaN
+            if bad.any():
+                out[bad] = _scale_each(x[bad], p, k, None)
+    return out
+
+
+def _scale_each(x: np.ndarray, p, k, whole: np.ndarray | None) -> np.ndarray:
+    """`scale` with a number of decimals per element (and p, k per element or scalars)."""
+    scalar_k = np.ndim(k) == 0
+    with np.errstate(all="ignore"):
+        px = x * p if np.ndim(p) or p != 1 else x
+        if scalar_k:
+            plain = px / _P10[-k] if k < 0 else px * _P10[k]
+        else:
+            plain = np.where(k < 0, px / _P10[np.maximum(-k, 0)], px * _P10[np.maximum(k, 0)])
+        mag = np.abs(px)
+        jf = np.log10(mag)
+        np.subtract(_LOG_MANTISSA, jf, out=jf)
+        np.floor(jf, out=jf)
+        np.fmax(jf, 0, out=jf)  # NaN (a null) -> 0
+        np.fmin(jf, np.minimum(22, 22 + k), out=jf)  # inf (a zero) -> the most decimals
+        j = jf.astype(np.intp)
+        s = _P10[j]
+        over = (mag * s > _MANTISSA) & (j > 0)  # log10 rounded up at a boundary: one decimal less
+        if over.any():
+            j[over] -= 1
+            s = _P10[j]
+        m = np.rint(x * s)
+        ok = m / s == x
+        if whole is not None:
+            ok &= whole
+        if np.ndim(p) or p != 1:
+            m *= p
+        if scalar_k and k <= 0:  # k - j <= 0: one exact division
+            exact = m / _P10[j - k]
+        else:
+            e = k - j  # in [-22, 12]
+            exact = np.where(e >= 0, m * _P10[np.maximum(e, 0)], m / _P10[np.maximum(-e, 0)])
+        np.copyto(plain, exact, where=ok)
+    return plain
+
+
 def to_canonical(values: pa.ChunkedArray, metric: pa.ChunkedArray, unit: pa.ChunkedArray,
                  source_path, locs) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:
     """Convert values per (metric, unit) pair; returns (values, canonical units).
 
     Per chunk: one check per distinct pair of dictionary codes, then lookup tables indexed by
-    the pair code give each row its canonical unit and multiplier.
+    the pair code give each row its canonical unit and exact factor; `scale` applies it.
     """
     if len(values) == 0:
         return pa.chunked_array([pa.array([], pa.float64())]), pa.chunked_array([pa.array([], pa.string())])
@@ -157,29 +267,36 @@ def to_canonical(values: pa.ChunkedArray, metric: pa.ChunkedArray, unit: pa.Chun
         else:  # number the pairs present
             present, key = np.unique(key, return_inverse=True)
         lut_u = np.zeros(space if dense else len(present), dtype=np.int32)
-        lut_m = np.ones(len(lut_u))
+        lut_p = np.ones(len(lut_u))  # factor = p * 10**k (exact, see scale)
+        lut_k = np.zeros(len(lut_u), dtype=np.int64)
+        lut_w = np.ones(len(lut_u), dtype=bool)
         bad = []
         for j, k in enumerate(present.tolist()):
             pair = (mvals[k // width], uvals[k % width] if k % width < len(uvals) else None)
             if pair not in known:
                 try:
                     cu = units.canonical_unit(*pair)
-                    mult = units.lookup(pair[1])[1] if pair[1] is not None and pair[1] != cu else 1.0
-                    known[pair] = (names.setdefault(cu, len(names)), mult)
+                    f = units.exact_factor(*pair) if pair[1] is not None and pair[1] != cu else Fraction(1)
+                    known[pair] = (names.setdefault(cu, len(names)), *split_factor(f))
                 except (UnitError, SchemaError) as e:
                     known[pair] = e
             r, slot = known[pair], k if dense else j
             if isinstance(r, Exception):
                 bad.append((base + int(np.argmax(key == slot)), r))
             else:
-                lut_u[slot], lut_m[slot] = r
+                lut_u[slot], lut_p[slot], lut_k[slot], lut_w[slot] = r
         if bad:  # the first offending row, as a row-by-row check would find it
             i, e = min(bad, key=lambda x: x[0])
             raise SchemaError(f"{where(source_path, locs, i)}: {e}") from None
-        if np.all(lut_m == 1.0):
+        if np.all(lut_p == 1.0) and not lut_k.any():
             out_v.append(v)
         else:
-            scaled = v.to_numpy(zero_copy_only=False) * lut_m[key]
+            used = present if dense else np.arange(len(present))
+            if len(used) == 1:  # one unit in the chunk: scalars, no per-row gathers
+                fp, fk, fw = lut_p[used[0]], lut_k[used[0]], None if lut_w[used[0]] else np.zeros(len(v), bool)
+            else:
+                fp, fk, fw = lut_p[key], lut_k[key], None if lut_w.all() else lut_w[key]
+            scaled = scale(v.to_numpy(zero_copy_only=False), fp, fk, fw)
             out_v.append(pa.array(scaled, mask=v.is_null().to_numpy(zero_copy_only=False) if v.null_count else None))
         out_u.append(pa.DictionaryArray.from_arrays(lut_u[key], pa.array(list(names), pa.string())))
         base += len(v)

@@ -66,6 +66,11 @@ REQUIRED = ("fidelity", "target", "workload", "op", "metric", "value")
 PROVENANCE = ("source", "source_id", "source_path")
 FLAG_NO_REFERENCE = ("invalid", "failed_test")
 """Flags that forbid a number from ever serving as a reference."""
+KEY_CAP = 4 << 10
+"""Longest key or name (target, workload, op, metric, stat, unit, run, ...), in UTF-8 bytes."""
+PROVENANCE_CAP = 64 << 10
+"""Longest provenance string (source_path, source_loc, config), in UTF-8 bytes."""
+_LONG_TEXT = ("source_path", "source_loc", "config")
 
 
 def fidelity_rank(fidelity: str) -> int:
@@ -184,6 +189,7 @@ def normalize(
             raise SchemaError(f"{_where(source_path, locs, i)}: missing {name!r} ({fix})")
     for name in _TEXT:
         cols[name] = _as_text(cols[name], name, source_path)
+        _check_length(cols[name], name, source_path, locs)
     if cols["stat"].null_count == n:
         cols["stat"] = constant_column("stat", "value", n)
     elif cols["stat"].null_count:
@@ -206,6 +212,7 @@ def normalize(
             i = pc.index(no_reason, True).as_py()
             raise SchemaError(f"{_where(source_path, locs, i)}: 'value' is missing and no null_reason says why")
     cols["value"], cols["unit"] = to_canonical(value, cols["metric"], cols["unit"], source_path, locs)
+    _check_sign(cols["value"], cols["metric"], source_path, locs)
     cols["n_samples"] = as_counts(cols["n_samples"], source_path, locs)
     cols["timestamp"] = as_timestamp(cols["timestamp"], source_path)
     if lazy is not None and not keep_lazy_loc:
@@ -221,6 +228,50 @@ def normalize(
         out.append(c)
     table = pa.Table.from_arrays(out, schema=SCHEMA)
     return with_lazy_loc(table, *lazy) if lazy is not None and keep_lazy_loc else table
+
+
+def _check_length(col: pa.ChunkedArray, name: str, source_path: str | None, locs) -> None:
+    """Every string of a text column within its cap (KEY_CAP or PROVENANCE_CAP), or an error
+    naming the first row over it: one oversized name must not cost gigabytes downstream."""
+    cap = PROVENANCE_CAP if name in _LONG_TEXT else KEY_CAP
+    base = 0
+    for chunk in col.chunks:
+        values = chunk.dictionary if isinstance(chunk, pa.DictionaryArray) else chunk
+        if values.nbytes > cap:  # else no string in it can be longer
+            lens = pc.binary_length(values)
+            if (pc.max(lens).as_py() or 0) > cap:
+                over = pc.greater(lens, cap)
+                if isinstance(chunk, pa.DictionaryArray):  # the first row using a long entry
+                    rows = pc.is_in(chunk.indices, pc.indices_nonzero(over).cast(chunk.indices.type))
+                    i = pc.index(rows, True).as_py()
+                    size = lens[chunk.indices[i].as_py()].as_py() if i >= 0 else 0
+                else:
+                    i = pc.index(over, True).as_py()
+                    size = lens[i].as_py() if i >= 0 else 0
+                if i >= 0:
+                    kind = "a provenance string" if name in _LONG_TEXT else "a key or name"
+                    raise SchemaError(
+                        f"{_where(source_path, locs, base + i)}: {name!r} is {size:,} bytes long; {kind} may "
+                        f"be at most {cap:,} bytes ({cap >> 10} KiB) (shorten it; long free text belongs "
+                        "in a file beside the data, not in a record)"
+                    )
+        base += len(chunk)
+
+
+def _check_sign(value: pa.ChunkedArray, metric: pa.ChunkedArray, source_path: str | None, locs) -> None:
+    """No negative value for a metric that cannot be negative (a time, an energy, a rate, a count)."""
+    neg = pc.less(value, 0.0)
+    if not pc.any(neg).as_py():
+        return
+    rows = pc.indices_nonzero(pc.fill_null(neg, False))
+    names = pc.take(metric, rows).cast(pa.string()).to_pylist()
+    for i, m in zip(rows.to_pylist(), names, strict=True):
+        if units.is_non_negative(m):
+            dim = units.METRICS[m].replace("_", " ")
+            raise SchemaError(
+                f"{_where(source_path, locs, i)}: 'value' is {value[i].as_py()!r} for metric {m!r}, which "
+                f"cannot be negative (a {dim} quantity); check the sign and the column the number came from"
+            )
 
 
 def _encode(col: pa.ChunkedArray) -> pa.ChunkedArray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,9 @@ WHOLE_CSV_BYTES = 256 << 20
 """CSV files up to this size are parsed in one multi-threaded read; larger ones are streamed."""
 CSV_BLOCK = 4 << 20
 """Bytes per CSV block: many blocks keep both cores busy (one 64 MB block each did not)."""
+MAX_LINE_BYTES = 2 << 20
+"""Longest JSON line read: a record's strings are capped (4 KiB keys, 64 KiB provenance, see
+xfid.schema), so a longer line is refused before it is held in memory."""
 _DICT = pa.dictionary(pa.int32(), pa.string())
 _DICT_COLUMNS = frozenset(c for c in TEXT_COLUMNS if c not in ("source_loc", "timestamp"))
 
@@ -81,7 +85,7 @@ class RecordsAdapter(Adapter):
         if first.startswith("{"):
             try:
                 obj = json.loads(first)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested too deep for json
                 return False
             return isinstance(obj, dict) and cls._looks_like(set(obj))
         cols = {c.strip().strip('"') for c in first.split(",")}
@@ -153,8 +157,10 @@ class RecordsAdapter(Adapter):
                 batches = pcsv.open_csv(ctx.path, **opts)  # streamed: memory stays bounded
             row = 0
             for t in _regroup(batches, BATCH_ROWS):
-                if "op" in t.column_names and t.column("op").null_count:
-                    t = t.set_column(t.column_names.index("op"), "op", _fill_empty(t.column("op")))
+                for c in ("op", "unit"):  # an empty op is ""; an empty unit is "" (the normalizer
+                    # takes it only where the metric has one scale, never as seconds)
+                    if c in t.column_names and t.column(c).null_count:
+                        t = t.set_column(t.column_names.index(c), c, _fill_empty(t.column(c)))
                 if "source_loc" not in t.column_names:  # "line N", built by the store after sorting
                     t = with_lazy_loc(t, "line", row + 2)
                 row += t.num_rows
@@ -168,32 +174,33 @@ class RecordsAdapter(Adapter):
     def _jsonl(self, ctx: ReadContext) -> Iterator[pa.Table]:
         rows: list[dict[str, Any]] = []
         locs: list[str] = []
-        with ctx.path.open("r", encoding="utf-8-sig") as f:
-            for lineno, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                obj = jsonutil.loads(ctx, line, f"line {lineno}")
-                if not isinstance(obj, dict):
-                    raise ctx.error(f"line {lineno}", "each line must be one JSON object")
-                if lineno == 1 or (not rows and not locs):
-                    self._check_columns(ctx, list(obj), f"line {lineno}")
-                bad = [k for k in obj if k not in ALLOWED]
-                if bad:
-                    raise ctx.error(f"line {lineno}", f"unknown key {bad[0]!r}", f"xfid-records keys are {', '.join(ALLOWED)}")
-                v = obj.get("value")
-                if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-                    raise ctx.error(f"line {lineno}", f"'value' must be a number, got {v!r}")
-                for k in TEXT_COLUMNS:
-                    x = obj.get(k)
-                    if x is not None and k != "config" and not isinstance(x, str):
-                        raise ctx.error(f"line {lineno}", f"{k!r} must be a string, got {x!r}")
-                if isinstance(obj.get("config"), dict):
-                    obj["config"] = json.dumps(obj["config"], sort_keys=True, separators=(",", ":"))
-                rows.append(obj)
-                locs.append(f"line {lineno}")
-                if len(rows) >= BATCH_ROWS:
-                    yield self._json_table(rows, locs)
-                    rows, locs = [], []
+        for lineno, line in _bounded_lines(ctx, MAX_LINE_BYTES):
+            if not line.strip():
+                continue
+            obj = jsonutil.loads(ctx, line, f"line {lineno}")
+            if not isinstance(obj, dict):
+                raise ctx.error(f"line {lineno}", "each line must be one JSON object")
+            if lineno == 1 or (not rows and not locs):
+                self._check_columns(ctx, list(obj), f"line {lineno}")
+            bad = [k for k in obj if k not in ALLOWED]
+            if bad:
+                raise ctx.error(f"line {lineno}", f"unknown key {bad[0]!r}", f"xfid-records keys are {', '.join(ALLOWED)}")
+            v = obj.get("value")
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                raise ctx.error(f"line {lineno}", f"'value' must be a number, got {v!r}")
+            for k in TEXT_COLUMNS:
+                x = obj.get(k)
+                if x is not None and k != "config" and not isinstance(x, str):
+                    raise ctx.error(f"line {lineno}", f"{k!r} must be a string, got {x!r}")
+            if isinstance(obj.get("config"), dict):
+                obj["config"] = json.dumps(obj["config"], sort_keys=True, separators=(",", ":"))
+            if "unit" in obj and obj["unit"] is None:
+                obj["unit"] = ""  # written but empty: not "already canonical"
+            rows.append(obj)
+            locs.append(f"line {lineno}")
+            if len(rows) >= BATCH_ROWS:
+                yield self._json_table(rows, locs)
+                rows, locs = [], []
         if rows:
             yield self._json_table(rows, locs)
 
@@ -208,6 +215,26 @@ class RecordsAdapter(Adapter):
             cols["n_samples"] = pa.array(cols["n_samples"], pa.int64())
         cols["source_loc"] = locs
         return pa.table(cols)
+
+
+def _bounded_lines(ctx: ReadContext, limit: int) -> Iterator[tuple[int, str]]:
+    """(line number, text) of a UTF-8 file (a BOM is accepted), each line read with a bounded
+    readline: a line longer than `limit` bytes is refused before it is held whole."""
+    with ctx.path.open("rb") as f:
+        for lineno in itertools.count(1):
+            raw = f.readline(limit + 1)
+            if not raw:
+                return
+            if len(raw) > limit:
+                raise ctx.error(f"line {lineno}", f"line longer than {limit:,} bytes ({limit >> 20} MiB)",
+                                "one record per line; a record's strings are at most 64 KiB")
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            try:
+                yield lineno, raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ctx.error(f"line {lineno}", f"not UTF-8 text (byte {e.start} of the line)",
+                                "save the file as UTF-8") from None
 
 
 def _first_bad_row(raw: bytes, width: int) -> tuple[str, str] | None:
