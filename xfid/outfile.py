@@ -5,7 +5,8 @@ fsync, then a rename over the target, so a reader sees the old bytes or the new 
 failed write leaves the old file as it was. The new file keeps the old file's mode (a new
 one gets the umask's mode, as `>` would). A symlink is written through (the file it points
 at follows the same rules); a character device or FIFO (`/dev/stdout`, `/dev/null`, a named
-pipe) is written directly. A missing folder is an error, never created.
+pipe) is written directly. A missing folder is an error, never created. (A file with several
+hard links gets a new inode: the other names keep the old bytes.)
 """
 
 from __future__ import annotations
@@ -113,7 +114,9 @@ def _atomic(real: Path, shown: str, st: os.stat_result | None, text: bool,
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except OSError as e:
-        raise error(f"cannot write {shown}: {e.strerror or e}") from None
+        why = (f" (the file is written as a temp file in {real.parent} and renamed over it, so that folder must "
+               "be writable)" if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS) else "")
+        raise error(f"cannot write {shown}: {e.strerror or e}{why}") from None
     f = os.fdopen(fd, "w" if text else "wb", **({"encoding": "utf-8", "newline": ""} if text else {}))
     try:
         if st is not None:
