@@ -220,8 +220,9 @@ def test_json_report(xfid_cli, tmp_path):
     assert pick(recs, "e2e_latency", "p90")["source_loc"] == "$.performance.request_latency_percentiles_ms.p90"
     assert pick(recs, "trtllm:generation_speed_per_user", "max")["value"] == 1684.0
     assert "skipped $.world_info.issue_rate: the rate requests were handed" in out
-    assert "skipped $.dataset: not read by xfid" in out
-    assert json.loads(recs[0]["config"])["backend"] == "Pytorch"
+    assert "keys not read (skipped): " in out and "$.dataset" in out and "$.engine.engine_dir" not in out
+    cfg = json.loads(recs[0]["config"])
+    assert cfg["backend"] == "Pytorch" and cfg["tp_size"] == 1 and "engine_dir" not in cfg
 
 
 @pytest.mark.parametrize(

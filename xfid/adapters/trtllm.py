@@ -148,12 +148,13 @@ class TrtllmBenchAdapter(Adapter):
                         if k == "issue_rate":
                             ctx.skip(loc, ISSUE_RATE)
                         elif k in keys and isinstance(v, (str, int, float, bool)):
-                            rep.config[keys[k]] = v
+                            if v not in ("None", ""):  # str(None) for a path the run did not use
+                                rep.config[keys[k]] = v
                         elif k not in JSON_METRICS.get(sec, {}):
-                            ctx.skip(loc, "not read by xfid")
+                            ctx.skip_keys([f"{sec}.{k}"], f"{pre}.")
             for k in obj:
                 if k not in JSON_CONFIG and k != "machine":
-                    ctx.skip(f"{pre}.{k}", "not read by xfid")
+                    ctx.skip_keys([k], f"{pre}.")
             machine = obj.get("machine")
             if isinstance(machine, dict) and isinstance(machine.get("name"), str):
                 rep.hardware = machine["name"]
@@ -172,7 +173,7 @@ class TrtllmBenchAdapter(Adapter):
                         for sk in d[k]:
                             stat = _json_stat(sk)
                             if stat is None:
-                                ctx.skip(f"{loc}.{sk}", "not a statistic xfid reads")
+                                ctx.skip_keys([f"{sec}.{k}.{sk}"], f"{pre}.")
                                 continue
                             rep.add(metric, stat, jsonutil.number(ctx, d[k], sk, f"{loc}.{sk}"), unit,
                                     f"{loc}.{sk}")
