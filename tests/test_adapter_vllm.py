@@ -265,3 +265,23 @@ def test_nesting_depth_ignores_brackets_in_strings():
     assert nesting_depth('{"a": "[[[[{{", "b": [1, [2]], "c": "\\"[["}') == 3
     assert nesting_depth("[" * 1000 + "]" * 1000) > 64
     assert nesting_depth("") == 0
+
+
+def test_v06_layout_arrays_before_the_stat_keys(xfid_cli, tmp_path):
+    """vLLM 0.6.x wrote the per-request arrays before the stat keys (past the sniffed head) and
+    spelled goodput `request_goodput:`; such a file is still recognised, the typo key listed."""
+    n = 2000
+    obj = {"date": "20241015-101010", "backend": "vllm", "model_id": "m", "tokenizer_id": "m", "best_of": 1,
+           "num_prompts": n, "request_rate": "inf", "duration": 10.0, "completed": n, "total_input_tokens": 4 * n,
+           "total_output_tokens": 2 * n, "request_throughput": n / 10.0, "request_goodput:": None,
+           "output_throughput": 2 * n / 10.0, "total_token_throughput": 6 * n / 10.0,
+           "input_lens": [4] * n, "output_lens": [2] * n, "ttfts": [0.05] * n, "itls": [[0.01]] * n,
+           "generated_texts": ["ab"] * n, "errors": [""] * n,
+           "mean_ttft_ms": 50.0, "median_ttft_ms": 50.0, "std_ttft_ms": 0.0, "p99_ttft_ms": 50.0}
+    f = tmp_path / "vllm-infqps-m-20241015-101010.json"
+    f.write_text(json.dumps(obj))
+    assert f.read_text().index('"median_ttft_ms"') > 8192 and detect(f) is VllmAdapter
+    recs, out = xfid_cli.ingest_export(f, "--target", "h100-sxm", "--workload", "w")
+    assert "$.request_goodput:" in out and "summary key says" not in out
+    assert pick(recs, "ttft", "p99")["value"] == pytest.approx(0.05) and pick(recs, "ttft", "p99")["n_samples"] == n
+    assert pick(recs, "itl", "mean")["value"] == pytest.approx(0.01) and pick(recs, "itl", "mean")["n_samples"] == n

@@ -38,6 +38,9 @@ CONFIG_KEYS = ("endpoint_type", "backend", "label", "model_id", "tokenizer_id", 
 """Load settings kept in `config`. Other text values are `--metadata k=v` pairs (config too); any
 other key (a number, list or null xfid does not know, e.g. `rtfx`) is listed as not read."""
 READ_KEYS = {*SCALARS, *CONFIG_KEYS, "date", *serving.READ}
+_VLLM = ('"e2el', "_e2el_ms", '"endpoint_type"', '"median_ttft_ms"', '"ttfts"', '"input_lens"', '"request_goodput')
+_NOT_VLLM = ("_e2e_latency_ms", '"time_to_first_token"', '"total_output_tokens_retokenized"', '"random_range_ratio"')
+"""Keys of SGLang bench_serving and GenAI-Perf files, which also write `request_throughput`."""
 
 
 class VllmAdapter(Adapter):
@@ -49,9 +52,11 @@ class VllmAdapter(Adapter):
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
         t = head_text(head)
-        return t.lstrip().startswith("{") and '"request_throughput"' in t and (
-            '"e2el' in t or "_e2el_ms" in t or '"endpoint_type"' in t or '"median_ttft_ms"' in t
-        ) and "_e2e_latency_ms" not in t and '"time_to_first_token"' not in t
+        if not t.lstrip().startswith("{") or '"request_throughput"' not in t or any(m in t for m in _NOT_VLLM):
+            return False
+        # with per-request arrays (--save-detailed; always in 0.6.x) the stat keys come after them,
+        # often beyond the head
+        return any(m in t for m in _VLLM)
 
     def read(self, ctx: ReadContext) -> dict[str, list[Any]]:
         out = Columns()
