@@ -218,3 +218,11 @@ def test_zero_ttft_and_itl_are_not_measurements(xfid_cli, tmp_path):
     assert pick(recs, "ttft", "std")["value"] == 0.0  # a spread of 0 is a number
     assert pick(recs, "e2e_latency", "mean")["value"] == pytest.approx(0.3)
     assert "summary key says" not in out
+
+
+def test_v05_line_with_a_large_server_info_is_sniffed(tmp_path):
+    """0.5.x puts `server_info` (every server argument) before the results: past the sniffed head."""
+    f = tmp_path / "out.jsonl"
+    f.write_text(_v05_line(server_info={"version": "0.5.4", **{f"arg_{i}": "x" * 40 for i in range(300)}}) + "\n")
+    assert f.read_text().index("_e2e_latency_ms") > 8192
+    assert detect(f) is SglangAdapter
