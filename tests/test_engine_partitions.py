@@ -10,6 +10,7 @@ import pytest
 
 import xfid.engine.pipeline
 from tests.test_engine_helpers import config, make_store, rec
+from xfid.engine.align import Aligner
 from xfid.engine.partitions import select_store
 from xfid.engine.select import load, select
 
@@ -46,21 +47,23 @@ def _records(seed: int) -> dict[str, list[dict]]:
 def test_partitioned_selection_equals_whole_store_selection(tmp_path, seed):
     store = make_store(tmp_path, _records(seed), name=f"s{seed}")
     cfg = config(OPMAP)
-    whole = select(load(store), cfg)
-    part = select_store(store, cfg)
+    whole_sel = select(load(store), cfg)
+    part_sel = select_store(store, cfg)
+    whole, part = whole_sel.entries, part_sel.entries
     assert part.fidelities == whole.fidelities and part.dims == whole.dims
     for k in whole.codes:
         np.testing.assert_array_equal(part.codes[k], whole.codes[k], err_msg=k)
-    np.testing.assert_array_equal(part.key, whole.key)
-    for k in ("value", "ref_value", "n", "flagged"):
+    for k in ("key", "ref_value"):
+        np.testing.assert_array_equal(getattr(part_sel.keys, k), getattr(whole_sel.keys, k), err_msg=k)
+    for k in ("value", "n", "flagged"):
         np.testing.assert_array_equal(getattr(part, k), getattr(whole, k), err_msg=k)
     assert part.notes == whole.notes and any("sum of 2 raw ops" in v for v in whole.notes.values())
     assert part.counts == whole.counts
     assert part.coverage.equals(whole.coverage)
     # the chosen records' provenance: the same strings at each entry's representative record
     for col in ("unit", "run", "source_path", "source_loc", "config", "timestamp"):
-        a = part.table.column(col).take(pa.array(part.rep)).to_pylist()
-        b = whole.table.column(col).take(pa.array(whole.rep)).to_pylist()
+        a = part_sel.records.column(col).take(pa.array(part.rep)).to_pylist()
+        b = whole_sel.records.column(col).take(pa.array(whole.rep)).to_pylist()
         assert a == b, col
 
 
@@ -68,10 +71,10 @@ def test_partitioned_selection_of_an_empty_or_filtered_store(tmp_path):
     store = make_store(tmp_path, {"a.csv": [rec("archmodel", "op1", 1.0, target="a100-sxm")],
                                   "m.csv": [rec("measured", "op1", 2.0)]})
     only = select_store(store, config(), targets=["h100-sxm"])
-    assert only.fidelities == ["measured"] and len(only.value) == 1
-    assert only.table.column("source_path").to_pylist()[0].endswith("m.csv")
+    assert only.entries.fidelities == ["measured"] and len(only.entries.value) == 1
+    assert only.records.column("source_path").to_pylist()[0].endswith("m.csv")
     none = select_store(store, config(), targets=["mi300x"])
-    assert len(none.value) == 0
+    assert len(none.entries.value) == 0 and none.records.num_rows == 0
 
 
 def test_one_thread_and_two_threads_agree(tmp_path, monkeypatch):
@@ -96,8 +99,7 @@ def test_an_error_while_aligning_stops_the_worker(tmp_path, monkeypatch):
     from xfid.errors import EngineError
 
     store = make_store(tmp_path, _records(6), name="err")
-    mod = xfid.engine.pipeline
-    real = mod.align_pair
+    real = Aligner.align
     calls = []
 
     def failing(*a, **k):
@@ -106,8 +108,8 @@ def test_an_error_while_aligning_stops_the_worker(tmp_path, monkeypatch):
             raise EngineError("boom in the third pair")
         return real(*a, **k)
 
-    monkeypatch.setattr(mod, "align_pair", failing)
-    monkeypatch.setattr(mod, "THREADS", 2)
+    monkeypatch.setattr(Aligner, "align", failing)
+    monkeypatch.setattr(xfid.engine.pipeline, "THREADS", 2)
     before = threading.active_count()
     with pytest.raises(EngineError, match="third pair"):
         correlate(store, config(OPMAP))

@@ -66,11 +66,14 @@ class DriftReport:
     def of(self, *cats: str) -> list[Finding]:
         return [f for f in self.findings if f.category in cats]
 
+    def fails(self, finding: Finding) -> bool:
+        """Whether this finding fails the gate (its category is one `fail_on` names)."""
+        cats = {"new": ("new",), "regression": ("regression",), "bound": ("bound",), "drift": ("aggregate", "value")}
+        return any(finding.category in cats[k] for k in self.fail_on)
+
     @property
     def failing(self) -> list[Finding]:
-        cats = {"new": ("new",), "regression": ("regression",), "bound": ("bound",), "drift": ("aggregate", "value")}
-        wanted = {c for k in self.fail_on for c in cats[k]}
-        return [f for f in self.findings if f.category in wanted]
+        return [f for f in self.findings if self.fails(f)]
 
     @property
     def exit_code(self) -> int:

@@ -24,14 +24,13 @@ def _verdict(rep: DriftReport) -> str:
 
 def to_text(rep: DriftReport) -> str:
     lines = [f"xfid compare against baseline {rep.baseline_label}: {rep.checked_keys} aligned keys", _verdict(rep)]
-    failing = {id(f) for f in rep.failing}
     for cat, title in TITLES.items():
         fs = rep.of(cat)
         if not fs:
             continue
         lines.append(f"\n{title} ({len(fs)}):")
         for f in fs:
-            mark = "FAIL" if id(f) in failing else "    "
+            mark = "FAIL" if rep.fails(f) else "    "
             lines.append(f"  {mark} {f.name}: {f.message}")
     return "\n".join(lines) + "\n"
 
@@ -44,15 +43,14 @@ def to_markdown(rep: DriftReport) -> str:
     icon = "❌" if rep.failing else "✅"
     out = [f"### {icon} xfid compare: {_md(_verdict(rep))}", "",
            f"Baseline `{_md(rep.baseline_label)}`, {rep.checked_keys} aligned keys.", ""]
-    failing = {id(f) for f in rep.failing}
     for cat, title in TITLES.items():
         fs = rep.of(cat)
         if not fs:
             continue
-        out += [f"<details{' open' if any(id(f) in failing for f in fs) else ''}><summary>{title} ({len(fs)})</summary>", "",
+        out += [f"<details{' open' if any(rep.fails(f) for f in fs) else ''}><summary>{title} ({len(fs)})</summary>", "",
                 "| | key | change |", "|---|---|---|"]
         for f in fs[:200]:
-            out.append(f"| {'**fail**' if id(f) in failing else ''} | {_md(f.name)} | {_md(f.message)} |")
+            out.append(f"| {'**fail**' if rep.fails(f) else ''} | {_md(f.name)} | {_md(f.message)} |")
         if len(fs) > 200:
             out.append(f"| | … {len(fs) - 200} more | |")
         out += ["", "</details>", ""]
@@ -65,11 +63,10 @@ def _finding(f: Finding, failing: bool) -> dict[str, Any]:
 
 
 def to_json(rep: DriftReport) -> str:
-    failing = {id(f) for f in rep.failing}
     doc = {"drift": bool(rep.failing), "exit_code": rep.exit_code, "fail_on": list(rep.fail_on),
            "baseline": rep.baseline_label, "checked_keys": rep.checked_keys,
            "counts": {c: len(rep.of(c)) for c in TITLES},
-           "findings": [_finding(f, id(f) in failing) for f in rep.findings]}
+           "findings": [_finding(f, rep.fails(f)) for f in rep.findings]}
     return json.dumps(doc, indent=2, default=str) + "\n"
 
 

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from xfid.config import Config
 from xfid.engine.keys import combine, dense_unique
 from xfid.engine.mismatch import MismatchChecker
-from xfid.engine.select import Selected
+from xfid.engine.select import AlignKeys, Selected
 from xfid.errors import ConfigError
 
 LOWER_BOUND = frozenset({"latency", "cycles", "ttft", "tpot", "itl", "e2e_latency", "duration"})
@@ -81,7 +82,8 @@ class Notes:
         if not len(idx):
             return
         if isinstance(text, str):
-            tl, tc = [text], np.zeros(len(idx), np.int64)
+            tl: Sequence[str] | np.ndarray = [text]
+            tc = np.zeros(len(idx), np.int64)
         else:
             tl, tc = np.unique(np.asarray(text, dtype=object), return_inverse=True)
         combo = self.ids[idx].astype(np.int64) * len(tl) + tc.reshape(-1)
@@ -93,151 +95,213 @@ class Notes:
         self.ids[idx] = new[inv.reshape(-1)]
 
 
-def _side(sel: Selected, fid: int, conv: tuple[str, str, str] | None, clocks: np.ndarray,
-          units: np.ndarray, unit_names: list[str], cards: list[int]):
-    """Entries of one fidelity: (entry idx, key, metric code, value, ref value, unit, converted).
+class Side(NamedTuple):
+    """One fidelity's entries as one side of a pair, in key order."""
 
-    Without a conversion the result only depends on the fidelity: it is computed once and
-    shared by every pair (callers never write into it).
-    """
-    if conv is None and ("side", fid) in sel.cache:
-        return sel.cache[("side", fid)]
-    e = np.flatnonzero(sel.codes["fid"] == fid)
-    c = sel.codes
-    m = c["metric"][e].copy()
-    val = sel.value[e].copy()
-    okv = sel.ref_value[e].copy()
-    unit = units[e].copy()
-    conv_mask = np.zeros(len(e), bool)
-    if conv is not None:
-        src_m, dst_m = sel.dims["metric"].index(conv[0]), sel.dims["metric"].index(conv[1])
-        dst_unit = unit_names.index(conv[2])
-        clk = clocks[c["target"][e]]
-        conv_mask = (m == src_m) & ~np.isnan(clk)
-        factor = 1.0 / clk if conv[0] == "cycles" else clk
-        val = np.where(conv_mask, val * factor, val)
-        okv = np.where(conv_mask, okv * factor, okv)
-        m[conv_mask] = dst_m
-        unit[conv_mask] = dst_unit
-    radix = int(np.prod([max(int(x), 1) for x in cards], dtype=object)) * max(len(sel.fidelities), 1)
-    if conv is None and radix < 1 << 62:
-        key = sel.key[e]  # Selected.key is this very combination (not densified below 2**62)
-    else:
-        key, _ = combine([c["target"][e], m, c["stat"][e], c["workload"][e], c["op"][e]], cards)
-    if conv is not None and conv_mask.any():
-        # a native number of the converted metric wins over a converted one
-        order = np.lexsort((conv_mask, key))
-        key, e, m, val, okv, unit, conv_mask = (a[order] for a in (key, e, m, val, okv, unit, conv_mask))
-        dup = np.r_[False, key[1:] == key[:-1]]
-        keep = ~dup
-        key, e, m, val, okv, unit, conv_mask = (a[keep] for a in (key, e, m, val, okv, unit, conv_mask))
-    if conv is None:
-        sel.cache[("side", fid)] = (e, key, m, val, okv, unit, conv_mask)
-    return e, key, m, val, okv, unit, conv_mask
+    entries: np.ndarray  # entry index into Selected
+    key: np.ndarray  # combined (target, metric, stat, workload, op), sorted
+    metric: np.ndarray  # metric code (after a conversion)
+    value: np.ndarray
+    ref_value: np.ndarray  # the value as a reference (NaN when every record is flagged)
+    unit: np.ndarray  # code into the unit names
+    converted: np.ndarray  # bool: converted cycles<->latency
 
 
-def _sides(sel: Selected, pair: Pair, config: Config, units: np.ndarray, unit_names: list[str]):
-    """Both sides of a pair and which candidate entries lie in workloads the reference has."""
-    fids = sel.fidelities
-    cf, rf = fids.index(pair.candidate), fids.index(pair.reference)
-    conv = None
-    if pair.convert:
-        if pair.convert not in CONVERSIONS:
-            raise ConfigError(f"[[compare]] {pair.label}: convert = {pair.convert!r} is not known; "
-                              f"use one of {', '.join(CONVERSIONS)}")
-        conv = CONVERSIONS[pair.convert]
-    tn = sel.dims["target"]
-    clocks = np.array([config.targets[t].clock_hz if t in config.targets and config.targets[t].clock_hz
-                       else np.nan for t in tn], dtype=np.float64)
-    cards = [len(tn), len(sel.dims["metric"]), len(sel.dims["stat"]), len(sel.dims["workload"]),
-             len(sel.dims["op"])]
-    cand = _side(sel, cf, conv, clocks, units, unit_names, cards)
-    refs = _side(sel, rf, conv, clocks, units, unit_names, cards)
-    W = len(sel.dims["workload"])
-    re_ = refs[0]
-    present = np.zeros(len(tn) * W, bool)
-    present[sel.codes["target"][re_].astype(np.int64) * W + sel.codes["workload"][re_]] = True
-    ce = cand[0]
-    active = present[sel.codes["target"][ce].astype(np.int64) * W + sel.codes["workload"][ce]]
-    return cand, refs, active, cards
+class PairSides(NamedTuple):
+    """Both sides of a pair, and which candidate entries lie in workloads the reference has."""
+
+    pair: Pair
+    cand: Side
+    ref: Side
+    active: np.ndarray  # bool per candidate entry
+    cards: list[int]  # key radices (target, metric, stat, workload, op)
+
+    @property
+    def size(self) -> int:
+        """How many rows the pair aligns."""
+        return int(np.count_nonzero(self.active))
 
 
-def pair_size(sel: Selected, pair: Pair, config: Config, units: np.ndarray, unit_names: list[str]) -> int:
-    """How many rows align_pair will return for `pair` (0 when a side is absent); the sides are
-    kept for align_pair."""
-    if pair.candidate not in sel.fidelities or pair.reference not in sel.fidelities:
-        return 0
-    sides = sel.cache[("sides", id(pair))] = _sides(sel, pair, config, units, unit_names)
-    return int(np.count_nonzero(sides[2]))
+class Compared(NamedTuple):
+    """What the verdicts of a pair's rows are computed from (one element per row)."""
+
+    metric: np.ndarray
+    cand_value: np.ndarray
+    ref_value: np.ndarray
+    rel: np.ndarray
+    missing: np.ndarray
 
 
-def align_pair(sel: Selected, pair: Pair, config: Config, settings: dict[str, Any],
-               units: np.ndarray, mismatch: MismatchChecker, unit_names: list[str]) -> PairRows | None:
-    """Align candidate entries with reference entries for one pair; None if a side is absent.
+@dataclass
+class Verdict:
+    """Per row: tolerance used, within, kind, severity, efficiency and notes (filled in place)."""
 
-    `units` holds a code per entry into `unit_names` (which must contain "s" and "cycles").
-    """
-    if pair.candidate not in sel.fidelities or pair.reference not in sel.fidelities:
-        return None
-    sides = sel.cache.pop(("sides", id(pair)), None) or _sides(sel, pair, config, units, unit_names)
-    (ce, ck, cm, cv, _, cu, cconv), (re_, rk, _rm, _rv, rok, _ru, rconv), active, cards = sides
-    counts = {"candidate_keys": len(ce), "outside_reference_workloads": int((~active).sum())}
-    ce, ck, cm, cv, cu, cconv = ce[active], ck[active], cm[active], cv[active], cu[active], cconv[active]
-    pos_c, hit = _lookup(rk, ck)
-    alt_stat = np.full(len(ck), -1, np.int64)
-    sn = sel.dims["stat"]
-    if "value" in sn and len(rk):
-        for alt in settings["value_matches"]:
-            if alt not in sn:
-                continue
-            todo = np.flatnonzero(~hit & (sel.codes["stat"][ce] == sn.index("value")))
-            if not len(todo):
-                break
-            e = ce[todo]
-            k2, _ = combine([sel.codes["target"][e], cm[todo], np.full(len(e), sn.index(alt)),
-                             sel.codes["workload"][e], sel.codes["op"][e]], cards)
-            p2, h2 = _lookup(rk, k2)
-            pos_c[todo[h2]] = p2[h2]
-            hit[todo[h2]] = True
-            alt_stat[todo[h2]] = sn.index(alt)
-    pos = pos_c
-    ref = np.where(hit, re_[pos_c] if len(re_) else -1, -1)
-    counts["value_stat_fallback"] = int((alt_stat >= 0).sum())
-    refv = np.where(hit, rok[pos_c] if len(rok) else np.nan, np.nan)
-    ref_conv = np.where(hit, rconv[pos_c] if len(rconv) else False, False)
-    flagged_ref = hit & np.isnan(refv)
-    missing = ~hit | flagged_ref
-    used = np.zeros(len(rk), bool)
-    used[pos[hit]] = True
-    counts["reference_only_keys"] = int(len(rk) - np.count_nonzero(used))
-    n = len(ce)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(refv != 0, (cv - refv) / refv, np.nan)
-        lr = np.where((cv > 0) & (refv > 0), np.log(cv) - np.log(refv), np.nan)
-    tol, tol_abs = _tolerances(sel, pair, config, cm, sel.codes["op"][ce], sel.codes["stat"][ce])
-    diff = np.abs(cv - refv)
-    within = ~missing & ((np.abs(rel) <= tol) | (diff <= tol_abs))
-    kind = np.where(missing, MISSING, np.where(within, OK, OVER)).astype(np.int8)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        severity = np.where(missing, 0.0, np.abs(rel) / np.maximum(tol, 1e-12))
-    efficiency = np.full(n, np.nan)
-    notes = Notes(n)
-    if pair.candidate in settings["bound_fidelities"]:
-        _apply_bounds(sel, pair, settings, cm, cv, refv, rel, missing, tol, within, kind, severity,
-                      efficiency, notes)
-    mm_idx, mm_text = mismatch.check(sel, ce, ref, missing)
-    if len(mm_idx):
-        kind[mm_idx] = MISMATCH
-        within[mm_idx] = False
-        severity[mm_idx] = 100.0 + np.minimum(np.nan_to_num(severity[mm_idx] % 1000.0, nan=0.0), 899.0)
-        notes.add(mm_idx, mm_text)
-    _notes(sel, pair, ce, ref, hit, flagged_ref, cconv, ref_conv, notes)
-    for code in np.unique(alt_stat[alt_stat >= 0]):
-        notes.add(np.flatnonzero(alt_stat == code), f"stat value compared with the reference {sn[code]}")
-    counts.update(aligned=int((~missing).sum()), missing_reference=int(missing.sum()),
-                  flagged_reference=int(flagged_ref.sum()))
-    return PairRows(pair, ce, ref, cm, cu, cv, refv, rel, lr, tol, tol_abs, within, kind, severity,
-                    efficiency, notes, counts)
+    tol: np.ndarray
+    within: np.ndarray
+    kind: np.ndarray
+    severity: np.ndarray
+    efficiency: np.ndarray
+    notes: Notes
+
+
+class Matched(NamedTuple):
+    """How a pair's candidate rows found their references."""
+
+    cand: np.ndarray  # candidate entry per row
+    ref: np.ndarray  # reference entry per row, -1 when none
+    hit: np.ndarray  # a reference entry was found
+    flagged_ref: np.ndarray  # ... but all its records are flagged
+    cand_converted: np.ndarray
+    ref_converted: np.ndarray
+
+
+class Aligner:
+    """Aligns the pairs of one selection. Holds what only the alignment needs (the entries' keys
+    and reference values, their units, the unconverted side of each fidelity, shared by every
+    pair): drop it once the pairs are aligned."""
+
+    def __init__(self, sel: Selected, keys: AlignKeys, config: Config, settings: dict[str, Any],
+                 units: np.ndarray, unit_names: list[str], mismatch: MismatchChecker):
+        """`units` holds a code per entry into `unit_names` (which must contain "s" and "cycles")."""
+        self.sel, self.keys, self.config, self.settings = sel, keys, config, settings
+        self.units, self.unit_names, self.mismatch = units, unit_names, mismatch
+        tn = sel.dims["target"]
+        self.clocks = np.array([config.targets[t].clock_hz if t in config.targets and config.targets[t].clock_hz
+                                else np.nan for t in tn], dtype=np.float64)
+        self.cards = [len(tn), len(sel.dims["metric"]), len(sel.dims["stat"]), len(sel.dims["workload"]),
+                      len(sel.dims["op"])]
+        self._native: dict[int, Side] = {}  # unconverted side per fidelity code
+
+    def _side(self, fid: int, conv: tuple[str, str, str] | None) -> Side:
+        """The entries of one fidelity. Without a conversion the side only depends on the
+        fidelity: it is computed once and shared by every pair (callers never write into it)."""
+        if conv is None and fid in self._native:
+            return self._native[fid]
+        sel, cards = self.sel, self.cards
+        e = np.flatnonzero(sel.codes["fid"] == fid)
+        c = sel.codes
+        m = c["metric"][e].copy()
+        val = sel.value[e].copy()
+        okv = self.keys.ref_value[e].copy()
+        unit = self.units[e].copy()
+        conv_mask = np.zeros(len(e), bool)
+        if conv is not None:
+            src_m, dst_m = sel.dims["metric"].index(conv[0]), sel.dims["metric"].index(conv[1])
+            dst_unit = self.unit_names.index(conv[2])
+            clk = self.clocks[c["target"][e]]
+            conv_mask = (m == src_m) & ~np.isnan(clk)
+            factor = 1.0 / clk if conv[0] == "cycles" else clk
+            val = np.where(conv_mask, val * factor, val)
+            okv = np.where(conv_mask, okv * factor, okv)
+            m[conv_mask] = dst_m
+            unit[conv_mask] = dst_unit
+        radix = int(np.prod([max(int(x), 1) for x in cards], dtype=object)) * max(len(sel.fidelities), 1)
+        if conv is None and radix < 1 << 62:
+            key = self.keys.key[e]  # AlignKeys.key is this very combination (not densified below 2**62)
+        else:
+            key, _ = combine([c["target"][e], m, c["stat"][e], c["workload"][e], c["op"][e]], cards)
+        side = Side(e, key, m, val, okv, unit, conv_mask)
+        if conv is not None and conv_mask.any():
+            # a native number of the converted metric wins over a converted one
+            order = np.lexsort((conv_mask, key))
+            side = Side(*(a[order] for a in side))
+            first = np.r_[True, side.key[1:] != side.key[:-1]]
+            side = Side(*(a[first] for a in side))
+        if conv is None:
+            self._native[fid] = side
+        return side
+
+    def sides(self, pair: Pair) -> PairSides | None:
+        """Both sides of `pair`; None when a fidelity of the pair has no records."""
+        sel = self.sel
+        if pair.candidate not in sel.fidelities or pair.reference not in sel.fidelities:
+            return None
+        conv = None
+        if pair.convert:
+            if pair.convert not in CONVERSIONS:
+                raise ConfigError(f"[[compare]] {pair.label}: convert = {pair.convert!r} is not known; "
+                                  f"use one of {', '.join(CONVERSIONS)}")
+            conv = CONVERSIONS[pair.convert]
+        cand = self._side(sel.fidelities.index(pair.candidate), conv)
+        ref = self._side(sel.fidelities.index(pair.reference), conv)
+        tc, wc = sel.codes["target"], sel.codes["workload"]
+        W = len(sel.dims["workload"])
+        present = np.zeros(len(sel.dims["target"]) * W, bool)
+        present[tc[ref.entries].astype(np.int64) * W + wc[ref.entries]] = True
+        active = present[tc[cand.entries].astype(np.int64) * W + wc[cand.entries]]
+        return PairSides(pair, cand, ref, active, self.cards)
+
+    def plan(self, pairs: list[Pair]) -> dict[int, PairSides]:
+        """The sides of every pair whose fidelities both have records, by position in `pairs`."""
+        out = {}
+        for i, pair in enumerate(pairs):
+            sides = self.sides(pair)
+            if sides is not None:
+                out[i] = sides
+        return out
+
+    def align(self, sides: PairSides) -> PairRows:
+        """Align the candidate entries of a pair with its reference entries."""
+        sel, settings, pair = self.sel, self.settings, sides.pair
+        ref_side, active, cards = sides.ref, sides.active, sides.cards
+        counts = {"candidate_keys": len(sides.cand.entries), "outside_reference_workloads": int((~active).sum())}
+        ce, ck, cm, cv, cu, cconv = (a[active] for a in (sides.cand.entries, sides.cand.key, sides.cand.metric,
+                                                         sides.cand.value, sides.cand.unit, sides.cand.converted))
+        rk = ref_side.key
+        pos_c, hit = _lookup(rk, ck)
+        alt_stat = np.full(len(ck), -1, np.int64)
+        sn = sel.dims["stat"]
+        if "value" in sn and len(rk):
+            for alt in settings["value_matches"]:
+                if alt not in sn:
+                    continue
+                todo = np.flatnonzero(~hit & (sel.codes["stat"][ce] == sn.index("value")))
+                if not len(todo):
+                    break
+                e = ce[todo]
+                k2, _ = combine([sel.codes["target"][e], cm[todo], np.full(len(e), sn.index(alt)),
+                                 sel.codes["workload"][e], sel.codes["op"][e]], cards)
+                p2, h2 = _lookup(rk, k2)
+                pos_c[todo[h2]] = p2[h2]
+                hit[todo[h2]] = True
+                alt_stat[todo[h2]] = sn.index(alt)
+        re_, rok, rconv = ref_side.entries, ref_side.ref_value, ref_side.converted
+        ref = np.where(hit, re_[pos_c] if len(re_) else -1, -1)
+        counts["value_stat_fallback"] = int((alt_stat >= 0).sum())
+        refv = np.where(hit, rok[pos_c] if len(rok) else np.nan, np.nan)
+        ref_conv = np.where(hit, rconv[pos_c] if len(rconv) else False, False)
+        flagged_ref = hit & np.isnan(refv)
+        missing = ~hit | flagged_ref
+        used = np.zeros(len(rk), bool)
+        used[pos_c[hit]] = True
+        counts["reference_only_keys"] = int(len(rk) - np.count_nonzero(used))
+        n = len(ce)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = np.where(refv != 0, (cv - refv) / refv, np.nan)
+            lr = np.where((cv > 0) & (refv > 0), np.log(cv) - np.log(refv), np.nan)
+        tol, tol_abs = _tolerances(sel, pair, self.config, cm, sel.codes["op"][ce], sel.codes["stat"][ce])
+        diff = np.abs(cv - refv)
+        within = ~missing & ((np.abs(rel) <= tol) | (diff <= tol_abs))
+        kind = np.where(missing, MISSING, np.where(within, OK, OVER)).astype(np.int8)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            severity = np.where(missing, 0.0, np.abs(rel) / np.maximum(tol, 1e-12))
+        out = Verdict(tol, within, kind, severity, np.full(n, np.nan), Notes(n))
+        if pair.candidate in settings["bound_fidelities"]:
+            _apply_bounds(sel.dims["metric"], pair.bounds or settings["roofline_tolerance"], settings,
+                          Compared(cm, cv, refv, rel, missing), out)
+        mm_idx, mm_text = self.mismatch.check(sel, ce, ref, missing)
+        if len(mm_idx):
+            kind[mm_idx] = MISMATCH
+            within[mm_idx] = False
+            severity[mm_idx] = 100.0 + np.minimum(np.nan_to_num(severity[mm_idx] % 1000.0, nan=0.0), 899.0)
+            out.notes.add(mm_idx, mm_text)
+        _notes(sel, pair, Matched(ce, ref, hit, flagged_ref, cconv, ref_conv), out.notes)
+        for code in np.unique(alt_stat[alt_stat >= 0]):
+            out.notes.add(np.flatnonzero(alt_stat == code), f"stat value compared with the reference {sn[code]}")
+        counts.update(aligned=int((~missing).sum()), missing_reference=int(missing.sum()),
+                      flagged_reference=int(flagged_ref.sum()))
+        return PairRows(pair, ce, ref, cm, cu, cv, refv, rel, lr, out.tol, tol_abs, out.within, out.kind,
+                        out.severity, out.efficiency, out.notes, counts)
 
 
 def _lookup(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -248,7 +312,8 @@ def _lookup(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.n
     return pos, sorted_keys[pos] == keys
 
 
-def _tolerances(sel: Selected, pair: Pair, config: Config, m, o, s):
+def _tolerances(sel: Selected, pair: Pair, config: Config, m: np.ndarray, o: np.ndarray,
+                s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Relative and absolute tolerance per row (first matching [[tolerance]] rule, then default)."""
     if all(t.op == "*" for t in config.tolerances):
         o = np.zeros_like(o)  # no rule looks at the op: one lookup per (metric, stat)
@@ -265,44 +330,44 @@ def _tolerances(sel: Selected, pair: Pair, config: Config, m, o, s):
     return rel[inv], ab[inv]
 
 
-def _apply_bounds(sel, pair, settings, cm, cv, refv, rel, missing, tol, within, kind, severity,
-                  efficiency, notes) -> None:
+def _apply_bounds(metric_names: list[str], mode: str, settings: dict[str, Any], row: Compared,
+                  out: Verdict) -> None:
     """Roofline candidates are bounds: flag violations; in "bound" mode only violations count."""
-    mn = sel.dims["metric"]
-    lower = np.array([x in LOWER_BOUND for x in mn], bool)[cm]
-    upper = np.array([x in UPPER_BOUND for x in mn], bool)[cm]
+    cv, refv, rel, missing = row.cand_value, row.ref_value, row.rel, row.missing
+    lower = np.array([x in LOWER_BOUND for x in metric_names], bool)[row.metric]
+    upper = np.array([x in UPPER_BOUND for x in metric_names], bool)[row.metric]
     bt = float(settings["bound_tolerance"])
-    mode = pair.bounds or settings["roofline_tolerance"]
     with np.errstate(divide="ignore", invalid="ignore"):
         eff = np.where(lower, cv / refv, np.where(upper, refv / cv, np.nan))
         viol = ~missing & ((lower & (refv < cv * (1 - bt))) | (upper & (refv > cv * (1 + bt))))
     bound_rows = (lower | upper) & ~missing
-    efficiency[:] = np.where(lower | upper, eff, np.nan)
+    out.efficiency[:] = np.where(lower | upper, eff, np.nan)
     if mode == "bound":
-        tol[bound_rows] = bt
-        within[bound_rows] = ~viol[bound_rows]
-        kind[bound_rows] = OK
+        out.tol[bound_rows] = bt
+        out.within[bound_rows] = ~viol[bound_rows]
+        out.kind[bound_rows] = OK
         minimum = settings.get("roofline_min_efficiency")
         if minimum is not None:
             low = bound_rows & ~viol & (eff < float(minimum))
-            kind[low] = OVER
-            within[low] = False
-            severity[low] = float(minimum) / np.maximum(eff[low], 1e-12)
-            notes.add(np.flatnonzero(low), f"efficiency below roofline_min_efficiency {minimum}")
-        severity[bound_rows & ~viol & ~(kind == OVER)] = 0.0
-    kind[viol] = BOUND
-    within[viol] = False
-    severity[viol] = 1000.0 + np.abs(rel[viol]) / max(bt, 1e-12)
-    notes.add(np.flatnonzero(viol), "reference beyond the roofline bound")
+            out.kind[low] = OVER
+            out.within[low] = False
+            out.severity[low] = float(minimum) / np.maximum(eff[low], 1e-12)
+            out.notes.add(np.flatnonzero(low), f"efficiency below roofline_min_efficiency {minimum}")
+        out.severity[bound_rows & ~viol & ~(out.kind == OVER)] = 0.0
+    out.kind[viol] = BOUND
+    out.within[viol] = False
+    out.severity[viol] = 1000.0 + np.abs(rel[viol]) / max(bt, 1e-12)
+    out.notes.add(np.flatnonzero(viol), "reference beyond the roofline bound")
 
 
-def _notes(sel, pair, ce, ref, hit, flagged_ref, cconv, ref_conv, notes) -> None:
+def _notes(sel: Selected, pair: Pair, m: Matched, notes: Notes) -> None:
+    """Conversions, flags, medians of several records and merged raw ops, on both sides."""
     if pair.convert:
-        notes.add(np.flatnonzero(cconv), f"candidate converted {pair.convert} with the target clock_hz")
-        notes.add(np.flatnonzero(ref_conv), f"reference converted {pair.convert} with the target clock_hz")
-    notes.add(np.flatnonzero(flagged_ref), "reference flagged invalid/failed_test: not used")
-    notes.add(np.flatnonzero(sel.flagged[ce]), "candidate flagged invalid/failed_test")
-    for side, idx in (("candidate", ce), ("reference", np.where(hit, ref, -1))):
+        notes.add(np.flatnonzero(m.cand_converted), f"candidate converted {pair.convert} with the target clock_hz")
+        notes.add(np.flatnonzero(m.ref_converted), f"reference converted {pair.convert} with the target clock_hz")
+    notes.add(np.flatnonzero(m.flagged_ref), "reference flagged invalid/failed_test: not used")
+    notes.add(np.flatnonzero(sel.flagged[m.cand]), "candidate flagged invalid/failed_test")
+    for side, idx in (("candidate", m.cand), ("reference", np.where(m.hit, m.ref, -1))):
         ok = idx >= 0
         cnt = sel.n[np.where(ok, idx, 0)]
         multi = ok & (cnt > 1)

@@ -14,6 +14,8 @@ import pandas as pd
 import pyarrow as pa
 
 from xfid.config import Config
+from xfid.engine.pipeline import correlate
+from xfid.engine.select import load, select
 from xfid.errors import EngineError
 from xfid.store import Store
 
@@ -90,7 +92,7 @@ def _fit(df: pd.DataFrame) -> dict[tuple[str, str], tuple[float, int]]:
     return out
 
 
-def _factor_for(fit: dict, oc: str, lim: str) -> float:
+def _factor_for(fit: dict[tuple[str, str], tuple[float, int]], oc: str, lim: str) -> float:
     for key in ((oc, lim), (oc, "*"), ("*", lim), ("*", "*")):
         if key in fit:
             return fit[key][0]
@@ -115,8 +117,6 @@ def calibrate(store: Store, config: Config, candidate: str, reference: str, targ
     Raises:
         EngineError: nothing to fit (no aligned op-level rows for that pair and target).
     """
-    from xfid.engine.pipeline import correlate
-
     config.target(target)
     label = label or f"{candidate.split('-', 1)[0]}-cal"
     if rows is None:
@@ -179,17 +179,17 @@ def _no_predictions() -> pa.Table:
     return normalize(pd.DataFrame(columns=["fidelity", "target", "workload", "op", "metric", "value"]))
 
 
-def _predictions(store, config, candidate, reference, target, label, fit, fit_id, metrics) -> pa.Table:
+def _predictions(store: Store, config: Config, candidate: str, reference: str, target: str, label: str,
+                 fit: dict[tuple[str, str], tuple[float, int]], fit_id: str, metrics: tuple[str, ...]) -> pa.Table:
     """Calibrated values for every op-level candidate number of the target (not only aligned ones)."""
-    from xfid.engine.select import load, select
     from xfid.schema import normalize
 
-    sel = select(load(store, targets=[target]), config)
+    picked = select(load(store, targets=[target]), config)
+    sel, t = picked.entries, picked.records
     if candidate not in sel.fidelities:
         return _no_predictions()
     e = np.flatnonzero(sel.codes["fid"] == sel.fidelities.index(candidate))
     mn, on, wn, sn = (sel.dims[k] for k in ("metric", "op", "workload", "stat"))
-    t = sel.table
     unit = t.column("unit").cast(pa.string()).take(pa.array(sel.rep[e])).to_pylist()
     cfg = t.column("config").cast(pa.string()).take(pa.array(sel.rep[e])).to_pylist()
     ts = t.column("timestamp").take(pa.array(sel.rep[e])).to_pylist()

@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from xfid.config import Config
 from xfid.engine.keys import combine, raw_codes_at
+from xfid.engine.select import Selected
 
 COMPARED_KEYS = ("precision", "batch")
 """Measurement conditions that must agree when both numbers' config carries them."""
@@ -35,7 +36,7 @@ class MismatchChecker:
         """`rows`: the records the checks will look at (Selected.rep); codes are read for those
         only and `check` indexes them by entry."""
         if not table.num_rows:
-            self.codes, self.raw = np.zeros(0, np.int64), []
+            self.codes, self.raw = np.zeros(0, np.int64), list[str | None]()
         else:
             self.codes, self.raw = raw_codes_at(table.column("config"), rows, plans)
         self.config = config
@@ -48,7 +49,8 @@ class MismatchChecker:
             return {}
         if code not in self._parsed:
             try:
-                v = json.loads(self.raw[code]) if self.raw[code] else {}
+                text = self.raw[code]
+                v = json.loads(text) if text else {}
             except ValueError:
                 v = {}
             self._parsed[code] = v if isinstance(v, dict) else {}
@@ -58,7 +60,7 @@ class MismatchChecker:
         text = self.raw[code] or ""
         return any(f'"{k}"' in text for k in ("params", *COMPARED_KEYS))
 
-    def check(self, sel, ce: np.ndarray, ref: np.ndarray, missing: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    def check(self, sel: Selected, ce: np.ndarray, ref: np.ndarray, missing: np.ndarray) -> tuple[np.ndarray, list[str]]:
         """Row indices (into the pair's rows) with a config mismatch, and a note for each."""
         if not len(self.raw) or not len(ce):
             return np.zeros(0, np.int64), []
@@ -81,7 +83,7 @@ class MismatchChecker:
                                        fid_c, fid_r, sel.dims["target"][t[i]], sel.dims["workload"][w[i]]))
         bad = np.array([x is not None for x in texts], bool)[inv]
         idx = look[bad]
-        return idx, [texts[j] for j in inv[bad]]  # type: ignore[misc]
+        return idx, [texts[j] or "" for j in inv[bad]]  # (every text of a bad row is a note)
 
     def _explain(self, c: dict[str, Any], r: dict[str, Any], fid_c: str, fid_r: str, target: str,
                  workload: str) -> str | None:

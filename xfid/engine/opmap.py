@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from xfid.config import OpMapRule
 from xfid.engine.contract import COVERAGE_COLUMNS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 COVERAGE_EXTRA = ("has_rules", "rule")
 """Added columns: whether any rule applies to the source at all, and the index of the rule."""
@@ -21,8 +25,8 @@ def map_name(raw: str, source: str, rules: Sequence[OpMapRule]) -> tuple[str, in
     return raw, -1
 
 
-def apply_op_maps(src: np.ndarray, src_names: list, o_raw: np.ndarray, raw_names: list[str],
-                  rules: Sequence[OpMapRule]):
+def apply_op_maps(src: np.ndarray, src_names: list[str | None], o_raw: np.ndarray, raw_names: list[str],
+                  rules: Sequence[OpMapRule]) -> tuple[np.ndarray, list[str], bool, pd.DataFrame]:
     """Map every record's raw op through the rules of its source adapter.
 
     Returns:
@@ -56,8 +60,8 @@ def apply_op_maps(src: np.ndarray, src_names: list, o_raw: np.ndarray, raw_names
     pos = {v: i for i, v in enumerate(names)}
     base = np.array([pos[v] for v in raw_names], dtype=np.int64) if raw_names else np.zeros(1, np.int64)
     table = np.tile(base, (ns, 1))
-    for (si, ri), (op, _) in mapped.items():
-        table[si, ri] = pos[op]
+    for (src_i, raw_i), (op, _) in mapped.items():
+        table[src_i, raw_i] = pos[op]
     if not len(src):
         codes = np.zeros(0, np.int64)
     elif not mapped and names == list(raw_names):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
+
+import pandas as pd
 
 from xfid.engine.contract import COMPARISON_COLUMNS, COVERAGE_COLUMNS, Correlation
 from xfid.engine.jsonout import clean, json_chunks
@@ -22,7 +24,7 @@ CSV_FLOAT = "%.10g"
 """How the CSV writes floats (whole or in pieces)."""
 
 
-def records(df, columns) -> list[dict[str, Any]]:
+def records(df: pd.DataFrame, columns: Sequence[str]) -> list[dict[str, Any]]:
     """DataFrame rows as JSON-safe dicts with exactly `columns` (missing ones -> None)."""
     cols = [c for c in columns if c in df.columns]
     data = {c: df[c].astype(object).tolist() for c in cols}
@@ -117,7 +119,7 @@ def discrepancy_rows(corr: Correlation, limit: int | None = None, arrow: str = "
 
 def to_markdown(corr: Correlation, limit: int = 50) -> str:
     """Markdown: target-level comparisons, then the most severe discrepancies, then coverage gaps."""
-    def table(head, rows):
+    def table(head: list[str], rows: list[list[str]]) -> str:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         lines += ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows]
         return "\n".join(lines)

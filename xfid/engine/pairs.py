@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xfid.config import ComparePair, Config
 from xfid.engine.align import CONVERSIONS, Pair
 from xfid.errors import ConfigError, EngineError
 from xfid.schema import fidelity_rank, is_valid_fidelity
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULT_PAIRS: tuple[tuple[str, str], ...] = (
     ("roofline", "archmodel"), ("archmodel", "rtl"), ("archmodel", "measured"),
@@ -102,7 +105,7 @@ def parse_run(run: str | Mapping[str, str] | Sequence[str] | None) -> dict[str, 
     return out
 
 
-def parse_as_of(value: Any):
+def parse_as_of(value: Any) -> pd.Timestamp | None:
     """A date (the whole day counts) or an ISO date-time -> a UTC pandas Timestamp."""
     if value is None:
         return None

@@ -12,13 +12,13 @@ import pyarrow as pa
 
 from xfid.config import Config
 from xfid.engine.aggregate import Aggregates
-from xfid.engine.align import PairRows, align_pair, pair_size
+from xfid.engine.align import Aligner, Pair, PairRows
 from xfid.engine.contract import Correlation
 from xfid.engine.keys import raw_codes_at
 from xfid.engine.mismatch import MismatchChecker
 from xfid.engine.pairs import parse_as_of, parse_run, resolve_pairs
 from xfid.engine.partitions import select_store
-from xfid.engine.rows import ROW_EXTRA, Packer, discrepancies, entry_provenance, rows_frame  # noqa: F401 (ROW_EXTRA re-exported)
+from xfid.engine.rows import Packer, discrepancies, entry_provenance, rows_frame
 from xfid.engine.select import ADDITIVE
 from xfid.engine.stats import (
     BOOTSTRAP_EXACT_MAX_N,
@@ -66,7 +66,7 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
         provenance: read source_loc for every row (False leaves the *_source_loc columns None).
 
     Returns:
-        A Correlation with the contract columns (xfid.engine.contract) plus ROW_EXTRA.
+        A Correlation with the contract columns (xfid.engine.contract) plus rows.ROW_EXTRA.
 
     Raises:
         EngineError, ConfigError: a malformed pair/run/date or an unknown target.
@@ -78,25 +78,22 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
     settings = engine_settings(config)
     prefer = parse_run(run)
     when = parse_as_of(as_of)
-    sel = select_store(store, config, targets=targets or None, run=prefer, source_loc=provenance,
-                       as_of=when.to_pydatetime() if when is not None else None)
-    table = sel.table  # the chosen records' provenance columns (entry i at row sel.rep[i])
+    sel, keys, records = select_store(store, config, targets=targets or None, run=prefer, source_loc=provenance,
+                                      as_of=when.to_pydatetime() if when is not None else None)
     pair_list = resolve_pairs(config, pairs, sel.fidelities)
-    plans: dict = {}  # the chosen records' split by chunk, shared by every column read at them
-    eu, unames = raw_codes_at(table.column("unit"), sel.rep, plans) if table.num_rows else (np.zeros(0, np.int32), [])
-    # entry unit codes into unit_names; the last entries give null units "" and the converted units
-    unit_names = [("" if u is None else u) for u in unames] + ["", "s", "cycles"]
-    units = np.where(eu < 0, len(unames), eu).astype(np.int16 if len(unit_names) < 1 << 15 else np.int64)
-    checker = MismatchChecker(table, config, sel.rep, plans)
-    prov = entry_provenance(table, sel.rep, provenance, plans)
+    plans: dict[Any, Any] = {}  # the chosen records' split by chunk, shared by every column read at them
+    units, unit_names = _entry_units(records, sel.rep, plans)
+    aligner = Aligner(sel, keys, config, settings, units, unit_names,
+                      MismatchChecker(records, config, sel.rep, plans))
+    prov = entry_provenance(records, sel.rep, provenance, plans)
     # everything later works on entries: let the records table go (the largest allocation)
-    sel.table = None  # type: ignore[assignment]
-    del table
+    del records, keys, units, plans
     pa.default_memory_pool().release_unused()
     pair_info = []
     # the rows columns are allocated once; each pair is copied in as soon as it is aligned
-    sizes = [pair_size(sel, p, config, units, unit_names) for p in pair_list]
-    packer = Packer(sizes, len(sel.value), len(sel.dims["metric"]), len(unit_names))
+    pending = aligner.plan(pair_list)
+    packer = Packer([pending[i].size if i in pending else 0 for i in range(len(pair_list))], len(sel.value),
+                    len(sel.dims["metric"]), len(unit_names))
 
     # the aggregates run on a worker thread, each pair as soon as it is aligned here (numpy
     # releases the GIL in its sorts and gathers); this thread joins them after the rows frame
@@ -107,24 +104,20 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
         placed: list[tuple[int, PairRows]] = []
         try:
             for i, p in enumerate(pair_list):
-                pr = align_pair(sel, p, config, settings, units, checker, unit_names)
-                info = {"candidate": p.candidate, "reference": p.reference, "origin": p.origin,
-                        "convert": p.convert, "bounds": p.bounds if p.bounds else (
-                            settings["roofline_tolerance"] if p.candidate in settings["bound_fidelities"] else None)}
-                if pr is None:
-                    info["skipped"] = "a fidelity of the pair has no records"
-                else:
+                info = _pair_info(p, settings)
+                if i in pending:
+                    pr = aligner.align(pending.pop(i))
                     packer.place(i, pr)
                     info.update(pr.counts)
                     placed.append((i, pr))
                     agg.add(pr)
+                else:
+                    info["skipped"] = "a fidelity of the pair has no records"
                 pair_info.append(info)
         finally:
             agg.close()
-        # what only the alignment needed: the per-fidelity side arrays, keys, reference values
-        sel.cache.clear()
-        sel.key = sel.ref_value = None  # type: ignore[assignment]
-        del units, checker
+        # what only the alignment needed: the per-fidelity sides, keys, reference values, units
+        del aligner, pending
         packed = packer.finish(placed)
         rows = rows_frame(sel, [pr for _, pr in placed], packed, prov, fingerprints, unit_names)
         agg.work(wait=False)
@@ -150,3 +143,22 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
                 "content_hash": s["content_hash"]} for s in store.sources()]
     cov = sel.coverage
     return Correlation(rows, comparisons, disc, cov, sources, config.hash(), out_settings)
+
+
+def _entry_units(records: pa.Table, rep: np.ndarray, plans: dict[Any, Any]) -> tuple[np.ndarray, list[str]]:
+    """Per entry, a code into the unit names; the last names are "" (null units) and the units
+    conversions produce."""
+    if records.num_rows:
+        eu, unames = raw_codes_at(records.column("unit"), rep, plans)
+    else:
+        eu, unames = np.zeros(0, np.int32), []
+    unit_names = [("" if u is None else u) for u in unames] + ["", "s", "cycles"]
+    units = np.where(eu < 0, len(unames), eu).astype(np.int16 if len(unit_names) < 1 << 15 else np.int64)
+    return units, unit_names
+
+
+def _pair_info(p: Pair, settings: dict[str, Any]) -> dict[str, Any]:
+    """What `settings.pairs` says of a pair before its counts are added."""
+    bounds = p.bounds or (settings["roofline_tolerance"] if p.candidate in settings["bound_fidelities"] else None)
+    return {"candidate": p.candidate, "reference": p.reference, "origin": p.origin, "convert": p.convert,
+            "bounds": bounds}

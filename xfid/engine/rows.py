@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -46,21 +46,37 @@ def discrepancies(rows: pd.DataFrame, include_missing: bool) -> pd.DataFrame:
     return rows.take(idx[order]).reset_index(drop=True)
 
 
-def _cat(codes: np.ndarray, names: Sequence[Any]) -> pd.Categorical:
+def _cat(codes: np.ndarray, names: Sequence[Any] | np.ndarray) -> pd.Categorical:
     # codes are built in range by construction: skip pandas' validation passes
     return pd.Categorical.from_codes(codes, categories=pd.Index(list(names), dtype=object), validate=False)
 
 
-def _entry_text(table: pa.Table, name: str, rep: np.ndarray, plans: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+class EntryText(NamedTuple):
+    """A text column of the chosen records, per entry: a category code (-1 null) and the categories."""
+
+    codes: np.ndarray
+    categories: np.ndarray
+
+
+class Provenance(NamedTuple):
+    """What the rows need from the records table, read at the chosen records only."""
+
+    run: EntryText
+    source_path: EntryText
+    config: EntryText
+    source_loc: pa.Array | None  # one string per entry (None without provenance)
+
+
+def _entry_text(table: pa.Table, name: str, rep: np.ndarray, plans: dict[Any, Any] | None = None) -> EntryText:
     """Per entry (record `rep`): the category code of a dictionary column (-1 null), categories."""
     if not table.num_rows:
-        return np.full(len(rep), -1, np.int64), np.array([], object)
+        return EntryText(np.full(len(rep), -1, np.int64), np.array([], object))
     codes, names = raw_codes_at(table.column(name), rep, plans)
     uniq = [("" if v is None else v) for v in names]
     # dictionaries from several files may repeat a value: map through unique categories
     cats, inv = np.unique(np.array(uniq, dtype=object), return_inverse=True) if uniq else (np.array([], object), np.zeros(0, np.int64))
     inv = np.append(inv.reshape(-1), -1)  # code -1 (null) -> -1
-    return _small(inv[codes] if len(rep) else np.zeros(0, np.int64), len(cats)), cats
+    return EntryText(_small(inv[codes] if len(rep) else np.zeros(0, np.int64), len(cats)), cats)
 
 
 def _small(codes: np.ndarray, n: int) -> np.ndarray:
@@ -69,13 +85,13 @@ def _small(codes: np.ndarray, n: int) -> np.ndarray:
     return codes.astype(dt, copy=False)
 
 
-def _side_cat(ent: np.ndarray, cats: np.ndarray, idx: np.ndarray) -> pd.Categorical:
-    """Categorical of entry codes `ent` at entry indices `idx` (-1: missing)."""
-    if not len(ent):
-        return _cat(np.full(len(idx), -1, np.int8), cats)
-    c = ent[np.maximum(idx, 0)]
+def _side_cat(text: EntryText, idx: np.ndarray) -> pd.Categorical:
+    """Categorical of the entries' texts at entry indices `idx` (-1: missing)."""
+    if not len(text.codes):
+        return _cat(np.full(len(idx), -1, np.int8), text.categories)
+    c = text.codes[np.maximum(idx, 0)]
     c[idx < 0] = -1
-    return _cat(c, cats)
+    return _cat(c, text.categories)
 
 
 def _locs(ent_loc: np.ndarray | None, idx: np.ndarray, nones: np.ndarray) -> Any:
@@ -98,15 +114,13 @@ def _units_cat(units: np.ndarray, unit_names: list[str]) -> pd.Categorical:
     return _cat(new[rc] if len(rc) else rc, [u for u, k in zip(uniq, present, strict=True) if k])
 
 
-def entry_provenance(table: pa.Table, rep: np.ndarray, provenance: bool, plans: dict | None = None) -> dict[str, Any]:
-    """What the rows need from the records table, read at the chosen records `rep` only: run,
-    source_path and config as (category codes, categories), source_loc as an Arrow array (or None).
-
-    Afterwards the table itself can be dropped."""
-    out: dict[str, Any] = {k: _entry_text(table, k, rep, plans) for k in ("run", "source_path", "config")}
-    out["source_loc"] = (table.column("source_loc").take(pa.array(rep)).combine_chunks()
-                         if provenance and len(rep) else None)
-    return out
+def entry_provenance(table: pa.Table, rep: np.ndarray, provenance: bool,
+                     plans: dict[Any, Any] | None = None) -> Provenance:
+    """What the rows need from the records table, read at the chosen records `rep` only (the
+    table itself can be dropped afterwards); source_loc only with `provenance`."""
+    run, path, config = (_entry_text(table, k, rep, plans) for k in ("run", "source_path", "config"))
+    loc = table.column("source_loc").take(pa.array(rep)).combine_chunks() if provenance and len(rep) else None
+    return Provenance(run, path, config, loc)
 
 
 PACKED = ("cand", "ref", "metric", "unit", "cand_value", "ref_value", "rel", "log_ratio", "tol", "tol_abs",
@@ -159,7 +173,7 @@ class Packer:
         return out
 
 
-def rows_frame(sel: Selected, results: list[PairRows], packed: dict[str, Any], prov: dict[str, Any],
+def rows_frame(sel: Selected, results: list[PairRows], packed: dict[str, Any], prov: Provenance,
                fingerprints: str, unit_names: list[str] | None = None) -> pd.DataFrame:
     """The rows frame (ROW_COLUMNS + ROW_EXTRA) of the packed pair rows (Packer.finish())."""
     if not results:
@@ -177,8 +191,7 @@ def rows_frame(sel: Selected, results: list[PairRows], packed: dict[str, Any], p
                                    no_ref)
     m = len(cand)
     metric = P["metric"]
-    text = prov
-    ent_loc = None if prov["source_loc"] is None else prov["source_loc"].to_numpy(zero_copy_only=False)
+    ent_loc = None if prov.source_loc is None else prov.source_loc.to_numpy(zero_copy_only=False)
     sc = {k: _small(c[k], len(sel.dims[k])) for k in ("target", "workload", "op", "stat")}
     nones = np.full(m, None, dtype=object)  # shared by the all-None columns (copy-on-write frames)
     df = pd.DataFrame({
@@ -195,12 +208,12 @@ def rows_frame(sel: Selected, results: list[PairRows], packed: dict[str, Any], p
         "tolerance": P["tol"], "tolerance_abs": P["tol_abs"], "within": P["within"].astype(bool, copy=False),
         "kind": _cat(kind, KINDS), "severity": P["severity"],
         "candidate_n": sel.n[cand], "reference_n": ref_n,
-        "candidate_run": _side_cat(*text["run"], cand), "reference_run": _side_cat(*text["run"], ref),
-        "candidate_source_path": _side_cat(*text["source_path"], cand),
+        "candidate_run": _side_cat(prov.run, cand), "reference_run": _side_cat(prov.run, ref),
+        "candidate_source_path": _side_cat(prov.source_path, cand),
         "candidate_source_loc": _locs(ent_loc, cand, nones),
-        "reference_source_path": _side_cat(*text["source_path"], ref),
+        "reference_source_path": _side_cat(prov.source_path, ref),
         "reference_source_loc": _locs(ent_loc, ref, nones),
-        "candidate_config": _side_cat(*text["config"], cand), "reference_config": _side_cat(*text["config"], ref),
+        "candidate_config": _side_cat(prov.config, cand), "reference_config": _side_cat(prov.config, ref),
         "note": pd.Series(P["note_texts"][P["note_ids"]], dtype=object, copy=False),
         "efficiency": P["efficiency"],
     }, copy=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -30,22 +30,36 @@ KEY_DIMS = ("target", "metric", "stat", "workload", "op")
 
 @dataclass
 class Selected:
-    """One entry per (fidelity, key): the number that represents it, sorted by (key, fidelity)."""
+    """One entry per (fidelity, key): the number that represents it, sorted by (key, fidelity).
 
-    table: pa.Table
+    What every later stage reads (alignment, rows, aggregates); what only the alignment reads
+    is in AlignKeys, the chosen records in Selection.records."""
+
     dims: dict[str, list[str]]
     fidelities: list[str]
     codes: dict[str, np.ndarray]  # per entry: target, metric, stat, workload, op, fid
-    key: np.ndarray  # combined (target, metric, stat, workload, op), sorted; fid breaks ties
     value: np.ndarray  # median over the chosen run's records (all of them)
-    ref_value: np.ndarray  # the same without records flagged invalid / failed_test
     n: np.ndarray  # records behind the value
-    rep: np.ndarray  # row of `table` whose provenance represents the entry
+    rep: np.ndarray  # row of Selection.records whose provenance represents the entry
     flagged: np.ndarray  # bool: some record of the entry carries a no-reference flag
     notes: dict[int, str]
     coverage: Any
     counts: dict[str, Any] = field(default_factory=dict)
-    cache: dict[Any, Any] = field(default_factory=dict)  # per-fidelity views shared by the pairs
+
+
+class AlignKeys(NamedTuple):
+    """Per entry, what only the alignment reads (dropped with it)."""
+
+    key: np.ndarray  # combined (target, metric, stat, workload, op), sorted; fid breaks ties
+    ref_value: np.ndarray  # the value without records flagged invalid / failed_test
+
+
+class Selection(NamedTuple):
+    """What `select` chose: the entries, their alignment keys, and the records they point at."""
+
+    entries: Selected
+    keys: AlignKeys
+    records: pa.Table  # entry i's provenance is row entries.rep[i]
 
 
 def load(store: Store, *, targets: Sequence[str] | None = None, as_of: Any = None,
@@ -114,7 +128,7 @@ def _run_rank(fid: np.ndarray, run: np.ndarray, run_names: list[Any], ts: np.nda
     return dense[fr]
 
 
-def select(table: pa.Table, config: Config, *, run: Mapping[str, str] | None = None) -> Selected:
+def select(table: pa.Table, config: Config, *, run: Mapping[str, str] | None = None) -> Selection:
     """Pick, per fidelity and key, the latest run that has the key and aggregate it.
 
     Duplicates within that run are aggregated by their median (NaN ignored), with the
@@ -163,8 +177,9 @@ def select(table: pa.Table, config: Config, *, run: Mapping[str, str] | None = N
     del fk
     notes: dict[int, str] = {}
     if merges:
-        val, ok_val, cnt, rep, anyflag, efk, notes = _merge_raw(
-            val, ok_val, cnt, rep, anyflag, efk, o_raw, raw_names, mt, mn)
+        merged, notes = _merge_raw(RawEntries(val, ok_val, cnt, rep, anyflag, efk), o_raw, raw_names, mt, mn)
+        val, ok_val, cnt, rep, anyflag, efk = merged
+        del merged
     good = ~np.isnan(val)
     counts["null_keys"] = int((~good).sum())
     counts["flagged_records"] = int(flagged_rec.sum())
@@ -184,8 +199,8 @@ def select(table: pa.Table, config: Config, *, run: Mapping[str, str] | None = N
     for name in fid_names:
         _check_fidelity(name)
     key = gk // len(fid_names) if len(fid_names) else gk
-    return Selected(table, dims, fid_names, codes, key, val, ok_val, cnt, rep, anyflag, notes,
-                    coverage, counts)
+    entries = Selected(dims, fid_names, codes, val, cnt, rep, anyflag, notes, coverage, counts)
+    return Selection(entries, AlignKeys(key, ok_val), table)
 
 
 def order_entries(gk: np.ndarray, cards: Sequence[int]) -> np.ndarray:
@@ -229,7 +244,8 @@ def _no_reference(flags: pa.ChunkedArray) -> np.ndarray:
     return bad[codes]  # code -1 (null) -> the trailing False
 
 
-def _median_groups(value: np.ndarray, flagged: np.ndarray, starts: np.ndarray, rows: np.ndarray):
+def _median_groups(value: np.ndarray, flagged: np.ndarray, starts: np.ndarray,
+                   rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per contiguous group of `rows` (record indices): median (NaN ignored), the same without
     flagged records, count, representative (the record at the lower median), any flagged.
 
@@ -270,8 +286,21 @@ def _median_groups(value: np.ndarray, flagged: np.ndarray, starts: np.ndarray, r
     return val, ok, cnt, rep, anyflag
 
 
-def _merge_raw(val, ok_val, cnt, rep, anyflag, efk, o_raw, raw_names, mt, mn):
+class RawEntries(NamedTuple):
+    """Entries of one raw op each (several may share a canonical key), in canonical key order."""
+
+    value: np.ndarray
+    ref_value: np.ndarray
+    n: np.ndarray
+    rep: np.ndarray
+    flagged: np.ndarray
+    key: np.ndarray  # the canonical (key, fidelity) code
+
+
+def _merge_raw(raw: RawEntries, o_raw: np.ndarray, raw_names: list[str], mt: np.ndarray,
+               mn: list[str]) -> tuple[RawEntries, dict[int, str]]:
     """Combine entries of several raw ops that map to one canonical key (sum or median)."""
+    val, ok_val, cnt, rep, anyflag, efk = raw
     starts = run_starts(efk)
     sizes = np.diff(np.r_[starts, len(efk)])
     additive = np.array([m in ADDITIVE for m in mn], dtype=bool)[mt[rep]]
@@ -291,5 +320,6 @@ def _merge_raw(val, ok_val, cnt, rep, anyflag, efk, o_raw, raw_names, mt, mn):
             how = "median"
         shown = ", ".join(names[:3]) + (f", ... ({len(names)} in all)" if len(names) > 3 else "")
         notes[int(gi)] = f"{how} of {len(names)} raw ops: {shown}"
-    return (out_v, out_ok, np.add.reduceat(cnt, starts), rep[starts],
-            np.logical_or.reduceat(anyflag, starts), efk[starts], notes)
+    merged = RawEntries(out_v, out_ok, np.add.reduceat(cnt, starts), rep[starts],
+                        np.logical_or.reduceat(anyflag, starts), efk[starts])
+    return merged, notes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,8 @@ def _sums(gid: np.ndarray, x: np.ndarray, ng: int) -> np.ndarray:
     return np.bincount(gid, weights=x, minlength=ng)
 
 
-def _summer(gid: np.ndarray, ng: int, seg: tuple[np.ndarray, np.ndarray] | None):
+def _summer(gid: np.ndarray, ng: int,
+            seg: tuple[np.ndarray, np.ndarray] | None) -> Callable[[np.ndarray], np.ndarray]:
     """Per-group sums: segment sums for grouped rows (see _segments), else a weighted bincount."""
     if seg is None:
         return lambda x: _sums(gid, x, ng)
@@ -199,7 +201,8 @@ def grouped_stats(gid: np.ndarray, ng: int, rel: np.ndarray, lr: np.ndarray, can
     return out
 
 
-def _pearson(gid, x, y, n, ng, seg=None, rank_means=False):
+def _pearson(gid: np.ndarray, x: np.ndarray, y: np.ndarray, n: np.ndarray, ng: int,
+             seg: tuple[np.ndarray, np.ndarray] | None = None, rank_means: bool = False) -> np.ndarray:
     """Pearson r per group (two passes: means, then centred sums). With `rank_means`, x and y
     are average ranks within the groups, whose mean is (n + 1) / 2 exactly."""
     S = _summer(gid, ng, seg)
@@ -216,7 +219,9 @@ def _pearson(gid, x, y, n, ng, seg=None, rank_means=False):
     return np.clip(r, -1.0, 1.0)
 
 
-def _kendall(gid, x, ry, n, ng, gx_sorted, new_run_x, gy_sorted, new_run_y, rx=None):
+def _kendall(gid: np.ndarray, x: np.ndarray, ry: np.ndarray, n: np.ndarray, ng: int, gx_sorted: np.ndarray,
+             new_run_x: np.ndarray, gy_sorted: np.ndarray, new_run_y: np.ndarray,
+             rx: np.ndarray | None = None) -> np.ndarray:
     """Kendall tau-b per group (ties handled as scipy.stats.kendalltau does)."""
     m = len(gid)
     # order by (group, x, y rank): one integer sort on (group, 2 * x rank, 2 * y rank) where it
@@ -240,7 +245,8 @@ def _kendall(gid, x, ry, n, ng, gx_sorted, new_run_x, gy_sorted, new_run_y, rx=N
     return np.clip(tau, -1.0, 1.0)
 
 
-def _bootstrap(gid, ng, ape, lr, resamples, seed, exact_max_n):
+def _bootstrap(gid: np.ndarray, ng: int, ape: np.ndarray, lr: np.ndarray, resamples: int, seed: int,
+               exact_max_n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Seeded percentile bootstrap (95%) of MAPE and bias per group with n >= 3.
 
     Groups up to `exact_max_n` rows are resampled exactly: the same resample index matrix
