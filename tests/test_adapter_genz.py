@@ -46,11 +46,12 @@ def test_fixture_values(xfid_cli):
 def test_real_golden_outputs(xfid_cli):
     # GenZ's tests/golden: no index column, no Layer Name (ops are `<row>:<Op Type>`), MB = 2**20
     recs = _records(xfid_cli, DIR / "mixtral_8x7b_decode_on_GH200.csv")
-    assert len(recs) == 88 and {r["target"] for r in recs} == {"gh200"}
+    assert len(recs) == 121 and {r["target"] for r in recs} == {"gh200"}  # 11 ops x 11 columns
     g = {r["metric"]: r for r in recs if r["op"] == "0:GEMM"}
     assert g["latency"]["value"] == float(Decimal("0.01195923271092698") / 1000)  # exact ms -> s
     assert g["latency"]["source_loc"] == "line 2, column 'Latency (msec)'"
     assert g["cycles"]["value"] == 11241.67874827136
+    assert g["genz:compute_cycles"]["value"] == 29.569843199999998 and g["genz:memory_cycles"]["unit"] == "cycles"
     assert g["flops"]["value"] == 50331648  # 50.331648 MFLOP
     assert g["bytes"]["value"] == 48.01953125 * 2**20 and g["bytes"]["unit"] == "B"
     cfg = json.loads(g["latency"]["config"])
@@ -88,3 +89,8 @@ def test_malformed(xfid_cli, tmp_path, row, message):
     r = xfid_cli("ingest", "--target", "t100-a0", "--workload", "w", f)
     assert r.exit_code == 2 and r.output.startswith(f"Error: {f}") and message in r.output, r.output
     assert store_snapshot(xfid_cli.store) == snap
+
+
+def test_every_genz_column_is_read(xfid_cli):
+    r = xfid_cli("ingest", CSV)
+    assert r.exit_code == 0 and "keys not read" not in r.output, r.output

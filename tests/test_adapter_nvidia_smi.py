@@ -129,6 +129,8 @@ def test_real_8xh100_query_nounits(xfid_cli, fixtures):
     assert pick(recs, "clock", loc="line 2,")["value"] == 345e6
     assert pick(recs, "memory_used", loc="line 2,")["value"] == 0
     assert pick(recs, "temperature", loc="line 2,")["value"] == 26
+    hbm = pick(recs, "nvidia_smi:temperature.memory", loc="line 2,")
+    assert hbm["value"] == 35 and hbm["unit"] == "C"
     assert p["hardware"] == "NVIDIA H100 80GB HBM3" and p["software"] == "nvidia-smi (driver 535.161.07)"
     assert p["timestamp"] == "2024-03-15T13:57:59.791000Z"
 
@@ -142,3 +144,10 @@ def test_real_4xt4_without_index_or_power(xfid_cli, fixtures):
     assert pick(recs, "memory_used", op="gpu@00000001:00:00.0")["value"] == 257 * 2**20
     assert "gpu_index" not in json.loads(t["config"]) and t["target"] == "t4"
     assert not [r for r in recs if r["metric"] in ("power", "energy")]
+
+
+def test_fields_not_read_are_listed(xfid_cli, fixtures):
+    _, out = xfid_cli.ingest_export(fixtures / DIR / "query-gpu-8xH100.csv")
+    line = next(ln for ln in out.splitlines() if "keys not read (skipped)" in ln)
+    assert "column pcie.link.gen.max" in line and "column ecc.errors.corrected.volatile.dram" in line
+    assert "temperature.memory" not in line and "power.draw" not in line

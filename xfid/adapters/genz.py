@@ -22,6 +22,12 @@ METRICS: dict[str, tuple[str, str]] = {
     "Compute time (msec)": ("genz:compute_time", "ms"),
     "Memory time (msec)": ("genz:memory_time", "ms"),
     "Communication time (msec)": ("genz:communication_time", "ms"),
+    "Compute cycle": ("genz:compute_cycles", "cycles"),
+    "Memory cycle": ("genz:memory_cycles", "cycles"),
+    "Communication cycle": ("genz:communication_cycles", "cycles"),
+    "Compute Utilization": ("genz:compute_utilization", "ratio"),
+    "Memory Utilization": ("genz:memory_utilization", "ratio"),
+    "Communication Utilization": ("genz:communication_utilization", "ratio"),
 }
 CONFIG_COLUMNS = ("Op Type", "Dimension", "Bound", "C/M ratio", "Op Intensity", "C Effcy", "Input_a (MB)",
                   "Input_w (MB)", "Output (MB)")
@@ -61,6 +67,8 @@ class GenzAdapter(Adapter):
         if mb_unit is None:
             raise ctx.error(None, f"option mb_bytes must be 1048576 (GenZ's default) or 1000000, got {mb!r}")
         pos = {c: i for i, c in enumerate(header)}
+        ctx.skip_keys([c for i, c in enumerate(header) if c and i != idx_col and c not in METRICS
+                       and c not in CONFIG_COLUMNS and c != "Layer Name"], prefix="column ")
         cols: dict[str, list[Any]] = {k: [] for k in ("op", "metric", "stat", "value", "unit", "source_loc",
                                                       "config", "software")}
         for lineno, row in enumerate(rows[1:], 2):

@@ -22,6 +22,7 @@ METRICS: dict[str, str] = {
     "utilization.gpu": "utilization",
     "memory.used": "memory_used",
     "temperature.gpu": "temperature",
+    "temperature.memory": "nvidia_smi:temperature.memory",  # HBM temperature, printed without unit
 }
 POWER_FIELDS = ("power.draw", "power.draw.instant")
 # fields that describe the device (provenance, into config/hardware), not samples
@@ -67,6 +68,9 @@ class NvidiaSmiAdapter(Adapter):
                             "query it: nvidia-smi --query-gpu=timestamp,index,power.draw,... --format=csv")
         if gpu_field != "index":
             ctx.warn("no 'index' field: GPUs are named by pci.bus_id (op gpu@<bus id>)")
+        # fields printed without a unit that are not known samples (text, PCIe/ECC counters ...)
+        ctx.skip_keys([f for f, u in fields if not u and f not in ("timestamp", "index")
+                       and f not in CONFIG_FIELDS and f not in METRICS], prefix="column ")
         tz = _offset(ctx)
         power_field = next((f for f in POWER_FIELDS if f in names), None)
         out = Columns()
@@ -166,7 +170,7 @@ def _number(ctx: ReadContext, cell: str, unit: str | None, where: str) -> tuple[
 
 def _unit(metric: str, unit: str | None) -> str | None:
     if unit is None:
-        return "C" if metric == "temperature" else None
+        return "C" if metric in ("temperature", "nvidia_smi:temperature.memory") else None
     return unit
 
 
