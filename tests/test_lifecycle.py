@@ -76,3 +76,76 @@ def test_refusal_worded_for_one_issue_lists_manual_actions_only():
 def test_row_changes(state, event, new, want):
     assert apply(state, event) == new
     assert row_changes(state, event, new) == want
+
+
+def test_only_the_transition_writer_sets_a_state_and_each_change_has_its_history_row(tmp_path, monkeypatch):
+    """Every write of an issue's state comes from transitions.write, with the history row beside it."""
+    import inspect
+    from datetime import UTC, date, datetime, timedelta
+
+    from tests.test_tracker_helpers import corr, row
+    from xfid.store import Store
+    from xfid.tracker import Tracker, db
+
+    writers: list[str] = []
+    for name in ("update_issue", "insert_issue"):
+        real = getattr(db, name)
+
+        def spy(conn, *args, _real=real):
+            values = args[-1]
+            if "state" in values:
+                caller = inspect.stack()[1]
+                writers.append(f"{caller.frame.f_globals['__name__']}.{caller.function}")
+            return _real(conn, *args)
+
+        monkeypatch.setattr(db, name, spy)
+    t0 = datetime(2026, 12, 1, 9, tzinfo=UTC)
+    bad, good = row(1.25), row(1.02)
+    with Store(tmp_path / "s") as s:
+        tr = Tracker(s)
+
+        def states() -> list[str]:
+            return [i["state"] for i in tr.issues(now=t0)]
+
+        steps = [
+            lambda: tr.record_check(corr(bad), actor="ci", now=t0),                          # detected
+            lambda: tr.transition("XF-1", "ack", actor="a", owner="dana", now=t0),           # ack
+            lambda: tr.transition("XF-1", "resolve", actor="a", now=t0),                     # resolve
+            lambda: tr.record_check(corr(bad), actor="ci", now=t0),                          # recurred
+            lambda: tr.transition("XF-1", "waive", actor="a", reason="r", until=date(2026, 12, 2),
+                                  max_error=0.5, now=t0),                                     # waive
+            lambda: tr.record_check(corr(row(2.0)), actor="ci", now=t0),                     # waiver_exceeded
+            lambda: tr.transition("XF-1", "waive", actor="a", reason="r", until=date(2026, 12, 2), now=t0),
+            lambda: tr.record_check(corr(bad), actor="ci", now=t0 + timedelta(days=2)),      # waiver_expired
+            lambda: tr.record_check(corr(good), actor="ci", now=t0 + timedelta(days=2)),     # auto_resolved
+            lambda: tr.transition("XF-1", "reopen", actor="a", now=t0 + timedelta(days=2)),  # reopen
+        ]
+        changes = 0
+        for step in steps:
+            before = states()
+            step()
+            changes += sum(1 for x, y in zip(before, states(), strict=False) if x != y) + len(states()) - len(before)
+        history = tr.issue("XF-1", now=t0)["history"]
+    assert set(writers) == {"xfid.tracker.transitions.write"}
+    assert [h["action"] for h in history] == ["detected", "ack", "resolve", "recurred", "waive", "waiver_exceeded",
+                                              "waive", "waiver_expired", "auto_resolved", "reopen"]
+    assert changes == sum(1 for h in history if h["from_state"] != h["to_state"])
+
+
+def test_the_writer_needs_a_transaction_and_a_refusal_writes_nothing(tmp_path):
+    from datetime import UTC, datetime
+
+    from tests.test_tracker_helpers import corr, row
+    from xfid.store import Store, write_tx
+    from xfid.tracker import Tracker, db, transitions
+
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+    with Store(tmp_path / "s") as s:
+        tr = Tracker(s)
+        tr.record_check(corr(row(1.25)), actor="ci", now=now)
+        issue = db.issue_row(tr.conn, 1)
+        with pytest.raises(RuntimeError, match="inside a write transaction"):
+            transitions.write(tr.conn, issue, "ack", actor="a", now=now, owner="x")
+        with pytest.raises(TransitionRefused), write_tx(tr.conn):
+            transitions.write(tr.conn, issue, "recurred", actor="a", now=now)
+        assert db.issue_row(tr.conn, 1) == issue and len(db.history(tr.conn, 1)) == 1

@@ -110,15 +110,12 @@ def plain(v: Any) -> Any:
         return {str(k): plain(x) for k, x in v.items()}
     if isinstance(v, (str, int, float, bool)):
         return v
-    try:
-        import pandas as pd
+    import pandas as pd
 
-        if v is pd.NA or v is pd.NaT:
-            return None
-        if isinstance(v, pd.Timestamp):
-            return v.isoformat()
-    except ImportError:  # pragma: no cover - pandas is a dependency
-        pass
+    if v is pd.NA or v is pd.NaT:
+        return None
+    if isinstance(v, pd.Timestamp):
+        return v.isoformat()
     return str(v)
 
 
