@@ -128,6 +128,12 @@ def test_nvtx_and_memory_summaries(xfid_cli):
     assert total["n_samples"] == 1536
 
 
+def test_trace_columns_not_read_are_listed(xfid_cli):
+    _, out = rows(xfid_cli, NSYS / "h100_decode_gpu_trace.csv")
+    assert ("keys not read (skipped): column Start (ns), column CorrId, column Reg/Trd, column StcSMem (MB), "
+            "column DymSMem (MB), column Ctx, column Strm") in out
+
+
 def test_console_banner_names_the_report(xfid_cli, tmp_path):
     # `nsys stats -q --report cuda_api_sum --format csv r.nsys-rep > f` on the console prints a banner
     f = tmp_path / "api.csv"

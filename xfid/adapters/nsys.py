@@ -180,6 +180,8 @@ def _trace(ctx: ReadContext, hdr: nvcsv.Header, fixed: dict[str, str], meta: dic
     types.update({c: _DICT for c, _ in cfg_cols})
     if "Device" in by_base:
         types[by_base["Device"]] = _DICT
+    read = {by_base[b] for b in ("Duration", "Name", "Device", *extra) if b in by_base} | {c for c, _ in cfg_cols}
+    ctx.skip_keys([n for n in names if n not in read], prefix="column ")  # Start, CorrId, Reg/Trd, Strm ...
     report = meta.get("report", "cuda_gpu_trace")
     base_cfg: dict[str, str] = {}  # tool and version go to `software`; config keeps launch conditions
     software = _software(report, meta)
