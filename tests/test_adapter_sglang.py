@@ -226,3 +226,36 @@ def test_v05_line_with_a_large_server_info_is_sniffed(tmp_path):
     f.write_text(_v05_line(server_info={"version": "0.5.4", **{f"arg_{i}": "x" * 40 for i in range(300)}}) + "\n")
     assert f.read_text().index("_e2e_latency_ms") > 8192
     assert detect(f) is SglangAdapter
+
+
+AGG = DIR + "/tonyli15_gh200_qwen2.5-3b_v0.5.5_agg_c32.jsonl"
+PD = DIR + "/tonyli15_gh200_qwen2.5-3b_pd-1p1d_c64.jsonl"
+
+
+def test_real_v05_line_with_server_info(xfid_cli, fixtures):
+    recs, out = xfid_cli.ingest_export(fixtures / AGG)
+    assert "keys not read" not in out  # server_info is read for its version, accept_length is null
+    e2e = pick(recs, "e2e_latency", "p99")
+    assert e2e["value"] == pytest.approx(1.1812900166865443, rel=1e-15) and e2e["n_samples"] == 100
+    assert e2e["software"] == "sglang bench_serving (sglang), sglang 0.5.5.post3"
+    assert pick(recs, "ttft", "median")["value"] == pytest.approx(0.03713699756190181, rel=1e-15)
+    assert pick(recs, "itl", "p95")["value"] == pytest.approx(0.02242972366511822, rel=1e-15)
+    assert pick(recs, "throughput_total_tokens", "mean")["value"] == 16663.363794435983
+    assert pick(recs, "concurrency", "mean")["value"] == 28.450295820896617
+    assert pick(recs, "sglang:input_text_tokens")["value"] == 26497
+    assert pick(recs, "sglang:output_tokens_retokenized")["value"] == 6179
+    assert not [r for r in recs if r["metric"] == "sglang:accept_length"]
+    cfg = json.loads(e2e["config"])
+    assert cfg["tag"] == "agg_n100_in512_out128_c32" and cfg["request_rate"] == "inf" and "server_info" not in cfg
+
+
+def test_real_v05_pd_line_sniffed_past_its_server_info(xfid_cli, fixtures):
+    """The PD router's server_info (prefill and decode arguments) is 50 KB before the results."""
+    assert (fixtures / PD).read_text().index("_e2e_latency_ms") > 8192
+    assert detect(fixtures / PD) is SglangAdapter
+    recs = rows(xfid_cli, fixtures / PD)
+    ttft = pick(recs, "ttft", "mean")
+    assert ttft["value"] == pytest.approx(5.398151867231354, rel=1e-15)
+    assert ttft["software"] == "sglang bench_serving (sglang)"  # no top-level version in a PD server_info
+    assert pick(recs, "tpot", "p99")["value"] == pytest.approx(0.008205045893873002, rel=1e-15)
+    assert pick(recs, "throughput_requests", "mean")["value"] == 9.335204764526567
