@@ -9,6 +9,7 @@ import click
 from xfid.app import App
 from xfid.commands import options
 from xfid.commands.validate import ALPHA
+from xfid.textsafe import echo
 
 
 @click.command("history")
@@ -28,21 +29,21 @@ def cli(app: App, key, fmt, alpha) -> None:
         click.echo(json.dumps(h.to_dict(), indent=2, default=str))
         return
     if not series:
-        click.echo(f"{key}: no checks recorded it yet")
+        echo(f"{key}: no checks recorded it yet")
         return
     first = series[0]
-    click.echo(f"{key}: {first['target']} {first['workload']} {first['op'] or '(e2e)'} {first['metric']} "
-               f"{first['stat']} {first['candidate']}->{first['reference']}")
+    echo(f"{key}: {first['target']} {first['workload']} {first['op'] or '(e2e)'} {first['metric']} "
+         f"{first['stat']} {first['candidate']}->{first['reference']}")
     starts = {c.index for c in cps}
-    click.echo(f"{'check':>6}  {'time':<20}  {'candidate':>12}  {'reference':>12}  {'error':>8}  kind")
+    echo(f"{'check':>6}  {'time':<20}  {'candidate':>12}  {'reference':>12}  {'error':>8}  kind")
     for i, p in enumerate(series):
         mark = "  <- change point" if i in starts else ""
         err = "n/a" if p["rel_error"] is None else f"{p['rel_error'] * 100:+.1f}%"
-        click.echo(f"{p['check_id']:>6}  {str(p['time'])[:19]:<20}  {_g(p['candidate_value']):>12}  "
-                   f"{_g(p['reference_value']):>12}  {err:>8}  {p['kind']}{mark}")
+        echo(f"{p['check_id']:>6}  {str(p['time'])[:19]:<20}  {_g(p['candidate_value']):>12}  "
+             f"{_g(p['reference_value']):>12}  {err:>8}  {p['kind']}{mark}")
     for c in cps:
-        click.echo(f"change point at check #{series[c.index]['check_id']}: mean error "
-                   f"{c.before_mean * 100:+.1f}% -> {c.after_mean * 100:+.1f}% (p={c.p_value:.2g})")
+        echo(f"change point at check #{series[c.index]['check_id']}: mean error "
+             f"{c.before_mean * 100:+.1f}% -> {c.after_mean * 100:+.1f}% (p={c.p_value:.2g})")
 
 
 def _g(v) -> str:

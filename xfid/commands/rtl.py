@@ -69,13 +69,11 @@ def run_cmd(ctx: click.Context, block, params, sim, out, build_dir, seed, target
 
 def _ingest(ctx: click.Context, res, target: str | None, run_label: str) -> int:
     from xfid.app import App
-    from xfid.ingest import IngestOptions, ingest
 
     app = ctx.find_object(App) or App()
     paths = [p for p in (res.out, res.results_xml) if p.is_file()]
     options = {} if res.out.parent == res.results_xml.parent else {"results": str(res.results_xml)}
-    report = ingest(app.store(), paths, IngestOptions(adapter="cocotb", target=target, run=run_label, options=options))
-    return report.rows
+    return app.api.ingest(paths, adapter="cocotb", target=target, run=run_label, options=options).rows
 
 
 def _print_run(res, records: list[dict], ingested: int | None) -> None:

@@ -24,8 +24,8 @@ def cli(app: App, fmt) -> None:
         click.echo(json.dumps(rows, indent=2))
         return
     if not rows:
-        click.echo("no sources ingested yet")
+        echo("no sources ingested yet")
         return
-    click.echo(f"{'source_id':<12}  {'adapter':<13}  {'rows':>9}  {'ingested_at':<20}  path")
+    echo(f"{'source_id':<12}  {'adapter':<13}  {'rows':>9}  {'ingested_at':<20}  path")
     for r in rows:
         echo(f"{r['source_id'][:12]:<12}  {r['adapter']:<13}  {r['rows']:>9}  {r['ingested_at']:<20}  {r['path']}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from xfid.app import App
+from xfid.textsafe import echo
 
 
 @click.command("summary")
@@ -12,13 +13,13 @@ from xfid.app import App
 def cli(app: App) -> None:
     """Summarize the store: rows per fidelity, target and metric."""
     s = app.api.summary()
-    click.echo(f"store {s['store']}: {s['records']} records from {s['sources']} sources")
+    echo(f"store {s['store']}: {s['records']} records from {s['sources']} sources")
     if not s["records"]:
         return
-    click.echo(f"  {'fidelity':<12} {'target':<14} {'records':>9}")
+    echo(f"  {'fidelity':<12} {'target':<14} {'records':>9}")
     for (fid, tgt), n in s["by_fidelity_target"].items():
-        click.echo(f"  {fid:<12} {tgt:<14} {n:>9}")
+        echo(f"  {fid:<12} {tgt:<14} {n:>9}")
     metrics = s["metrics"]
     shown = ", ".join(f"{m} {n}" for m, n in metrics[:20])
     more = f", and {len(metrics) - 20} more (xfid export --metric NAME)" if len(metrics) > 20 else ""
-    click.echo(f"  {len(metrics)} metrics, most records first: {shown}{more}")
+    echo(f"  {len(metrics)} metrics, most records first: {shown}{more}")

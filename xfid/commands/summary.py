@@ -1,13 +1,8 @@
-"""Text summaries printed by `xfid ingest` and `xfid summary`."""
+"""The text summary `xfid ingest` prints."""
 
 from __future__ import annotations
 
-from collections import Counter
-
-import pyarrow.compute as pc
-
 from xfid.ingest import IngestReport
-from xfid.store import Store
 from xfid.textsafe import echo
 
 
@@ -41,20 +36,3 @@ def print_ingest(report: IngestReport) -> None:
     if docs:
         echo(f"skipped {len(docs)} README/xfid-source.toml file(s)")
     echo(f"{report.rows} new rows from {len(new)} file(s); {len(old)} already ingested; {len(report.skipped)} skipped")
-
-
-def print_store_summary(store: Store) -> None:
-    t = store.read(columns=["fidelity", "target", "metric", "value"])
-    echo(f"store {store.root}: {t.num_rows} records from {len(store.sources())} sources")
-    if t.num_rows == 0:
-        return
-    by = Counter()
-    for r in t.group_by(["fidelity", "target"]).aggregate([([], "count_all")]).to_pylist():
-        by[(r["fidelity"], r["target"])] = r["count_all"]
-    echo(f"  {'fidelity':<12} {'target':<14} {'records':>9}")
-    for (fid, tgt), n in sorted(by.items()):
-        echo(f"  {fid:<12} {tgt:<14} {n:>9}")
-    metrics = sorted(pc.value_counts(t.column("metric")).to_pylist(), key=lambda r: -r["counts"])
-    shown = ", ".join(f"{r['values']} {r['counts']}" for r in metrics[:20])
-    more = f", and {len(metrics) - 20} more (xfid export --metric NAME)" if len(metrics) > 20 else ""
-    echo(f"  {len(metrics)} metrics, most records first: {shown}{more}")
