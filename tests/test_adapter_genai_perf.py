@@ -200,3 +200,41 @@ def test_units_that_contradict_the_metric_still_fail(xfid_cli, tmp_path, content
     f.write_text(content)
     r = xfid_cli("ingest", f, "--adapter", "genai-perf", "--target", "h100-sxm", "--workload", "w")
     assert r.exit_code == 2 and message in r.output, r.output
+
+
+EGHAM_JSON = "egham7_c10_v0.0.15_genai_perf.json"
+EGHAM_CSV = "egham7_c10_v0.0.15_genai_perf.csv"
+
+
+def test_real_json_export(xfid_cli, fixtures):
+    """genai-perf 0.0.15, non-streaming (TTFT = request latency, no ITL), no telemetry."""
+    recs, out = xfid_cli.ingest_export(fixtures / DIR / EGHAM_JSON)
+    assert "keys not read" not in out
+    e2e = pick(recs, "e2e_latency", "mean")
+    assert e2e["value"] == pytest.approx(9.611462467961537, rel=1e-15) and e2e["source_loc"] == "$.request_latency.avg"
+    assert pick(recs, "e2e_latency", "p90")["value"] == pytest.approx(18.477152846999998, rel=1e-15)
+    assert pick(recs, "e2e_latency", "std")["value"] == pytest.approx(5.002431460878968, rel=1e-15)
+    assert pick(recs, "ttft", "min")["value"] == pytest.approx(3.3573297319999997, rel=1e-15)
+    assert pick(recs, "throughput_requests", "mean")["value"] == 0.9143702288467201
+    assert pick(recs, "throughput_tokens", "mean")["value"] == 408.8289965516585
+    assert pick(recs, "requests_completed")["value"] == 26
+    assert pick(recs, "output_tokens", "p5")["value"] == 187.25
+    assert pick(recs, "input_tokens", "std")["value"] == 0.0
+    assert not [r for r in recs if r["metric"] in ("itl", "power", "tokens_per_joule")]
+    cfg = json.loads(e2e["config"])
+    assert cfg["endpoint.type"] == "chat" and cfg["perf_analyzer.stimulus.concurrency"] == 10
+    assert cfg["input.synthetic_tokens.mean"] == 550 and cfg["input.extra.max_tokens"] == 150
+
+
+def test_real_csv_of_the_same_run_agrees_with_its_json(xfid_cli, fixtures):
+    """The CSV (CRLF, two decimals, thousands separators) rounds the JSON's numbers."""
+    csv_recs = rows(xfid_cli, fixtures / DIR / EGHAM_CSV)
+    json_recs = [r for r in rows(xfid_cli, fixtures / DIR / EGHAM_JSON) if r["run"] == "egham7-medium-c10"]
+    assert pick(csv_recs, "e2e_latency", "max")["value"] == pytest.approx(19.11876, rel=1e-15)
+    assert pick(csv_recs, "requests_completed")["value"] == 26
+    assert pick(csv_recs, "throughput_requests", "mean")["value"] == 0.91
+    for metric, stat in [("e2e_latency", "mean"), ("e2e_latency", "p1"), ("output_tokens", "p75"),
+                         ("throughput_tokens", "mean")]:
+        a, b = pick(csv_recs, metric, stat)["value"], pick(json_recs, metric, stat)["value"]
+        assert a == pytest.approx(b, abs=0.005 * (1e-3 if metric == "e2e_latency" else 1)), (metric, stat)
+    assert not [r for r in csv_recs if r["metric"] == "ttft"]  # non-streaming: the CSV has no TTFT row
