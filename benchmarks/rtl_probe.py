@@ -15,6 +15,14 @@ Rounds are short and the order of the three rotates each round, so load from oth
 processes hits all three alike; every figure is a median over rounds of a ratio or
 difference taken within the round (paired), with the interquartile range beside it.
 The overhead is probe/edge - 1: the same block and sweep with and without the probe.
+
+Per op the probe costs a few microseconds against a few hundred of simulation, so under
+load the paired difference above is noisy. Each round therefore also times the probe alone:
+
+  tight   `--tight` ops of `with rtl_hooks.probe(...): pass` (same two counters, real
+          handles, no await) and one flush: the probe's own cost per op (entry, exit,
+          encoding, writing), with the simulator idle. Its minimum over rounds is the
+          figure least disturbed by other processes.
 """
 
 from __future__ import annotations
@@ -74,10 +82,22 @@ if cocotb is not None:
         wall = time.perf_counter() - t0
         return wall, (int(dut.cycle_count.value) - cyc0) % (1 << 32)
 
+    def _tight(dut, ops: int) -> float:
+        """Seconds per op of the probe alone: entry and exit around nothing, then one flush."""
+        import rtl_hooks
+
+        counters = {"bytes": dut.bytes_moved, "stall_cycles": dut.stall_cycles}
+        t0 = time.perf_counter()
+        for i in range(ops):
+            with rtl_hooks.probe(dut, op=f"dma[bytes={SIZES[i % len(SIZES)]}]", counters=counters):
+                pass
+        rtl_hooks.flush()
+        return (time.perf_counter() - t0) / ops
+
     @cocotb.test()
     async def bench_probe_overhead(dut):
         """Time the three ways of waiting, interleaved per round."""
-        rounds, ops = _env_int("BENCH_ROUNDS", 41), _env_int("BENCH_OPS", 30)
+        rounds, ops, tight = _env_int("BENCH_ROUNDS", 41), _env_int("BENCH_OPS", 30), _env_int("BENCH_TIGHT", 300)
         cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
         dut.rst_n.value = 0
         dut.start.value = 0
@@ -93,11 +113,14 @@ if cocotb is not None:
         order = ["timer", "edge", "probe"]
         for mode in order:  # warm-up
             await _sweep(dut, mode, max(ops // 4, 1), known)
+        _tight(dut, max(tight // 4, 1))
         res: dict[str, list[tuple[float, int]]] = {m: [] for m in order}
+        alone: list[float] = []
         for i in range(rounds):
             for mode in order[i % 3:] + order[:i % 3]:  # rotate who goes first
                 res[mode].append(await _sweep(dut, mode, ops, known))
-        Path(os.environ["BENCH_OUT"]).write_text(json.dumps(res))
+            alone.append(_tight(dut, tight))
+        Path(os.environ["BENCH_OUT"]).write_text(json.dumps({"sweeps": res, "tight": alone}))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -105,6 +128,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=41)
     ap.add_argument("--ops", type=int, default=30, help="ops per sweep")
+    ap.add_argument("--tight", type=int, default=300, help="ops per round of the probe alone (no await)")
     ap.add_argument("--sizes", default="256,1024,4096", help="DMA transfer sizes in bytes, cycled through")
     ap.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="dma parameter override")
     args = ap.parse_args(argv)
@@ -119,12 +143,13 @@ def main(argv: list[str] | None = None) -> None:
         res = run_block("dma", params, out=Path(tmp) / "probe.jsonl", build_root=root / "build" / "rtl",
                         test_module="rtl_probe", tests_dir=Path(__file__).resolve().parent,
                         extra_env={"BENCH_OUT": str(bench_out), "BENCH_ROUNDS": str(args.rounds),
-                                   "BENCH_SIZES": args.sizes,
+                                   "BENCH_SIZES": args.sizes, "BENCH_TIGHT": str(args.tight),
                                    "BENCH_OPS": str(args.ops)})
         total = time.perf_counter() - t0
         if res.failed or not bench_out.is_file():
             sys.exit(f"benchmark simulation failed; see {res.build_dir / 'sim.log'}")
-        data = json.loads(bench_out.read_text())
+        got = json.loads(bench_out.read_text())
+        data, alone_us = got["sweeps"], [s * 1e6 for s in got["tight"]]
         n_records = res.records
     rate = {m: [c / w for w, c in v] for m, v in data.items()}
     wall = {m: [w for w, _ in v] for m, v in data.items()}
@@ -150,6 +175,9 @@ def main(argv: list[str] | None = None) -> None:
           f"bare op: {statistics.median(wall['edge']) / args.ops * 1e6:.0f} us")
     print(f"probe cycles/s vs the bare Timer testbench (per-round): median {statistics.median(vs_timer):.2f}x "
           f"(bare edge vs Timer: {statistics.median(edge_vs_timer):.2f}x)")
+    print(f"probe alone per op (enter+exit+encode+write, no await, {args.tight} ops x {args.rounds} rounds): "
+          f"median {statistics.median(alone_us):.2f} us (IQR {_q(alone_us, 1):.2f}..{_q(alone_us, 3):.2f}), "
+          f"min {min(alone_us):.2f} us")
     print(f"probe records written: {n_records}")
 
 
