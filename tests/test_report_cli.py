@@ -168,3 +168,41 @@ def test_report_without_checks_correlates_live(xfid_cli, tmp_path):
     pairs = html.split('<table class="pairs">')[1].split("</table>")[0]
     assert "roofline → archmodel" in pairs and "throughput_tokens/value" in pairs
     assert ">29.2%<" in pairs and ">1.29×<" in pairs  # |3100 - 2400| / 2400; 3100 / 2400
+
+
+def test_report_reads_what_the_check_recorded_and_correlates_nothing(tmp_path, monkeypatch):
+    """Pairs, coverage, bound tolerance and calibration come from the latest check: no engine run."""
+    import xfid
+    import xfid.engine
+    import xfid.engine.pipeline
+    from tests.conftest import FIXTURES
+    from xfid.report.assemble import build_report_data
+    from xfid.report.period import resolve_period
+    from xfid.report.views import unmatched_ops
+
+    store = xfid.open_store(tmp_path / "s", config=FIXTURES / "demo" / "xfid.toml")
+    store.ingest([FIXTURES / "records" / "archmodel.csv", FIXTURES / "records" / "measured.csv"])
+    live = store.correlate()
+    fitted = store.calibrate("archmodel", "measured", "h100-sxm")
+    check = store.check(correlation=live, actor="ci")
+
+    def no_engine(*a, **k):
+        raise AssertionError("the report ran the engine")
+
+    monkeypatch.setattr(xfid.engine, "correlate", no_engine)
+    monkeypatch.setattr(xfid.engine.pipeline, "correlate", no_engine)
+    period = resolve_period(None, None, datetime.now(UTC).date().isoformat())
+    data = build_report_data(store.backend(), store.config, period)
+    assert data.checks[-1]["id"] == check.check_id
+    assert data.coverage["unmatched"] == unmatched_ops(live.coverage)[0] and data.coverage["unmatched_total"] > 0
+    assert data.bound_tolerance == live.settings["bound_tolerance"]
+    (cal,) = data.calibration
+    assert (cal["candidate"], cal["reference"], cal["target"]) == ("archmodel", "measured", "h100-sxm")
+    assert cal["summary"]["n"] == fitted.summary["n"] == 6
+    assert cal["summary"]["mape_after"] == pytest.approx(fitted.summary["mape_after"], rel=1e-12)
+    assert [f["factor"] for f in cal["factors"]] == pytest.approx(fitted.factors["factor"].tolist(), rel=1e-12)
+    # a check recorded before checks kept the coverage: the report says so instead of guessing
+    store.tracker.conn.execute("UPDATE checks SET coverage = NULL")
+    data = build_report_data(store.backend(), store.config, period)
+    assert data.coverage["unmatched"] == [] and any("recorded before checks kept it" in c for c in data.caveats)
+    store.close()

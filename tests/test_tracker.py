@@ -289,3 +289,22 @@ def test_rows_without_fingerprint_are_refused(tracker):
     with pytest.raises(TrackerError, match=r"correlation row 0 \(t100-a0, .*\) has no fingerprint"):
         tracker.record_check(c, actor="ci", now=T0)
     assert tracker.checks() == []
+
+
+def test_each_check_keeps_its_op_map_coverage(tracker):
+    import pandas as pd
+
+    c = corr(BAD)
+    c.coverage = pd.DataFrame([
+        {"source": "nsys", "raw_op": "ampere_fp16_s16816gemm", "op": "attn.qkv_proj", "matched": True, "records": 4,
+         "has_rules": True, "rule": 2},
+        {"source": "nsys", "raw_op": "void at::native::elementwise", "op": "void at::native::elementwise",
+         "matched": False, "records": 9, "has_rules": True, "rule": -1}])
+    first = tracker.record_check(c, actor="ci", now=T0)
+    empty = tracker.record_check(corr(BAD), actor="ci", now=T0)
+    got = tracker.check_coverage(first.check_id)
+    pd.testing.assert_frame_equal(got, c.coverage, check_dtype=False)
+    assert tracker.check_coverage(empty.check_id).empty
+    assert list(tracker.check_coverage(empty.check_id).columns) == ["source", "raw_op", "op", "matched", "records"]
+    with pytest.raises(TrackerError, match="unknown check 9; checks run from 1 to 2"):
+        tracker.check_coverage(9)

@@ -78,11 +78,12 @@ def _comparisons(corr: Correlation) -> list[dict[str, Any]]:
     return [plain(r) for r in top.to_dict("records")]
 
 
-def _coverage(corr: Correlation) -> list[dict[str, Any]] | None:
+def _coverage(corr: Correlation) -> dict[str, Any] | None:
+    """The coverage table as {"columns": [...], "rows": [[...], ...]} (column order kept)."""
     c = getattr(corr, "coverage", None)
     if c is None:
         return None
-    return [plain(r) for r in c.to_dict("records")]
+    return {"columns": [str(x) for x in c.columns], "rows": [plain(list(r)) for r in c.itertuples(index=False)]}
 
 
 def record(conn: sqlite3.Connection, root: Path, corr: Correlation, *, actor: str, now: datetime,

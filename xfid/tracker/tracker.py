@@ -197,8 +197,8 @@ class Tracker:
         text = self._check_field(check_id, "coverage")
         if text is None:
             return None
-        records = json.loads(text)
-        return pd.DataFrame(records) if records else pd.DataFrame(columns=list(COVERAGE_COLUMNS))
+        doc = json.loads(text)
+        return pd.DataFrame(doc["rows"], columns=doc["columns"] or list(COVERAGE_COLUMNS))
 
     def events(self, since: datetime | None = None, until: datetime | None = None) -> list[dict[str, Any]]:
         """Transitions with since <= time < until, oldest first (kind = the issue's discrepancy kind)."""
