@@ -182,6 +182,9 @@ def test_typo_key_listed_as_skipped(xfid_cli, tmp_path):
     recs, out = xfid_cli.ingest_export(f, "--adapter", "vllm", "--target", "h100-sxm", "--workload", "w")
     assert "keys not read (skipped): $.request_goodput:" in out
     assert json.loads(pick(recs, "ttft", "mean")["config"]) == {"gpu": "H100"}  # text: a --metadata pair
+    r = xfid_cli("ingest", f, "--adapter", "vllm", "--target", "h100-sxm", "--workload", "w2", "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["files"][0]["skipped_keys"] == {"$.request_goodput:": 1}
 
 
 def test_arrays_in_the_wrong_unit_warn(xfid_cli, tmp_path):
