@@ -151,6 +151,8 @@ def test_ingest_cli_both_files(xfid_cli, tmp_path):
 
 def test_public_results_pinned():
     """Two results.xml from public projects (cocotb 1.x: the seed on the suite, sim_time_ns)."""
+    assert detect(PUBLIC / "rgb_mixer" / "results.xml") is CocotbAdapter
+    assert detect(PUBLIC / "cnn_matrix_mul" / "results.xml") is CocotbAdapter
     (rgb,) = read_results(PUBLIC / "rgb_mixer" / "results.xml")
     assert (rgb.name, rgb.classname, rgb.status, rgb.seed, rgb.line, rgb.wall_s) == (
         "test_all", "test.test_rgb_mixer", "failed", "1649813702", 32, 31.253236293792725)
