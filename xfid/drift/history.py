@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from xfid.engine.jsonout import clean
 from xfid.errors import TrackerError
 from xfid.store import Store
 
@@ -33,16 +34,9 @@ def key_history(store: Store, key: str) -> list[dict[str, Any]]:
             continue
         r = hit.iloc[0].to_dict()
         out.append({"check_id": chk["id"], "time": chk["time"], "fingerprint": fp,
-                    **{k: _py(r.get(k)) for k in ("target", "workload", "op", "metric", "stat", "candidate", "reference",
+                    **{k: clean(r.get(k)) for k in ("target", "workload", "op", "metric", "stat", "candidate", "reference",
                                                   "candidate_value", "reference_value", "rel_error", "kind")}})
     if not out and not key.upper().startswith("XF-") and len(key) != 16:
         raise TrackerError(f"{key!r} is neither an issue id (XF-N) nor a 16-digit fingerprint")
     return out
 
-
-def _py(v: Any) -> Any:
-    if hasattr(v, "item"):
-        v = v.item()
-    if isinstance(v, float) and v != v:
-        return None
-    return v

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from xfid.engine.contract import DISCREPANCY_KINDS, Correlation
+from xfid.engine.jsonout import clean
 from xfid.errors import XfidError
 from xfid.outfile import open_output
 
@@ -24,14 +25,6 @@ class SnapshotError(XfidError):
     """An unreadable or incompatible baseline."""
 
 
-def _clean(v: Any) -> Any:
-    if hasattr(v, "item"):
-        v = v.item()
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v
-
-
 def make_snapshot(corr: Correlation, *, label: str | None = None) -> dict[str, Any]:
     """Per fingerprint the values, errors and kind; per pair the target-level aggregates."""
     keys: dict[str, dict[str, Any]] = {}
@@ -39,13 +32,13 @@ def make_snapshot(corr: Correlation, *, label: str | None = None) -> dict[str, A
     if len(rows):
         rows = rows[rows["kind"] != "missing_reference"] if "kind" in rows else rows
         for rec in rows.to_dict("records"):
-            keys[str(rec["fingerprint"])] = {k: _clean(rec.get(k)) for k in KEY_FIELDS}
+            keys[str(rec["fingerprint"])] = {k: clean(rec.get(k)) for k in KEY_FIELDS}
     comps = []
     c = corr.comparisons
     if len(c):
         c = c[c["workload"].isna()]
         for rec in c.to_dict("records"):
-            comps.append({k: _clean(rec.get(k)) for k in AGG_FIELDS})
+            comps.append({k: clean(rec.get(k)) for k in AGG_FIELDS})
     comps.sort(key=lambda r: (r["target"], r["candidate"], r["reference"], r["metric"], r["stat"]))
     return {
         "xfid_snapshot": FORMAT_VERSION,
