@@ -303,13 +303,12 @@ class Store:
                 raise CatalogMismatch(f"{self.db_path}: the store database is empty, but "
                                       f"{len(self.committed_on_disk())} part files are in {self.records}; "
                                       + REBUILD_HINT)
-            if self.readonly:
-                if version < len(_MANIFEST_MIGRATIONS):
-                    raise StoreError(f"{self.db_path}: the store is read-only and its database needs an upgrade "
-                                     "(run any xfid command on it once with write access)")
-            else:
+            if not self.readonly:  # a read-only store from an older xfid is read as it is
                 migrate(self.conn, "manifest", _MANIFEST_MIGRATIONS)
-            row = self.conn.execute("SELECT value FROM store_meta WHERE key='store_id'").fetchone()
+                tables.add("store_meta")
+            row = None
+            if "store_meta" in tables:
+                row = self.conn.execute("SELECT value FROM store_meta WHERE key='store_id'").fetchone()
             if row is None and not self.readonly:  # a new store, or one from before store ids
                 self.conn.execute("INSERT OR IGNORE INTO store_meta VALUES ('store_id', ?)", (uuid.uuid4().hex,))
                 row = self.conn.execute("SELECT value FROM store_meta WHERE key='store_id'").fetchone()
@@ -387,10 +386,11 @@ class Store:
         return part.with_name(f"{TMP_PREFIX}{self.store_id}-{part.name[5:]}")
 
     # --- writing -----------------------------------------------------------------------
-    def _writable(self, what: str) -> None:
+    def require_writable(self, what: str) -> None:
+        """Raise StoreError when this store cannot be written (read-only directory or database)."""
         if self.readonly or not self.store_id:
-            raise StoreError(f"{self.root}: the store is read-only: cannot {what} "
-                             "(only summary, sources, export, correlate and doctor read it)")
+            raise StoreError(f"{self.root}: the store is read-only: cannot {what} (the commands that "
+                             "only read it, e.g. summary, export, correlate, report, doctor, still work)")
 
     def has_source(self, source_id: str) -> bool:
         with self._db("read the manifest"):
@@ -410,7 +410,7 @@ class Store:
         footer carries its provenance (PART_META); `describe`, called once every batch is
         read, gives the source's summary that goes into it.
         """
-        self._writable("ingest")
+        self.require_writable("ingest")
 
         def open_file(fid: str) -> Path:
             tmp = prep.temps[fid] = self.temp_path(fid)
@@ -487,7 +487,7 @@ class Store:
         readers use in their place and the next writer renames.
         """
         if any(p.temps for p in preps):
-            self._writable("ingest")
+            self.require_writable("ingest")
         renames: list[tuple[Path, Path]] = []
         try:
             with write_tx(self.conn):
