@@ -236,7 +236,7 @@ class XfidStore:
 
         opts = IngestOptions(adapter=adapter or "auto", fidelity=fidelity, target=target, workload=workload, run=run,
                              meta=dict(meta or {}), options=dict(options or {}))
-        items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+        items = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
         return ingest(self.backend(create=True), items, opts, progress=progress)
 
     def records(self, columns: Sequence[str] | None = None, **filters: str | Sequence[str]) -> pd.DataFrame:
@@ -434,6 +434,7 @@ class XfidStore:
         out = Path(path) if path is not None else default_output(p.label, html)
         if path is None:
             out.parent.mkdir(exist_ok=True)  # the default reports/ folder; a folder named by path must exist
+        assert data.bound_tolerance is not None  # build_report_data sets it from the check's settings
         text = render_html(data, bound_tol=data.bound_tolerance)
         pages = None
         if html:
@@ -490,10 +491,10 @@ def _runs(run: Runs) -> Any:
     return list(run) or None
 
 
-def _filters(filters: Mapping[str, str | Sequence[str]]) -> dict[str, list[str]]:
+def _filters(filters: Mapping[str, str | Sequence[str]]) -> dict[str, Sequence[str]]:
     from xfid.schema import SCHEMA
 
-    out = {}
+    out: dict[str, Sequence[str]] = {}
     for k, v in filters.items():
         if k not in SCHEMA.names:
             raise XfidError(f"records(): unknown column {k!r}; columns: {', '.join(SCHEMA.names)}")

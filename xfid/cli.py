@@ -66,7 +66,7 @@ class LazyGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """Each command with the first sentence of its docstring (wrapped, not cut at 45 characters)."""
-        rows = [(name, self.get_command(ctx, name).get_short_help_str(90)) for name in self.list_commands(ctx)]
+        rows = [(name, importlib.import_module(COMMANDS[name]).cli.get_short_help_str(90)) for name in COMMANDS]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

@@ -107,7 +107,7 @@ def _calibration(data: ReportData, store: Store, config: Config, basis: _Basis) 
 
     want = sorted({(p.candidate, p.reference, p.target) for p in data.pairs
                    if p.reference == "measured" and p.candidate in ("roofline", "archmodel") and p.target != T100})
-    out = []
+    out: list[dict[str, Any]] = []
     for cand, ref, tgt in want:
         try:
             res = calibrate(store, config, cand, ref, tgt, rows=basis.rows, with_predictions=False)

@@ -5,21 +5,20 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 from typing import Any
 
+from xfid.textsafe import csv_cell, terminal
 from xfid.tracker.recording import CheckSummary
 from xfid.tracker.tracker import ISSUE_KEYS
 
-_CTRL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 MAX_IDS = 12
 
 
 def clean(v: Any) -> str:
-    """A value for the terminal: None as '-', control characters (escape sequences) made visible."""
+    """A value for the terminal: None as '-', control and bidi characters made visible."""
     if v is None:
         return "-"
-    return _CTRL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(v))
+    return terminal(v)
 
 
 def num(v: float | None, pct: bool = False) -> str:
@@ -47,7 +46,8 @@ def check_text(s: CheckSummary) -> str:
     return "\n".join(lines)
 
 
-def issues_json(issues: list[dict[str, Any]]) -> str:
+def issues_json(issues: list[dict[str, Any]] | dict[str, Any]) -> str:
+    """A list of issues (`issues list`) or one issue with its history (`issues show`) as JSON."""
     return json.dumps(issues, indent=2, default=str)
 
 
@@ -57,7 +57,8 @@ def issues_csv(issues: list[dict[str, Any]]) -> str:
     w = csv.DictWriter(buf, fieldnames=keys, lineterminator="\n")
     w.writeheader()
     for i in issues:
-        w.writerow({k: "" if i.get(k) is None else i.get(k) for k in keys})
+        row = {k: i.get(k) for k in keys}  # a text cell is never a spreadsheet formula:
+        w.writerow({k: "" if v is None else csv_cell(v) if isinstance(v, str) else v for k, v in row.items()})
     return buf.getvalue()
 
 
