@@ -107,6 +107,11 @@ def test_a_database_that_does_not_match_its_parts_stops_every_command(xfid_cli, 
     if kind != "deleted":  # the database that was there is kept, never deleted
         assert len(backups) == 1 and (backups[0] / "xfid.db").is_file()
     assert ("tracker history kept" in r.output) == (kind == "older")
+    if kind in ("deleted", "emptied", "foreign"):  # the check's rows go with the database that knew them
+        assert not list((xfid_cli.store / "checks").glob("*.parquet"))
+        assert list((backups[0] / "checks").glob("check-*.parquet"))
+    else:
+        assert list((xfid_cli.store / "checks").glob("check-*.parquet"))
     assert export(xfid_cli) == before
     assert on_disk(xfid_cli.store) == parts
     r = xfid_cli("doctor")

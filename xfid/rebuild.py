@@ -2,7 +2,8 @@
 
 The database in place is moved into a backup folder, never deleted. The tracker's tables
 are kept when that database belongs to the same store (an older copy); otherwise the new
-database starts with an empty tracker and the backup keeps what the old one held.
+database starts with an empty tracker and the backup keeps what the old one held, with the
+check files (`checks/`) its checks saved.
 """
 
 from __future__ import annotations
@@ -95,12 +96,15 @@ def rebuild_catalog(root: Path) -> RebuildReport:
     keep = old is not None and old.get("store_id") == store_id
     _write_db(tmp, db if keep else None, store_id, sources)
     rep.tracker_kept = keep
-    if db.exists() or (root / f"{DB_NAME}-wal").exists():
+    orphan_checks = not keep and (root / "checks").is_dir()
+    if db.exists() or (root / f"{DB_NAME}-wal").exists() or orphan_checks:
         backup = root / f"catalog-backup-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:6]}"
         backup.mkdir()
         for name in (DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm"):
             if (root / name).exists():
                 os.replace(root / name, backup / name)
+        if orphan_checks:  # the saved rows of checks only that database knows
+            os.replace(root / "checks", backup / "checks")
         rep.backup = str(backup)
     os.replace(tmp, db)
     for f, why in bad:

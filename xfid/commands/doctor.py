@@ -62,7 +62,7 @@ def _rebuild(app: App, fmt: str) -> None:
                f"(store id {rep.store_id[:12]})")
     if rep.backup:
         kept = "tracker history kept" if rep.tracker_kept else \
-            "the tracker starts empty: the previous database was another store's or unreadable"
+            "the tracker starts empty: the previous database, kept there with its check files, was another store's or unreadable"
         click.echo(f"  the previous database is in {rep.backup} ({kept})")
     if rep.legacy_parts:
         click.echo(f"  {rep.legacy_parts} parts from before provenance footers: sources rebuilt from their rows "
