@@ -288,3 +288,22 @@ def test_v06_layout_arrays_before_the_stat_keys(xfid_cli, tmp_path):
     assert "$.request_goodput:" in out and "summary key says" not in out
     assert pick(recs, "ttft", "p99")["value"] == pytest.approx(0.05) and pick(recs, "ttft", "p99")["n_samples"] == n
     assert pick(recs, "itl", "mean")["value"] == pytest.approx(0.01) and pick(recs, "itl", "mean")["n_samples"] == n
+
+
+INFX = "measured/vllm/inferencex_gpt-oss-120b_pd-8p8g_c16.json"
+
+
+def test_real_benchmark_serving_fork_with_typo_key(xfid_cli, fixtures):
+    """InferenceX's copy of vLLM's benchmark_serving.py: p90/p99.9 stats and `request_goodput:`."""
+    recs, out = xfid_cli.ingest_export(fixtures / INFX)
+    assert "keys not read (skipped): $.request_goodput:" in out
+    assert not [r for r in recs if r["metric"] == "goodput_requests"]
+    assert {r["run"] for r in recs} == {"openai-20260428-110159"}
+    assert pick(recs, "ttft", "p99.9")["value"] == pytest.approx(0.6982081180762034, rel=1e-15)
+    assert pick(recs, "ttft", "p90")["n_samples"] == 160
+    assert pick(recs, "e2e_latency", "p90")["value"] == pytest.approx(9.920965689211152, rel=1e-15)
+    assert pick(recs, "itl", "p99.9")["value"] == pytest.approx(0.0115778636110482, rel=1e-15)
+    assert pick(recs, "throughput_tokens", "mean")["value"] == 1725.5812148243967
+    assert pick(recs, "output_tokens")["value"] == 163840
+    assert {r["flags"] for r in recs} == {"missing_counts"}  # no `failed` key, no per-request errors
+    assert json.loads(pick(recs, "duration")["config"])["burstiness"] == 1.0
