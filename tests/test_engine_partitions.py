@@ -12,7 +12,7 @@ import xfid.engine.pipeline
 from tests.test_engine_helpers import config, make_store, rec
 from xfid.engine.align import Aligner
 from xfid.engine.partitions import select_store
-from xfid.engine.select import load, select
+from xfid.engine.selection import load, select
 
 OPMAP = {"op_map": [{"source": "xfid-records", "match": "qkv", "op": "attn.qkv_proj"}]}
 

@@ -11,7 +11,7 @@ import pandas as pd
 from xfid.engine.align import MISSING, PairRows
 from xfid.engine.contract import COMPARISON_COLUMNS
 from xfid.engine.keys import combine, run_starts
-from xfid.engine.select import Selected
+from xfid.engine.selection import Selected
 from xfid.engine.stats import global_order, grouped_stats
 
 

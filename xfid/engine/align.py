@@ -11,7 +11,7 @@ import numpy as np
 from xfid.config import Config
 from xfid.engine.keys import combine, dense_unique
 from xfid.engine.mismatch import MismatchChecker
-from xfid.engine.select import AlignKeys, Selected
+from xfid.engine.selection import AlignKeys, Selected
 from xfid.errors import ConfigError
 
 LOWER_BOUND = frozenset({"latency", "cycles", "ttft", "tpot", "itl", "e2e_latency", "duration"})

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from xfid.config import Config
 from xfid.engine.pipeline import correlate
-from xfid.engine.select import load, select
+from xfid.engine.selection import load, select
 from xfid.errors import EngineError
 from xfid.store import Store
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from xfid.config import Config
 from xfid.engine.keys import combine, raw_codes_at
-from xfid.engine.select import Selected
+from xfid.engine.selection import Selected
 
 COMPARED_KEYS = ("precision", "batch")
 """Measurement conditions that must agree when both numbers' config carries them."""

@@ -32,7 +32,7 @@ def apply_op_maps(src: np.ndarray, src_names: list[str | None], o_raw: np.ndarra
     Returns:
         (op codes, canonical op names (sorted), merges, coverage DataFrame) where `merges` says
         whether some canonical op receives two or more distinct raw ops (they are then combined
-        per run: see select.ADDITIVE).
+        per run: see selection.ADDITIVE).
     """
     import pandas as pd
 

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from xfid.config import Config
 from xfid.engine.keys import combine
-from xfid.engine.select import (
+from xfid.engine.selection import (
     KEY_DIMS,
     AlignKeys,
     Selected,

@@ -19,7 +19,7 @@ from xfid.engine.mismatch import MismatchChecker
 from xfid.engine.pairs import parse_as_of, parse_run, resolve_pairs
 from xfid.engine.partitions import select_store
 from xfid.engine.rows import Packer, discrepancies, entry_provenance, rows_frame
-from xfid.engine.select import ADDITIVE
+from xfid.engine.selection import ADDITIVE
 from xfid.engine.stats import (
     BOOTSTRAP_EXACT_MAX_N,
     BOOTSTRAP_RESAMPLES,

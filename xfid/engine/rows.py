@@ -13,7 +13,7 @@ from xfid.engine.align import KINDS, MISSING, OK, PairRows
 from xfid.engine.contract import ROW_COLUMNS
 from xfid.engine.fingerprints import fingerprint_many
 from xfid.engine.keys import raw_codes_at
-from xfid.engine.select import Selected
+from xfid.engine.selection import Selected
 
 ROW_EXTRA = ("efficiency",)
 """Added row column: achieved fraction of a roofline bound (bound/ref for times, ref/bound for rates)."""
