@@ -211,7 +211,9 @@ def _write_db(tmp: Path, keep_from: Path | None, store_id: str, sources: dict[st
                 conn.execute("INSERT OR REPLACE INTO store_meta VALUES ('store_id', ?)", (store_id,))
                 for s in sorted(sources.values(), key=lambda s: (s.row["ingested_at"] or "", s.row["path"] or "")):
                     r = s.row
-                    summary = r["summary"] if isinstance(r["summary"], str) else json.dumps(r["summary"], sort_keys=True)
+                    summary = r["summary"]
+                    if not isinstance(summary, str):
+                        summary = json.dumps(summary, sort_keys=True)
                     conn.execute("INSERT INTO sources VALUES (?,?,?,?,?,?,?,?)",
                                  (r["source_id"], r["path"], r["adapter"], r["options"], r["content_hash"], r["rows"],
                                   r["ingested_at"], summary))

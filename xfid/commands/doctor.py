@@ -61,8 +61,9 @@ def _rebuild(app: App, fmt: str) -> None:
     click.echo(f"store {rep.store}: catalog rebuilt from {rep.parts} parts: {rep.sources} sources, {rep.rows} rows "
                f"(store id {rep.store_id[:12]})")
     if rep.backup:
-        kept = "tracker history kept" if rep.tracker_kept else \
-            "the tracker starts empty: the previous database, kept there with its check files, was another store's or unreadable"
+        kept = "tracker history kept" if rep.tracker_kept else (
+            "the tracker starts empty: the previous database, kept there with its check files, "
+            "was another store's or unreadable")
         click.echo(f"  the previous database is in {rep.backup} ({kept})")
     if rep.legacy_parts:
         click.echo(f"  {rep.legacy_parts} parts from before provenance footers: sources rebuilt from their rows "
