@@ -161,6 +161,7 @@ class XfidStore:
         self._path_arg = path
         self._config_arg = config
         self._backend: Store | None = None
+        self._tracker: Tracker | None = None
 
     # --- what it is -------------------------------------------------------------------
     @cached_property
@@ -193,12 +194,15 @@ class XfidStore:
 
     @property
     def tracker(self) -> Tracker:
-        """The discrepancy tracker of this store."""
-        from xfid.tracker import Tracker
+        """The discrepancy tracker of this store (its tables are created on first use)."""
+        if self._tracker is None:
+            from xfid.tracker import Tracker
 
-        return Tracker(self.backend())
+            self._tracker = Tracker(self.backend())
+        return self._tracker
 
     def close(self) -> None:
+        self._tracker = None
         if self._backend is not None:
             self._backend.close()
             self._backend = None

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from xfid.app import App
+from xfid.commands import options
 
 
 def _si(x: float, unit: str = "") -> str:
@@ -68,10 +69,10 @@ def _slug(text: str) -> str:
 @click.option("--block", help="T100 RTL block: gemm_tile, dma or omvm.")
 @click.option("--param", "params", multiple=True, metavar="K=V", help="Block parameter override (repeatable).")
 @click.option("--shape", "shapes", multiple=True, help="Block shape: gemm_tile M,N,K; dma BYTES; omvm VECTORS.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write xfid-records (.csv/.jsonl/.parquet).")
+@options.output("Write xfid-records (.csv/.jsonl/.parquet).")
 @click.option("--ingest", "do_ingest", is_flag=True, help="Ingest the bounds into the store (idempotent).")
 @click.option("--run", help="Run label for ingested bounds.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@options.output_format("table", "json", "csv")
 @click.pass_obj
 def cli(app: App, target, workload, model_config, gemms, gemm_file, precision, block, params, shapes, output,
         do_ingest, run, fmt) -> None:
@@ -81,7 +82,6 @@ def cli(app: App, target, workload, model_config, gemms, gemm_file, precision, b
     --gemm-file FILE. Block mode: --block gemm_tile --shape M,N,K [--param ROWS=8].
     Every number is a lower bound (latency) or upper bound (throughput), fidelity `roofline`.
     """
-    from xfid.commands.options import parse_kv
     from xfid.models import blocks, llm, roofline
     from xfid.models.output import csv_text, ingest_records, write_records
 
@@ -90,7 +90,7 @@ def cli(app: App, target, workload, model_config, gemms, gemm_file, precision, b
         raise click.UsageError("use one mode: --workload (LLM), --gemm/--gemm-file, or --block")
     tgt = app.config.target(target)
     if block:
-        records = blocks.block_bounds(block, tgt, parse_kv(params, "--param"), list(shapes))
+        records = blocks.block_bounds(block, tgt, options.parse_kv(params, "--param"), list(shapes))
     elif gemms or gemm_file:
         sh = [roofline.parse_triple(g) for g in gemms]
         if gemm_file:

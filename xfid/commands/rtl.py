@@ -7,6 +7,8 @@ import time
 
 import click
 
+from xfid.commands import options
+
 
 def _params(pairs: tuple[str, ...]) -> dict[str, str]:
     out: dict[str, str] = {}
@@ -35,7 +37,7 @@ def cli() -> None:
 @click.option("--target", help="Target recorded for the numbers (default t100-a0).")
 @click.option("--ingest", "do_ingest", is_flag=True, help="Ingest the probe records and results.xml into the store.")
 @click.option("--run", "run_label", help="Run label for --ingest (default rtl-BLOCK-<UTC time>).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@options.output_format("text", "json")
 @click.pass_context
 def run_cmd(ctx: click.Context, block, params, sim, out, build_dir, seed, target, do_ingest, run_label, fmt) -> None:
     """Build (cached) and run BLOCK's cocotb testbench; print cycles per op.
@@ -106,7 +108,7 @@ def _n(v) -> str:
 @cli.command("inspect")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--top", help="Module to show (default: the one named like the file, else the last).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@options.output_format("table", "json")
 def inspect_cmd(file, top, fmt) -> None:
     """Show a Verilog module's parameters (defaults, expressions) and ports (direction, width)."""
     from rtl_hooks.inspect import format_table, get_module
