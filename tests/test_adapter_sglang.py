@@ -259,3 +259,15 @@ def test_real_v05_pd_line_sniffed_past_its_server_info(xfid_cli, fixtures):
     assert ttft["software"] == "sglang bench_serving (sglang)"  # no top-level version in a PD server_info
     assert pick(recs, "tpot", "p99")["value"] == pytest.approx(0.008205045893873002, rel=1e-15)
     assert pick(recs, "throughput_requests", "mean")["value"] == 9.335204764526567
+
+
+def test_arrays_count_the_requests_when_the_summary_does_not(xfid_cli, tmp_path):
+    line = json.loads(_v05_line())
+    for k in ("completed", "errors"):
+        del line[k]
+    f = tmp_path / "r.jsonl"
+    f.write_text(json.dumps(line) + "\n")
+    recs = rows(xfid_cli, f, "--target", "h100-sxm", "--workload", "w")
+    done = pick(recs, "requests_completed")
+    assert done["value"] == 4 and done["source_loc"] == "line 1: $.ttfts: entries"
+    assert not [r for r in recs if r["metric"] == "requests_failed"]  # no errors array: not known

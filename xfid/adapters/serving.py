@@ -125,8 +125,9 @@ def emit(ctx: ReadContext, req: Requests, summary: Mapping[tuple[str, str], floa
                 ctx.warn(f"{loc(key)}: {metric} {stat} from the {n} {what} is {value:.6g} {unit}, but the "
                          f"summary key says {have:.6g} {unit}; the summary key is kept")
     if ("requests_completed", "value") not in summary:
-        add("requests_completed", "value", float(req.ok), "count", f"{loc('errors')}: requests without an error"
-            if req.failed is not None else f"{loc('ttfts')}: requests", req.ok)
+        where = (f"{loc('errors')}: requests without an error" if req.failed is not None
+                 else f"{loc(next(iter(req.values)))}: entries")
+        add("requests_completed", "value", float(req.ok), "count", where, req.ok)
     if req.failed is not None and ("requests_failed", "value") not in summary:
         add("requests_failed", "value", float(req.failed), "count", f"{loc('errors')}: requests with an error",
             req.total)

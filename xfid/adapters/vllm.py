@@ -136,7 +136,7 @@ class VllmAdapter(Adapter):
                 seen[(metric, stat)] = v / 1000
                 add(metric, stat, v, "ms", loc(key), n)
         if requests is not None:
-            serving.emit(ctx, requests, seen, lambda m, s, v, u, where, n: add(m, s, v, u, where, n), loc)
+            serving.emit(ctx, requests, seen, add, loc)
         energy = num.get("gpu_energy_j")
         out_tokens = num.get("total_output_tokens")
         if energy and out_tokens:
