@@ -173,3 +173,13 @@ def test_sources_and_errors_escape_hostile_names(xfid_cli, tmp_path):
     bad.write_text("fidelity,value\nmeasured,not-a-number\n")
     e = xfid_cli("ingest", "--adapter", "xfid-records", bad)
     assert e.exit_code == 2 and e.output.startswith("Error: ") and ESC not in e.output and "bad\\x1b[2J" in e.output
+
+
+def test_issue_list_csv_and_table_are_safe(hostile):
+    assert hostile("check").exit_code == 0
+    r = hostile("issues", "list", "--format", "csv")
+    assert r.exit_code == 0, r.output
+    rows = list(csv.DictReader(io.StringIO(r.output)))
+    assert rows and {row["workload"] for row in rows} <= {"'" + FORMULA, "w1"} and "'-plain" in {row["op"] for row in rows}
+    t = hostile("issues", "list")
+    assert ESC not in t.output and "\u202e" not in t.output
