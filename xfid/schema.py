@@ -260,10 +260,10 @@ def _check_length(col: pa.ChunkedArray, name: str, source_path: str | None, locs
 
 def _check_sign(value: pa.ChunkedArray, metric: pa.ChunkedArray, source_path: str | None, locs) -> None:
     """No negative value for a metric that cannot be negative (a time, an energy, a rate, a count)."""
-    neg = pc.less(value, 0.0)
-    if not pc.any(neg).as_py():
+    low = pc.min(value).as_py()  # one pass, no temporary
+    if low is None or low >= 0:
         return
-    rows = pc.indices_nonzero(pc.fill_null(neg, False))
+    rows = pc.indices_nonzero(pc.fill_null(pc.less(value, 0.0), False))
     names = pc.take(metric, rows).cast(pa.string()).to_pylist()
     for i, m in zip(rows.to_pylist(), names, strict=True):
         if units.is_non_negative(m):
