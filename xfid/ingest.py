@@ -221,18 +221,16 @@ MAX_ERROR_CHARS = 600
 """An error about a file's content is cut to this length: an excerpt, never the file."""
 
 
-def _bounded(e: InputError) -> InputError:
-    """The error with control characters (and bidi overrides) escaped and its length bounded."""
+def _bounded(e: XfidError) -> XfidError:
+    """The error (changed in place) with control characters and bidi overrides escaped and its
+    length bounded: a message may quote a file, never print it."""
     msg = str(e)
-    clean = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in msg)
-    if clean == msg and len(msg) <= MAX_ERROR_CHARS:
-        return e
+    clean = "".join(c if c.isprintable() or c in "\n\t" else ascii(c)[1:-1] for c in msg)
     if len(clean) > MAX_ERROR_CHARS:
-        clean = clean[: MAX_ERROR_CHARS - 20] + f"... ({len(clean)} characters in all)"
-    out = InputError(e.path, None, "")
-    out.args = (clean,)
-    out.loc, out.what = e.loc, e.what
-    return out
+        clean = clean[: MAX_ERROR_CHARS - 30] + f"... ({len(clean)} characters in all)"
+    if clean != msg:
+        e.args = (clean,)
+    return e
 
 
 class _AlreadyIngested(Exception):
@@ -354,7 +352,7 @@ def ingest(store: Store, paths: Iterable[str | Path], opts: IngestOptions,
             store.keep_alive(preps)
             try:
                 r = prepare(store, path, opts, explicit)
-            except InputError as e:
+            except XfidError as e:
                 raise _bounded(e) from None
             if isinstance(r, str):
                 report.skipped.append((str(path), r))
