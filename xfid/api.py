@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from xfid.config import Config
+    from xfid.correlation import CorrelationResult
     from xfid.doctor import DoctorReport
     from xfid.drift.drift import DriftReport
     from xfid.engine import CalibrationResult, Correlation
@@ -101,34 +102,6 @@ def compare(baseline: PathLike | dict[str, Any], current: PathLike | dict[str, A
 def _only_targets(snap: dict[str, Any], targets: Sequence[str]) -> dict[str, Any]:
     return {**snap, "keys": {k: v for k, v in snap["keys"].items() if v["target"] in targets},
             "comparisons": [c for c in snap["comparisons"] if c["target"] in targets]}
-
-
-def _correlation_type() -> type:
-    """CorrelationResult: a Correlation with to_json() (the class is made on first use: pandas loads late)."""
-    global _CorrelationResult
-    if _CorrelationResult is None:
-        from xfid.engine import Correlation
-
-        class CorrelationResult(Correlation):
-            """A Correlation (rows, comparisons, discrepancies, coverage DataFrames) that writes itself."""
-
-            def to_json(self) -> str:
-                """The document `xfid correlate --format json` prints."""
-                from xfid.engine.output import to_json
-
-                return to_json(self)
-
-            def to_dict(self) -> dict[str, Any]:
-                """That document as Python objects."""
-                from xfid.engine.output import to_dict
-
-                return to_dict(self)
-
-        _CorrelationResult = CorrelationResult
-    return _CorrelationResult
-
-
-_CorrelationResult: type | None = None
 
 
 @dataclass
@@ -275,7 +248,7 @@ class XfidStore:
 
     # --- correlation ------------------------------------------------------------------
     def correlate(self, targets: Sequence[str] | None = None, pairs: Sequence[str] | None = None, run: Runs = None,
-                  as_of: Any = None, *, include_missing: bool = False, fingerprints: str = "all") -> Correlation:
+                  as_of: Any = None, *, include_missing: bool = False, fingerprints: str = "all") -> CorrelationResult:
         """Align the fidelities and compute errors, aggregates and discrepancies.
 
         Args:
@@ -297,7 +270,9 @@ class XfidStore:
         corr = engine.correlate(self.backend(), self.config, run=_runs(run), as_of=as_of,
                                 targets=list(targets or []) or None, pairs=list(pairs or []) or None,
                                 include_missing=include_missing, fingerprints=fingerprints)
-        return _as_result(corr)
+        from xfid.correlation import CorrelationResult
+
+        return CorrelationResult.of(corr)
 
     def calibrate(self, candidate: str, reference: str, target: str, *, label: str | None = None, run: Runs = None,
                   as_of: Any = None) -> CalibrationResult:
@@ -505,10 +480,3 @@ def _filters(filters: Mapping[str, str | Sequence[str]]) -> dict[str, Sequence[s
         if v is not None and v != ():
             out[k] = [v] if isinstance(v, str) else list(v)
     return out
-
-
-def _as_result(corr: Correlation) -> Correlation:
-    cls = _correlation_type()
-    if isinstance(corr, cls):
-        return corr
-    return cls(**{f.name: getattr(corr, f.name) for f in fields(corr)})
