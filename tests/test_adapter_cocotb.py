@@ -217,9 +217,16 @@ def test_default_target_must_be_a_name(tmp_path, monkeypatch):
 
 
 def test_runner_results_xml_keeps_the_probe_target(tmp_path):
-    """xfid's runner wrote it (its probe file beside it): the probe's target, as before."""
+    """xfid's runner wrote it (its probe file beside it, or `xfid rtl run --out elsewhere --ingest`
+    naming it as the probe's results): the probe's target, as before."""
     rows = read(OUT / "results.xml")
     assert {r["target"] for r in rows} == {"t100-a0"}
+    p = tmp_path / "build" / "results.xml"
+    p.parent.mkdir()
+    shutil.copy(OUT / "results.xml", p)
+    assert {r["target"] for r in read(p, options={"results": str(p)})} == {"t100-a0"}
+    with pytest.raises(InputError, match="no target"):
+        read(p)
 
 
 def test_huge_attribute_refused_before_parsing(tmp_path):
