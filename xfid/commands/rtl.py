@@ -73,6 +73,9 @@ def _ingest(ctx: click.Context, res, target: str | None, run_label: str) -> int:
     from xfid.app import App
 
     app = ctx.find_object(App) or App()
+    from xfid.commands.validate import warn_unknown_target
+
+    warn_unknown_target(app.config, target, app.store())
     paths = [p for p in (res.out, res.results_xml) if p.is_file()]
     options = {} if res.out.parent == res.results_xml.parent else {"results": str(res.results_xml)}
     return app.api.ingest(paths, adapter="cocotb", target=target, run=run_label, options=options).rows
