@@ -45,7 +45,8 @@ class RebuildReport:
     sources: int = 0
     parts: int = 0
     rows: int = 0
-    backup: str = ""  # where the previous database went ("" when there was none)
+    backup: str = ""  # the folder the previous database (and check files) went to ("" when nothing moved)
+    moved: list[str] = field(default_factory=list)  # the names moved there
     tracker_kept: bool = False
     legacy_parts: int = 0  # parts from before footers carried provenance (rebuilt from their rows)
     renamed: list[str] = field(default_factory=list)  # committed temps finished
@@ -103,8 +104,10 @@ def rebuild_catalog(root: Path) -> RebuildReport:
         for name in (DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm"):
             if (root / name).exists():
                 os.replace(root / name, backup / name)
+                rep.moved.append(name)
         if orphan_checks:  # the saved rows of checks only that database knows
             os.replace(root / "checks", backup / "checks")
+            rep.moved.append("checks/")
         rep.backup = str(backup)
     os.replace(tmp, db)
     for f, why in bad:

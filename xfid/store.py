@@ -54,7 +54,7 @@ LEGACY_TEMP_NAME = re.compile(r"\.tmp-([0-9a-f]{32})\.parquet")
 """A temp part of a store from before store ids (whose store cannot be proven)."""
 COMMITTED_GLOB = "fidelity=*/part-*.parquet"
 REBUILD_HINT = ("nothing was changed or deleted; rebuild the catalog from the parts with "
-                "`xfid doctor --rebuild-catalog` (it keeps the current xfid.db in a backup folder)")
+                "`xfid doctor --rebuild-catalog` (it moves any xfid.db here into a backup folder, never deletes it)")
 
 _MANIFEST_MIGRATIONS = [
     """

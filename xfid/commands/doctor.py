@@ -53,6 +53,7 @@ def cli(app: App, repair, rebuild, fmt) -> None:
 
 def _rebuild(app: App, fmt: str) -> None:
     from xfid.rebuild import rebuild_catalog
+    from xfid.store import DB_NAME
 
     rep = rebuild_catalog(app.store_path)
     if fmt == "json":
@@ -61,10 +62,12 @@ def _rebuild(app: App, fmt: str) -> None:
     click.echo(f"store {rep.store}: catalog rebuilt from {rep.parts} parts: {rep.sources} sources, {rep.rows} rows "
                f"(store id {rep.store_id[:12]})")
     if rep.backup:
-        kept = "tracker history kept" if rep.tracker_kept else (
-            "the tracker starts empty: the previous database, kept there with its check files, "
-            "was another store's or unreadable")
-        click.echo(f"  the previous database is in {rep.backup} ({kept})")
+        click.echo(f"  moved into {rep.backup}: {', '.join(rep.moved)}")
+    if DB_NAME in rep.moved:
+        click.echo("  tracker history kept (the previous database was an older copy of this store)" if rep.tracker_kept
+                   else "  the tracker starts empty: the previous database was another store's or unreadable")
+    elif "checks/" in rep.moved:
+        click.echo("  the tracker starts empty: there was no database")
     if rep.legacy_parts:
         click.echo(f"  {rep.legacy_parts} parts from before provenance footers: sources rebuilt from their rows "
                    "(their options and content hash were not recorded)")
