@@ -245,7 +245,7 @@ def to_canonical(values: pa.ChunkedArray, metric: pa.ChunkedArray, unit: pa.Chun
     """
     if len(values) == 0:
         return pa.chunked_array([pa.array([], pa.float64())]), pa.chunked_array([pa.array([], pa.string())])
-    known: dict[tuple[str, str | None], tuple[int, float] | Exception] = {}
+    known: dict[tuple[str, str | None], tuple[int, float, int, bool] | Exception] = {}
     names: dict[str, int] = {}
     out_v: list[pa.Array] = []
     out_u: list[pa.Array] = []
@@ -276,18 +276,18 @@ def to_canonical(values: pa.ChunkedArray, metric: pa.ChunkedArray, unit: pa.Chun
             if pair not in known:
                 try:
                     cu = units.canonical_unit(*pair)
-                    f = units.exact_factor(*pair) if pair[1] is not None and pair[1] != cu else Fraction(1)
+                    f = units.exact_factor(pair[0], pair[1]) if pair[1] is not None and pair[1] != cu else Fraction(1)
                     known[pair] = (names.setdefault(cu, len(names)), *split_factor(f))
-                except (UnitError, SchemaError) as e:
-                    known[pair] = e
+                except (UnitError, SchemaError) as err:
+                    known[pair] = err
             r, slot = known[pair], k if dense else j
             if isinstance(r, Exception):
                 bad.append((base + int(np.argmax(key == slot)), r))
             else:
                 lut_u[slot], lut_p[slot], lut_k[slot], lut_w[slot] = r
         if bad:  # the first offending row, as a row-by-row check would find it
-            i, e = min(bad, key=lambda x: x[0])
-            raise SchemaError(f"{where(source_path, locs, i)}: {e}") from None
+            i, first = min(bad, key=lambda x: x[0])
+            raise SchemaError(f"{where(source_path, locs, i)}: {first}") from None
         if np.all(lut_p == 1.0) and not lut_k.any():
             out_v.append(v)
         else:

@@ -208,7 +208,7 @@ class RecordsAdapter(Adapter):
     def _json_table(rows: list[dict[str, Any]], locs: list[str]) -> pa.Table:
         seen = set().union(*rows)
         names = [c for c in ALLOWED if c in seen or c == "source_loc"]
-        cols = {c: [r.get(c) for r in rows] for c in names if c != "source_loc"}
+        cols: dict[str, Any] = {c: [r.get(c) for r in rows] for c in names if c != "source_loc"}
         if "value" in cols:
             cols["value"] = pa.array([None if x is None else float(x) for x in cols["value"]], pa.float64())
         if "n_samples" in cols:
