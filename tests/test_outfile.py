@@ -70,6 +70,21 @@ def test_dev_stdout_names_the_open_descriptor(tmp_path):
     assert fd_link and real.name == "1"
 
 
+@pytest.mark.parametrize("mode", ["w", "a"])
+def test_dev_stdout_shares_the_offset_of_what_is_printed(tmp_path, mode):
+    """`-o /dev/stdout > file` (or `>>`): the output lands between what is printed before and after."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "out.txt"
+    out.write_text("old\n")
+    code = ("from xfid.outfile import write_output\nprint('before')\n"
+            "write_output('/dev/stdout', 'middle\\n')\nprint('after')\n")
+    with open(out, mode) as f:
+        subprocess.run([sys.executable, "-c", code], stdout=f, check=True, timeout=60)
+    assert out.read_text() == ("old\n" if mode == "a" else "") + "before\nmiddle\nafter\n"
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
 def test_dev_full_is_an_error_and_stays_a_device():
     with pytest.raises(XfidError, match=r"cannot write /dev/full: No space left on device"):

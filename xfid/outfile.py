@@ -17,6 +17,7 @@ import os
 import re
 import secrets
 import stat
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -26,6 +27,7 @@ from xfid.errors import XfidError
 _FD_DIR = re.compile(r"^/proc/(?:self|thread-self|\d+)(?:/task/\d+)?/fd$")
 """`/dev/stdout` -> `/proc/self/fd/1` -> the open file itself: written directly, appended to."""
 
+_OWN_FD = re.compile(r"^/proc/(\d+)(?:/task/\d+)?/fd/(\d+)$")
 _MAX_LINKS = 40
 
 
@@ -84,10 +86,20 @@ def open_output(path: str | os.PathLike[str], *, text: bool = False,
 
 @contextlib.contextmanager
 def _direct(real: Path, shown: str, append: bool, text: bool, error: type[XfidError]) -> Iterator[IO[Any]]:
-    """Write a device, FIFO or open descriptor in place: no temp file, no truncation of a device."""
-    flags = os.O_WRONLY | (os.O_APPEND if append else 0)
+    """Write a device, FIFO or open descriptor in place: no temp file, no truncation of a device.
+
+    One of our own descriptors (`/dev/stdout` is `/proc/self/fd/1`) is duplicated, so that the
+    file offset is shared with what the process prints there before and after.
+    """
+    own = _OWN_FD.match(str(real))
     try:
-        fd = os.open(real, flags)
+        if own and int(own.group(1)) == os.getpid():
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(OSError, ValueError, AttributeError):
+                    stream.flush()
+            fd = os.dup(int(own.group(2)))
+        else:
+            fd = os.open(real, os.O_WRONLY | (os.O_APPEND if append else 0))
     except OSError as e:
         raise error(f"cannot write {shown}: {e.strerror or e}") from None
     f = os.fdopen(fd, "w" if text else "wb", **({"encoding": "utf-8", "newline": ""} if text else {}))
