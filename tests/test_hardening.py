@@ -183,3 +183,12 @@ def test_issue_list_csv_and_table_are_safe(hostile):
     assert rows and {row["workload"] for row in rows} <= {"'" + FORMULA, "w1"} and "'-plain" in {row["op"] for row in rows}
     t = hostile("issues", "list")
     assert ESC not in t.output and "\u202e" not in t.output
+
+
+def test_drift_thresholds_refuse_nan_and_inf_from_the_library_too():
+    from xfid.drift.drift import Thresholds
+    from xfid.errors import XfidError
+
+    for bad in (float("nan"), float("inf"), -0.01):
+        with pytest.raises(XfidError, match="error_abs must be a finite non-negative number"):
+            Thresholds.from_config({"error_abs": bad})

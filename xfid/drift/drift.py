@@ -33,8 +33,8 @@ class Thresholds:
             raise XfidError(f"[drift] has unknown key(s) {', '.join(sorted(bad))}; allowed: {', '.join(sorted(known))}")
         vals = {}
         for k, v in section.items():
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-                raise XfidError(f"[drift] {k} must be a non-negative number, got {v!r}")
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:  # NaN too
+                raise XfidError(f"[drift] {k} must be a finite non-negative number, got {v!r}")
             vals[k] = float(v)
         return cls(**vals)
 
