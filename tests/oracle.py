@@ -14,17 +14,21 @@ by record and group by group, without any of the engine's integer codes, sorts o
    or their median; a key whose value is null is dropped;
 4. per pair, each candidate key in a (target, workload) the reference has is aligned with the
    reference's key (stat `value` falls back to the reference's `median`, then `mean`); errors,
-   the first matching tolerance rule, kinds, severities, roofline bounds, notes;
+   the first matching tolerance rule, kinds, severities, roofline bounds, config mismatches, notes;
 5. the aggregates of each pair per (target, metric, stat) and per (target, workload, metric,
    stat): n, MAPE, median APE, bias, log-RMSE, Pearson on logs, Spearman, Kendall tau-b (counted
    pair by pair) and the fraction within tolerance.
 
-Not modelled (tested elsewhere): config_mismatch, cycles<->latency conversion, derived fidelity
-labels in the default pairs, the bootstrap CIs (mape_ci, bias_ci).
+A config_mismatch (the params of both numbers, an rtl number's params against the target's block
+table, precision and batch) takes precedence over the other kinds of an aligned row.
+
+Not modelled (tested elsewhere): cycles<->latency conversion, derived fidelity labels in the
+default pairs, the bootstrap CIs (mape_ci, bias_ci).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -263,6 +267,12 @@ def _row(pair: OraclePair, c: Entry, r: Entry | None, alt: str | None, config: C
             kind, within = "bound_violation", False
             severity = 1000.0 + abs(rel) / max(bt, 1e-12)
             notes.append("reference beyond the roofline bound")
+    mismatch = None if missing or r is None else config_mismatch(pair, c, r, config)
+    if mismatch is not None:
+        kind, within = "config_mismatch", False
+        rest = severity % 1000.0
+        severity = 100.0 + min(0.0 if math.isnan(rest) else rest, 899.0)
+        notes.append(mismatch)
     if flagged_ref:
         notes.append("reference flagged invalid/failed_test: not used")
     if c.flagged:
@@ -290,6 +300,47 @@ def _row(pair: OraclePair, c: Entry, r: Entry | None, alt: str | None, config: C
         "candidate_config": c.rep["config"], "reference_config": None if none else r.rep["config"],
         "note": "; ".join(notes), "efficiency": efficiency,
     }
+
+
+def _config(text: Any) -> dict[str, Any]:
+    try:
+        v = json.loads(text) if isinstance(text, str) and text else {}
+    except ValueError:
+        v = {}
+    return v if isinstance(v, dict) else {}
+
+
+def _same(a: Any, b: Any) -> bool:
+    numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b))
+    return float(a) == float(b) if numbers else str(a) == str(b)
+
+
+def config_mismatch(pair: OraclePair, c: Entry, r: Entry, config: Config) -> str | None:
+    """The note of a config_mismatch, or None: the params of both numbers against each other,
+    an rtl number's params against the target's block table, precision and batch."""
+    cc, rc = _config(c.rep["config"]), _config(r.rep["config"])
+    target, workload = c.key[0], c.key[1]
+    diffs = []
+    pc, pr = cc.get("params"), rc.get("params")
+    if isinstance(pc, dict) and isinstance(pr, dict):
+        diffs += [f"{k}: {pair.candidate}={pc[k]} vs {pair.reference}={pr[k]}"
+                  for k in sorted(set(pc) & set(pr)) if not _same(pc[k], pr[k])]
+    spec_target = config.targets.get(target)
+    blocks = spec_target.extra.get("blocks", {}) if spec_target is not None else {}
+    for fid, cfg in ((pair.candidate, cc), (pair.reference, rc)):
+        params = cfg.get("params")
+        if fid.split("-", 1)[0] != "rtl" or not isinstance(params, dict):
+            continue
+        block = str(cfg["block"]) if cfg.get("block") else (
+            workload.split("/", 1)[1] if workload.startswith("block/") else None)
+        spec = blocks.get(block, {}) if isinstance(blocks, dict) and block else {}
+        if isinstance(spec, dict):
+            diffs += [f"{k}: {fid}={params[k]} vs targets.{target}.blocks.{block}={spec[k]}"
+                      for k in sorted(set(params) & set(spec)) if not _same(params[k], spec[k])]
+    for k in ("precision", "batch"):
+        if k in cc and k in rc and not _same(cc[k], rc[k]):
+            diffs.append(f"{k}: {pair.candidate}={cc[k]} vs {pair.reference}={rc[k]}")
+    return "config mismatch: " + ", ".join(diffs) if diffs else None
 
 
 def pearson(x: list[float], y: list[float]) -> float:
