@@ -67,7 +67,7 @@ def rebuild_catalog(root: Path) -> RebuildReport:
     """
     records = root / RECORDS
     parts = sorted(records.glob(COMMITTED_GLOB)) if records.is_dir() else []
-    if not parts:
+    if not parts and not (root / "checks").is_dir():
         raise StoreError(f"{records}: no part files to rebuild the catalog from")
     rep = RebuildReport(str(root))
     metas = {f: read_part_meta(f) for f in parts}

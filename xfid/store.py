@@ -271,10 +271,9 @@ class Store:
             if self.readonly:
                 raise StoreError(f"{self.db_path}: no store database, and the store is read-only "
                                  "(run `xfid ingest` with write access first)")
-            if check and self.committed_on_disk():
+            if check and self._files_beside():
                 raise CatalogMismatch(f"{self.db_path}: the store database is missing, but "
-                                      f"{len(self.committed_on_disk())} part files are in {self.records}; "
-                                      + REBUILD_HINT)
+                                      f"{self._files_beside()} are here; " + REBUILD_HINT)
         try:
             if not self.readonly:
                 self.records.mkdir(exist_ok=True)
@@ -299,10 +298,9 @@ class Store:
             if lost:
                 raise StoreError(f"{self.db_path}: the store database is damaged: table {lost[0]!r} is missing; "
                                  + REBUILD_HINT)
-            if version == 0 and check and self.committed_on_disk():
+            if version == 0 and check and self._files_beside():
                 raise CatalogMismatch(f"{self.db_path}: the store database is empty, but "
-                                      f"{len(self.committed_on_disk())} part files are in {self.records}; "
-                                      + REBUILD_HINT)
+                                      f"{self._files_beside()} are here; " + REBUILD_HINT)
             if not self.readonly:  # a read-only store from an older xfid is read as it is
                 migrate(self.conn, "manifest", _MANIFEST_MIGRATIONS)
                 tables.add("store_meta")
@@ -343,6 +341,14 @@ class Store:
         if not self.records.is_dir():
             return []
         return sorted(str(f.relative_to(self.records)) for f in self.records.glob(COMMITTED_GLOB))
+
+    def _files_beside(self) -> str:
+        """What only a database could have written here: committed parts, saved check rows ("" if none)."""
+        parts = len(self.committed_on_disk())
+        checks = len(list((self.root / "checks").glob("check-*.parquet"))) if (self.root / "checks").is_dir() else 0
+        found = [f"{parts} part files in {RECORDS}/" if parts else "",
+                 f"{checks} check files in checks/" if checks else ""]
+        return " and ".join(x for x in found if x)
 
     def manifest_files(self) -> set[str]:
         with self._db("read the manifest"):
