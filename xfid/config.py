@@ -33,6 +33,7 @@ class Target:
     interconnect_bw: float | None = None
     sram_bw: float | None = None
     tdp_w: float | None = None
+    interconnect_latency_s: float | None = None
     invented: bool = False
     note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -173,7 +174,8 @@ def load_config(explicit: str | os.PathLike[str] | None = None, *, bundled: bool
 
 SECTIONS = ("store", "settings", "targets", "tolerance", "op_map", "compare", "drift", "tracker", "report", "rtl")
 
-TARGET_KEYS = ("peak_flops", "mem_bw", "clock_hz", "interconnect_bw", "sram_bw", "tdp_w", "invented", "note", "blocks")
+TARGET_KEYS = ("peak_flops", "mem_bw", "clock_hz", "interconnect_bw", "sram_bw", "tdp_w", "invented", "note", "blocks",
+               "interconnect_latency_s", "energy", "memory")
 TARGET_NUMBERS = ("mem_bw", "clock_hz", "interconnect_bw", "sram_bw", "tdp_w")
 """Rates, clocks and powers: each must be a finite number > 0 (a zero peak divides by zero)."""
 TOLERANCE_KEYS = ("pair", "metric", "op", "stat", "rel", "abs")
@@ -333,12 +335,24 @@ def _target(name: str, t: Any, where: str) -> Target:
     if not isinstance(blocks, dict) or not all(isinstance(b, dict) for b in blocks.values()):
         raise ConfigError(f"{where}: targets.{name}.blocks must be a table of [targets.{name}.blocks.NAME] tables")
     vals = {k: _positive(t[k], f"targets.{name}.{k}", where) for k in TARGET_NUMBERS if k in t}
+    if "interconnect_latency_s" in t:
+        vals["interconnect_latency_s"] = _nonneg(t["interconnect_latency_s"], f"targets.{name}.interconnect_latency_s", where)
+    from xfid.models.spec import block_energy, energy_table, memory_table
+
+    for block, spec in blocks.items():
+        if "energy" in spec:
+            block_energy(f"targets.{name}.blocks.{block}.energy", spec["energy"], where)
+    extra: dict[str, Any] = {"blocks": t["blocks"]} if "blocks" in t else {}
+    if "memory" in t:
+        extra["memory"] = memory_table(name, t["memory"], t.get("mem_bw"), where)
+    if "energy" in t:
+        extra["energy"] = energy_table(name, t["energy"], t, extra.get("memory"), where)
     return Target(
         name=name,
         peak_flops={p: _positive(v, f"targets.{name}.peak_flops.{p}", where) for p, v in pf.items()},
         invented=bool(t.get("invented", False)),
         note=str(t.get("note", "")),
-        extra={"blocks": t["blocks"]} if "blocks" in t else {},
+        extra=extra,
         **vals,
     )
 

@@ -152,6 +152,8 @@ class OpCost:
     bytes: float
     comm_bytes: float = 0.0
     detail: dict[str, Any] = field(default_factory=dict)
+    comm_steps: int = 0
+    """Latency-bound steps of its collective: 2(N-1) for a ring all-reduce, N-1 for an all-gather."""
 
 
 def _linear(op: str, count: int, tokens: int, k: int, n: int, b: float, tp: int, *, split_k: bool,
@@ -162,7 +164,7 @@ def _linear(op: str, count: int, tokens: int, k: int, n: int, b: float, tp: int,
     act_out = tokens * n * b / (1 if split_k else tp)
     return OpCost(op, count, 2.0 * tokens * k * n / tp, w + act_in + act_out, comm,
                   {"weights_bytes": w, "act_in_bytes": act_in, "act_out_bytes": act_out,
-                   "gemm": {"m": tokens, "n": n, "k": k}})
+                   "gemm": {"m": tokens, "n": n, "k": k}}, 2 * (tp - 1) if comm else 0)
 
 
 def all_reduce_bytes(tokens: int, width: int, b: float, tp: int) -> float:
@@ -200,7 +202,7 @@ def decompose(model: ModelConfig, w: Workload) -> list[OpCost]:
         act = tokens * k * (h + h) * b
         ops.append(OpCost("moe.experts", L, tokens * k * 6.0 * h * I / tp, wbytes + act, ar,
                           {"experts_touched": touched, "weights_bytes": wbytes, "act_bytes": act,
-                           "routing": "uniform (expected distinct experts)"}))
+                           "routing": "uniform (expected distinct experts)"}, 2 * (tp - 1) if ar else 0))
     else:
         ops.append(_linear("mlp.gate_up_proj", L, tokens, h, 2 * I, b, tp, split_k=False))
         ops.append(_linear("mlp.down_proj", L, tokens, I, h, b, tp, split_k=True, comm=ar))
@@ -209,11 +211,32 @@ def decompose(model: ModelConfig, w: Workload) -> list[OpCost]:
     last = w.bs  # logits are needed for the last position of each sequence only
     head = _linear("lm_head", 1, last, h, model.vocab_size, b, tp, split_k=False)
     head.comm_bytes = 0.0 if tp == 1 else (tp - 1) / tp * last * model.vocab_size * b  # all-gather
+    head.comm_steps = tp - 1
     ops.append(head)
     for o in ops:
         o.detail["instances"] = "one per layer" if o.count == L else (
             "two per layer + final" if o.op == "norm" else "once per step")
     return ops
+
+
+def footprint(model: ModelConfig, w: Workload) -> dict[str, float]:
+    """Bytes each device holds: `weights` (every layer's projections, all experts and the router
+    of an MoE, the norms, lm_head and the embedding table) and `kv` (the KV cache of bs x ctx tokens)."""
+    b = BYTES_PER_ELEMENT[w.precision]
+    tp, h, L, V = w.tp, model.hidden_size, model.num_hidden_layers, model.vocab_size
+    q, kv, I = model.q_dim, model.kv_dim, model.intermediate_size  # noqa: E741 - the standard name
+    attn = (h * (q + 2 * kv) + q * h) / tp
+    if model.moe:
+        mlp = model.num_local_experts * 3 * h * I / tp + h * model.num_local_experts  # experts + router (not split)
+    else:
+        mlp = 3 * h * I / tp
+    weights = (L * (attn + mlp) + (2 * L + 1) * h + 2 * V * h / tp) * b
+    return {"weights": weights, "kv": L * w.bs * w.ctx * 2 * kv * b / tp}
+
+
+def tokens_per_step(w: Workload) -> int:
+    """Tokens one step produces or processes: bs x ctx (prefill), bs (decode)."""
+    return w.bs * w.ctx if w.phase == "prefill" else w.bs
 
 
 def intensity(flops: float, nbytes: float) -> float:

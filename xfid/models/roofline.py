@@ -1,4 +1,4 @@
-"""Roofline bounds: per-op latency = max(compute, memory, interconnect time) and the limiter."""
+"""Roofline bounds: per-op latency = max(compute, each memory level, interconnect time), the limiter, the least energy."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 from xfid.config import Target
 from xfid.errors import InputError
+from xfid.models.energy import energy_table, op_energy
 from xfid.models.llm import (
     BYTES_PER_ELEMENT,
     ModelConfig,
@@ -17,12 +18,14 @@ from xfid.models.llm import (
     OpCost,
     Workload,
     decompose,
+    footprint,
     intensity,
+    tokens_per_step,
 )
+from xfid.models.memory import Placement, default_placement, memory_system, place, split_bytes
 from xfid.schema import canonical_json
 
 FIDELITY = "roofline"
-LIMITERS = ("compute", "memory", "interconnect")  # ties resolve in this order
 DEFAULT_GEMM_WORKLOAD = "gemm-sweep"
 
 
@@ -39,6 +42,8 @@ class Bound:
     limiter: str
     times: dict[str, float]
     provenance: dict[str, Any]
+    energy: float | None = None
+    """Least energy of one instance (J); None when the target has no [energy] table."""
 
     @property
     def intensity(self) -> float:
@@ -59,8 +64,10 @@ class Result:
         out: list[dict[str, Any]] = []
         for b in self.bounds:
             cfg = canonical_json(b.provenance)
-            for metric, value, unit in (("latency", b.latency, "s"), ("flops", b.flops, "FLOP"),
-                                        ("bytes", b.bytes, "B")):
+            rows = [("latency", b.latency, "s"), ("flops", b.flops, "FLOP"), ("bytes", b.bytes, "B")]
+            if b.energy is not None:
+                rows.append(("energy", b.energy, "J"))
+            for metric, value, unit in rows:
                 out.append(_rec(self.target, self.workload, b.op, metric, value, unit, cfg))
         for metric, value, unit, cfg in self.totals:
             out.append(_rec(self.target, self.workload, "", metric, value, unit, canonical_json(cfg)))
@@ -72,39 +79,88 @@ def _rec(target: str, workload: str, op: str, metric: str, value: float, unit: s
             "stat": "value", "value": float(value), "unit": unit, "config": cfg}
 
 
-def bound_op(cost: OpCost, target: Target, precision: str, extra: dict[str, Any] | None = None) -> Bound:
-    """Bound one op instance: the slowest of compute, memory and interconnect time.
+def bound_op(cost: OpCost, target: Target, precision: str, extra: dict[str, Any] | None = None,
+             placement: Placement | None = None) -> Bound:
+    """Bound one op instance: the slowest of compute, each memory level's transfer and the
+    interconnect (or compute plus the transfers, where the target's memory has overlap = false).
 
     Raises:
-        ConfigError: the target lacks the peak for `precision`, `mem_bw`, or (for communicating
-            ops) `interconnect_bw`.
+        ConfigError: the target lacks the peak for `precision`, a memory level, or (for
+            communicating ops) `interconnect_bw`; its energy table lacks a precision or level used.
     """
     peak = target.peak(precision)
-    mem_bw = float(target.need("mem_bw"))
-    times = {"compute": cost.flops / peak, "memory": cost.bytes / mem_bw}
-    prov: dict[str, Any] = {"model": "xfid-roofline", "precision": precision, "peak_flops": peak,
-                            "mem_bw": mem_bw, "flops": cost.flops, "bytes": cost.bytes,
-                            "intensity": intensity(cost.flops, cost.bytes), "count": cost.count}
+    ms = memory_system(target)
+    pl = placement or default_placement(ms)
+    by_level = split_bytes(cost.bytes, cost.detail, pl)
+    named = ms.named or set(by_level) != {"hbm"}
+    times = {"compute": cost.flops / peak}
+    prov: dict[str, Any] = {"model": "xfid-roofline", "precision": precision, "peak_flops": peak}
+    if named:
+        for lv in ms.levels:
+            if by_level.get(lv.name):
+                times[f"memory:{lv.name}"] = lv.latency_s + by_level[lv.name] / lv.bw
+        prov["levels"] = {lv.name: {"bw": lv.bw, "capacity": lv.capacity, "latency_s": lv.latency_s}
+                          for lv in ms.levels if lv.name in by_level}
+        prov["bytes_by_level"] = by_level
+    else:
+        prov["mem_bw"] = ms.levels[0].bw
+        times["memory"] = cost.bytes / ms.levels[0].bw
+    prov.update(flops=cost.flops, bytes=cost.bytes, intensity=intensity(cost.flops, cost.bytes), count=cost.count)
     if cost.comm_bytes:
         ic = float(target.need("interconnect_bw"))
         times["interconnect"] = cost.comm_bytes / ic
         prov.update(interconnect_bw=ic, comm_bytes=cost.comm_bytes)
-    limiter = max(LIMITERS, key=lambda k: (times.get(k, -1.0), -LIMITERS.index(k)))
+        if target.interconnect_latency_s:
+            times["interconnect"] += cost.comm_steps * target.interconnect_latency_s
+            prov.update(interconnect_latency_s=target.interconnect_latency_s, comm_steps=cost.comm_steps)
+    order = list(times)  # compute, the memory levels in declared order, interconnect: ties go to the first
+    if ms.overlap:
+        limiter = max(order, key=lambda k: (times[k], -order.index(k)))
+        latency = times[limiter]
+    else:
+        local = [k for k in order if k != "interconnect"]
+        serial = sum(times[k] for k in local)
+        limiter = max(local, key=lambda k: (times[k], -order.index(k)))
+        if times.get("interconnect", -1.0) > serial:
+            limiter = "interconnect"
+        latency = max(serial, times.get("interconnect", 0.0))
+        prov["overlap"] = False
     prov.update(limiter=limiter, times=times, **(extra or {}), **cost.detail)
-    return Bound(cost.op, cost.count, cost.flops, cost.bytes, cost.comm_bytes, times[limiter], limiter, times, prov)
+    energy = None
+    table = energy_table(target)
+    if table is not None:
+        energy, prov["energy"] = op_energy(target, table, precision, cost.flops, by_level, cost.comm_bytes)
+    return Bound(cost.op, cost.count, cost.flops, cost.bytes, cost.comm_bytes, latency, limiter, times, prov, energy)
 
 
-def workload_bounds(model: ModelConfig, w: Workload, target: Target) -> Result:
-    """Bounds for every op of an LLM workload, and the step-level ttft/tpot/itl/throughput."""
-    extra = {"tp": w.tp, "phase": w.phase, "bs": w.bs, "ctx": w.ctx, "llm": model.name}
-    bounds = [bound_op(c, target, w.precision, extra) for c in decompose(model, w)]
+def workload_bounds(model: ModelConfig, w: Workload, target: Target, placement: dict[str, str] | None = None) -> Result:
+    """Bounds for every op of an LLM workload, and the step-level ttft/tpot/itl/throughput (and,
+    with an [energy] table, energy, energy_per_token, tokens_per_joule and power).
+
+    `placement`: class -> level (`--placement weights=hbm,kv=cxl`); the rest by capacity.
+
+    Raises:
+        ModelError: the placement names an unknown level or does not fit.
+    """
+    extra: dict[str, Any] = {"tp": w.tp, "phase": w.phase, "bs": w.bs, "ctx": w.ctx, "llm": model.name}
+    target.peak(w.precision)
+    ms = memory_system(target)
+    pl = None
+    if ms.named or placement:
+        pl = place(ms, footprint(model, w), placement)
+        extra["placement"] = pl.provenance()
+    bounds = [bound_op(c, target, w.precision, extra, pl) for c in decompose(model, w)]
     step = sum(b.latency * b.count for b in bounds)
     by_limiter: dict[str, float] = {}
     for b in bounds:
         by_limiter[b.limiter] = by_limiter.get(b.limiter, 0.0) + b.latency * b.count
-    cfg = {"model": "xfid-roofline", "precision": w.precision, "peak_flops": target.peak(w.precision),
-           "mem_bw": float(target.need("mem_bw")), "time_by_limiter": by_limiter,
-           "limiter": max(by_limiter, key=by_limiter.__getitem__), **extra}
+    cfg: dict[str, Any] = {"model": "xfid-roofline", "precision": w.precision, "peak_flops": target.peak(w.precision)}
+    if ms.named or pl is not None:
+        cfg["memory"] = {lv.name: {"bw": lv.bw, "capacity": lv.capacity, "latency_s": lv.latency_s}
+                         for lv in ms.levels}
+    else:
+        cfg["mem_bw"] = ms.levels[0].bw
+    cfg.update(time_by_limiter=by_limiter, limiter=max(by_limiter, key=by_limiter.__getitem__), **extra)
     res = Result(target.name, w.id, bounds)
     if w.phase == "prefill":
         res.totals.append(("ttft", step, "s", {**cfg, "sum": "latency x count over ops"}))
@@ -115,7 +171,29 @@ def workload_bounds(model: ModelConfig, w: Workload, target: Target) -> Result:
         res.totals.append(("itl", step, "s", {**cfg, "sum": "latency x count over ops"}))
         res.totals.append(("throughput_tokens", w.bs / step, "tokens/s", {**cfg, "upper_bound": True,
                                                                           "formula": "bs/tpot"}))
+    table = energy_table(target)
+    if table is not None:
+        res.totals.extend(_energy_totals(bounds, step, tokens_per_step(w), table, cfg))
     return res
+
+
+def _energy_totals(bounds: list[Bound], step: float, tokens: int, table: dict[str, Any],
+                   cfg: dict[str, Any]) -> list[tuple[str, float, str, dict[str, Any]]]:
+    """energy = sum of E_op x count + static_w x t_bound; per token, tokens per joule and power."""
+    dynamic = sum((b.energy or 0.0) * b.count for b in bounds)
+    static = table["static_w"] * step
+    total = dynamic + static
+    by_op = {b.op: (b.energy or 0.0) * b.count for b in bounds}
+    ecfg = {**cfg, "lower_bound": True, "dynamic_j": dynamic, "static_j": static, "static_w": table["static_w"],
+            "t_bound_s": step, "tokens": tokens, "energy_by_op": by_op}
+    out = [("energy", total, "J", {**ecfg, "formula": "sum(E_op x count) + static_w x t_bound"}),
+           ("energy_per_token", total / tokens, "J/token", {**ecfg, "formula": "energy / tokens"})]
+    if total > 0:
+        out.append(("tokens_per_joule", tokens / total, "tokens/J",
+                    {**ecfg, "lower_bound": False, "upper_bound": True, "formula": "tokens / energy"}))
+    out.append(("power", total / step, "W", {**ecfg, "lower_bound": False, "bound": False,
+                                             "formula": "energy / t_bound (the power at the bound, not a bound)"}))
+    return out
 
 
 def gemm_name(m: int, n: int, k: int) -> str:
