@@ -238,14 +238,15 @@ class CocotbAdapter(Adapter):
         if results is None:
             ctx.warn("no results.xml beside the probe file: pass/fail comes from the probe alone "
                      "(a check after the probed op cannot be seen)")
+        energy: dict[str, dict[str, dict[str, float]]] = {}  # target -> block -> pj_per_EVENT
         for line, obj in jsonutil.objects(ctx):
             if obj.get("format") != PROBE_FORMAT:
                 raise ctx.error(line, f"not an rtl_hooks probe record (format {obj.get('format')!r})",
                                 f"expected \"format\": \"{PROBE_FORMAT}\", written by rtl_hooks.probe")
-            self._record(ctx, line or "line 1", obj, results, cols)
+            self._record(ctx, line or "line 1", obj, results, cols, energy)
 
     def _record(self, ctx: ReadContext, line: str, obj: dict[str, Any], results: dict[str, TestCase] | None,
-                cols: dict[str, list[Any]]) -> None:
+                cols: dict[str, list[Any]], energy: dict[str, dict[str, dict[str, float]]] | None = None) -> None:
         for key in ("block", "op"):
             if not isinstance(obj.get(key), str) or not obj[key]:
                 raise ctx.error(line, f"missing or empty {key!r}", "every probe record names its block and op")
@@ -302,6 +303,18 @@ class CocotbAdapter(Adapter):
             metric = name if units.METRICS.get(name) in ("bytes", "cycles") else f"rtl:{_slug(name)}"
             unit = units.CANONICAL[units.METRICS[name]] if metric == name else "count"
             add(metric, v, unit, f"counters.{name}")
+        if energy is not None:  # RTL energy estimate: event counts x [targets.T.blocks.B.energy] pj_per_EVENT
+            if base["target"] not in energy:
+                energy[base["target"]] = block_energy_tables(base["target"])
+            table = energy[base["target"]].get(obj["block"])
+            if table:
+                from xfid.models.energy import block_events_energy
+
+                joules, prov = block_events_energy(table, {**counters, "cycles": cyc})
+                base["config"] = canonical_json({**json.loads(cfg), "energy": prov})
+                add("energy", joules, "J", "counters", None if joules is not None else
+                    f"no count of {', '.join(prov['missing'])} in the record, which "
+                    f"targets.{base['target']}.blocks.{obj['block']}.energy prices")
 
     def _xml(self, ctx: ReadContext, cols: dict[str, list[Any]]) -> None:
         cases = read_results(ctx.path)
@@ -335,9 +348,8 @@ def _probe_head(path: Path) -> dict[str, Any] | None:
     return obj if isinstance(obj, dict) and obj.get("format") == PROBE_FORMAT else None
 
 
-def configured_target() -> str | None:
-    """`[rtl] default_target` of the xfid.toml in use: the running command's (--config), else
-    XFID_CONFIG or ./xfid.toml."""
+def _config_in_use() -> Any:
+    """The xfid.toml in use: the running command's (--config), else XFID_CONFIG or ./xfid.toml."""
     import click
 
     from xfid.app import App
@@ -345,7 +357,21 @@ def configured_target() -> str | None:
 
     cctx = click.get_current_context(silent=True)
     app = cctx.find_object(App) if cctx is not None else None
-    cfg = app.config if app is not None else load_config()
+    return app.config if app is not None else load_config()
+
+
+def block_energy_tables(target: str) -> dict[str, dict[str, float]]:
+    """`[targets.TARGET.blocks.BLOCK.energy]` tables of the xfid.toml in use, by block."""
+    t = _config_in_use().targets.get(target)
+    blocks = t.extra.get("blocks", {}) if t is not None else {}
+    return {b: spec["energy"] for b, spec in blocks.items()
+            if isinstance(spec, dict) and isinstance(spec.get("energy"), dict)}
+
+
+def configured_target() -> str | None:
+    """`[rtl] default_target` of the xfid.toml in use: the running command's (--config), else
+    XFID_CONFIG or ./xfid.toml."""
+    cfg = _config_in_use()
     value = cfg.section("rtl").get("default_target")
     if value is not None and (not isinstance(value, str) or not value.strip()):
         raise ConfigError(f"{cfg.path or 'xfid.toml'}: [rtl] default_target must be a target name like \"t100-a0\", "

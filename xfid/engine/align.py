@@ -14,11 +14,15 @@ from xfid.engine.mismatch import MismatchChecker
 from xfid.engine.selection import AlignKeys, Selected
 from xfid.errors import ConfigError
 
-LOWER_BOUND = frozenset({"latency", "cycles", "ttft", "tpot", "itl", "e2e_latency", "duration"})
-"""Metrics for which a roofline number is a lower bound (time-like)."""
+LOWER_BOUND = frozenset({"latency", "cycles", "ttft", "tpot", "itl", "e2e_latency", "duration", "energy",
+                         "energy_per_token"})
+"""Metrics for which a roofline number is a lower bound (time-like, and the least energy)."""
 UPPER_BOUND = frozenset({"throughput_tokens", "throughput_total_tokens", "throughput_requests",
                          "throughput_samples", "tokens_per_joule"})
 """Metrics for which a roofline number is an upper bound (rate-like)."""
+NOT_BOUNDS = frozenset({"power"})
+"""Metrics a roofline emits that bound nothing (power at the bound = least energy / least time): in
+"bound" mode they are shown, never flagged."""
 KINDS = ("ok", "over_tolerance", "bound_violation", "config_mismatch", "missing_reference")
 OK, OVER, BOUND, MISMATCH, MISSING = range(5)
 CONVERSIONS = {"cycles->latency": ("cycles", "latency", "s"), "latency->cycles": ("latency", "cycles", "cycles")}
@@ -354,6 +358,9 @@ def _apply_bounds(metric_names: list[str], mode: str, settings: dict[str, Any], 
             out.severity[low] = float(minimum) / np.maximum(eff[low], 1e-12)
             out.notes.add(np.flatnonzero(low), f"efficiency below roofline_min_efficiency {minimum}")
         out.severity[bound_rows & ~viol & ~(out.kind == OVER)] = 0.0
+        info = np.array([x in NOT_BOUNDS for x in metric_names], bool)[row.metric] & ~missing
+        out.kind[info], out.within[info], out.severity[info] = OK, True, 0.0
+        out.notes.add(np.flatnonzero(info), "not a bound (the power at the roofline bound): shown, not checked")
     out.kind[viol] = BOUND
     out.within[viol] = False
     out.severity[viol] = 1000.0 + np.abs(rel[viol]) / max(bt, 1e-12)

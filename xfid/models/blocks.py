@@ -8,6 +8,7 @@ from typing import Any
 
 from xfid.config import Target
 from xfid.errors import XfidError
+from xfid.models.energy import PREFIX, block_events_energy
 from xfid.models.roofline import _rec
 from xfid.schema import canonical_json
 
@@ -90,6 +91,8 @@ def resolve_params(block: str, target: Target, overrides: Mapping[str, str]) -> 
     params: dict[str, int] = {}
     for src, vals in ((f"xfid.toml targets.{target.name}.blocks.{block}", base), ("--param", overrides)):
         for k, v in vals.items():
+            if k == "energy" and src.startswith("xfid.toml"):
+                continue  # the block's energy table (pj_per_EVENT), not a parameter
             if k not in model.params:
                 raise BlockError(f"unknown parameter {k!r} for block {block!r} (from {src}); "
                                  f"valid parameters: {', '.join(model.params)}")
@@ -110,6 +113,34 @@ def parse_shape(block: str, text: str) -> tuple[int, ...]:
     return tuple(_int(p, f"--shape {f}") for p, f in zip(parts, fields, strict=True))
 
 
+SHAPE_EVENTS: dict[str, Callable[[tuple[int, ...]], dict[str, int]]] = {
+    "gemm_tile": lambda s: {"macs": s[0] * s[1] * s[2]},
+    "dma": lambda s: {"bytes": s[0]},
+    "omvm": lambda s: {"vectors": s[0]},
+}
+"""Event counts a block's shape fixes exactly (the probe's counter names)."""
+
+
+def block_energy_table(target: Target, block: str) -> dict[str, float] | None:
+    """`[targets.NAME.blocks.BLOCK.energy]` (pj_per_EVENT), or None."""
+    table = target.extra.get("blocks", {})
+    spec = table.get(block, {}) if isinstance(table, dict) else {}
+    e = spec.get("energy") if isinstance(spec, dict) else None
+    return e if isinstance(e, dict) else None
+
+
+def _energy_bound(table: dict[str, float], shape_events: dict[str, int], cycles: int) -> tuple[float, dict[str, Any]]:
+    """Least energy of one block op: events the shape fixes and the cycle bound priced at pj_per_EVENT;
+    events the model cannot bound from below (e.g. stall cycles) count 0."""
+    events: dict[str, int] = {"cycles": cycles, **shape_events}
+    known = {k: v for k, v in table.items() if k[len(PREFIX):] in events}
+    joules, prov = block_events_energy(known, events)
+    zero = sorted(k[len(PREFIX):] for k in table if k not in known)
+    if zero:
+        prov["counted_as_zero"] = zero
+    return joules or 0.0, prov
+
+
 def block_bounds(block: str, target: Target, overrides: Mapping[str, str], shapes: list[str]) -> list[dict[str, Any]]:
     """Cycle bounds of `block` for each shape: one `cycles` record per shape (fidelity roofline,
     workload block/<block>, op e.g. `gemm_tile[m=8,n=8,k=16]`, config with `block` and `params`)."""
@@ -121,6 +152,12 @@ def block_bounds(block: str, target: Target, overrides: Mapping[str, str], shape
     for s in dict.fromkeys(parse_shape(block, x) for x in shapes):
         cfg = {"model": "xfid-roofline", "block": block, "params": params, "formula": model.formula,
                "shape": dict(zip(model.shape, s, strict=True)), "limiter": "cycles"}
-        out.append(_rec(target.name, f"block/{block}", model.op(s), "cycles", float(model.cycles(params, s)),
+        cycles = model.cycles(params, s)
+        out.append(_rec(target.name, f"block/{block}", model.op(s), "cycles", float(cycles),
                         "cycles", canonical_json(cfg)))
+        table = block_energy_table(target, block)
+        if table is not None:
+            joules, ecfg = _energy_bound(table, SHAPE_EVENTS[block](s), cycles)
+            out.append(_rec(target.name, f"block/{block}", model.op(s), "energy", joules, "J",
+                            canonical_json({**cfg, "limiter": "energy", "lower_bound": True, "energy": ecfg})))
     return out
