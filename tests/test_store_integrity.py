@@ -77,9 +77,15 @@ def damage(kind: str, store: Path, tmp_path: Path, older: Path) -> None:
         shutil.copy(other / "xfid.db", db)
     else:
         shutil.copy(older, db)
+        if kind == "older_unversioned":  # a copy from before store ids (manifest version 1)
+            conn = sqlite3.connect(db)
+            conn.execute("DROP TABLE store_meta")
+            conn.execute("UPDATE schema_version SET version=1 WHERE component='manifest'")
+            conn.commit()
+            conn.close()
 
 
-@pytest.mark.parametrize("kind", ["deleted", "emptied", "foreign", "older"])
+@pytest.mark.parametrize("kind", ["deleted", "emptied", "foreign", "older", "older_unversioned"])
 def test_a_database_that_does_not_match_its_parts_stops_every_command(xfid_cli, tmp_path, store_with_history,
                                                                       kind):
     before = export(xfid_cli)
@@ -92,7 +98,8 @@ def test_a_database_that_does_not_match_its_parts_stops_every_command(xfid_cli, 
         assert r.exit_code == 2, (cmd, r.output)
         assert r.output.startswith("Error: ") and "--rebuild-catalog" in r.output and "Traceback" not in r.output
         assert on_disk(xfid_cli.store) >= parts  # never a part less
-    want = {"deleted": "is missing", "emptied": "is empty", "foreign": "another store", "older": "older than the parts"}
+    want = {"deleted": "is missing", "emptied": "is empty", "foreign": "another store", "older": "older than the parts",
+            "older_unversioned": "older than the parts"}
     assert want[kind] in xfid_cli("summary").output
     for args in (("doctor",), ("doctor", "--repair")):
         r = xfid_cli(*args)
@@ -106,8 +113,8 @@ def test_a_database_that_does_not_match_its_parts_stops_every_command(xfid_cli, 
     backups = list(xfid_cli.store.glob("catalog-backup-*"))
     if kind != "deleted":  # the database that was there is kept, never deleted
         assert len(backups) == 1 and (backups[0] / "xfid.db").is_file()
-    assert ("tracker history kept" in r.output) == (kind == "older")
-    if kind in ("deleted", "emptied", "foreign"):  # the check's rows go with the database that knew them
+    assert ("tracker history kept" in r.output) == kind.startswith("older")
+    if not kind.startswith("older"):  # the check's rows go with the database that knew them
         assert not list((xfid_cli.store / "checks").glob("*.parquet"))
         assert list((backups[0] / "checks").glob("check-*.parquet"))
     else:

@@ -94,7 +94,7 @@ def rebuild_catalog(root: Path) -> RebuildReport:
             del sources[sid]
             bad.extend((records / file, f"source {sid[:12]} lacks its {missing[0]} part") for file, _, _ in s.parts)
     tmp = root / f"{DB_NAME}.rebuild-{uuid.uuid4().hex[:8]}"
-    keep = old is not None and old.get("store_id") == store_id
+    keep = _older_copy(old, store_id, sources)
     _write_db(tmp, db if keep else None, store_id, sources)
     rep.tracker_kept = keep
     orphan_checks = not keep and (root / "checks").is_dir()
@@ -121,18 +121,31 @@ def rebuild_catalog(root: Path) -> RebuildReport:
 
 
 def _old_db(db: Path) -> dict[str, Any] | None:
-    """The store id of the database in place, when it can be read ({} without one)."""
+    """The store id and source ids of the database in place, when it can be read."""
     if not db.exists():
         return None
     try:
         conn = connect_readonly(db)
         try:
-            row = conn.execute("SELECT value FROM store_meta WHERE key='store_id'").fetchone()
+            sources = {r[0] for r in conn.execute("SELECT source_id FROM sources")}
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            row = conn.execute("SELECT value FROM store_meta WHERE key='store_id'").fetchone() \
+                if "store_meta" in tables else None
         finally:
             conn.close()
     except sqlite3.DatabaseError:
         return None
-    return {"store_id": row[0]} if row else {}
+    return {"store_id": row[0] if row else None, "sources": sources}
+
+
+def _older_copy(old: dict[str, Any] | None, store_id: str, sources: dict[str, _Source]) -> bool:
+    """Whether the database in place is an older copy of this store: its id is the parts' id,
+    or (from before store ids) every source it knows is among the parts'."""
+    if old is None:
+        return False
+    if old["store_id"]:
+        return bool(old["store_id"] == store_id)
+    return bool(old["sources"]) and old["sources"] <= set(sources)
 
 
 def _add_part(records: Path, f: Path, meta: dict[str, Any], store_id: str, sources: dict[str, _Source],

@@ -307,12 +307,13 @@ class Store:
             row = None
             if "store_meta" in tables:
                 row = self.conn.execute("SELECT value FROM store_meta WHERE key='store_id'").fetchone()
-            if row is None and not self.readonly:  # a new store, or one from before store ids
-                self.conn.execute("INSERT OR IGNORE INTO store_meta VALUES ('store_id', ?)", (uuid.uuid4().hex,))
-                row = self.conn.execute("SELECT value FROM store_meta WHERE key='store_id'").fetchone()
             self.store_id = row[0] if row else None
         if check:
             self.check_catalog()
+        if self.store_id is None and not self.readonly and self._matches():  # new, or from before store ids
+            with self._db("open"):
+                self.conn.execute("INSERT OR IGNORE INTO store_meta VALUES ('store_id', ?)", (uuid.uuid4().hex,))
+                self.store_id = self.conn.execute("SELECT value FROM store_meta WHERE key='store_id'").fetchone()[0]
 
     @contextlib.contextmanager
     def _db(self, what: str) -> Iterator[None]:
@@ -367,6 +368,14 @@ class Store:
         unknown = [f for f in on_disk if f not in known]
         if unknown:
             raise self.mismatch(unknown, len(known))
+
+    def _matches(self) -> bool:
+        """Whether the catalog describes the parts on disk (a store id is given only then)."""
+        try:
+            self.check_catalog()
+        except CatalogMismatch:
+            return False
+        return True
 
     def mismatch(self, unknown: Sequence[str], known: int) -> CatalogMismatch:
         """The error for committed parts the manifest does not know: what happened, and the fix."""
