@@ -140,8 +140,10 @@ def connect_readonly(db_path: Path) -> sqlite3.Connection:
         return conn
     except sqlite3.OperationalError:
         conn.close()
-        if (db_path.parent / f"{db_path.name}-wal").exists():
-            raise  # committed pages may still be in the WAL: reading without it would miss them
+        if (db_path.parent / f"{db_path.name}-wal").exists():  # reading without it would miss commits
+            raise sqlite3.OperationalError(
+                f"read-only, and {db_path.name}-wal beside it may hold commits not yet in {db_path.name} (a writer "
+                "stopped or still running): run any xfid command on it once with write access") from None
     return sqlite3.connect(uri + "&immutable=1", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
 
 
