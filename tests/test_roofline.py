@@ -66,7 +66,8 @@ def test_llama3_8b_prefill_causal_attention_and_compute_bound(cfg):
     assert qkv.latency == pytest.approx(103_079_215_104 / H100_PEAK)
     assert ops["lm_head"].flops == 2 * 4096 * 128256  # last position only
     totals = {m: v for m, v, _, _ in res.totals}
-    assert set(totals) == {"ttft", "throughput_tokens"}
+    assert set(totals) == {"ttft", "throughput_tokens", "energy", "energy_per_token", "tokens_per_joule", "power"}
+    assert totals["energy_per_token"] == pytest.approx(totals["energy"] / 2048)  # prefill: bs x ctx tokens
     assert totals["throughput_tokens"] == pytest.approx(2048 / totals["ttft"])
     step = sum(b.latency * b.count for b in res.bounds)
     assert totals["ttft"] == pytest.approx(step)
@@ -145,7 +146,9 @@ def test_gemm_bounds(cfg):
     assert thin.limiter == "memory"
     assert thin.latency == pytest.approx((8192 * 64 * 2 + 64 * 64) * 2 / 2.039e12)
     recs = res.records()
-    assert {r["metric"] for r in recs} == {"latency", "flops", "bytes"}
+    assert {r["metric"] for r in recs} == {"latency", "flops", "bytes", "energy"}  # a100-sxm has [energy]
+    e = {r["op"]: r["value"] for r in recs if r["metric"] == "energy"}
+    assert e["gemm[m=1024,n=1024,k=1024]"] == pytest.approx((2 * 1024**3 * 0.4 + 3 * 1024**2 * 2 * 30.0) * 1e-12)
     assert all(r["workload"] == "gemm-sweep" and r["fidelity"] == "roofline" for r in recs)
 
 
@@ -157,7 +160,8 @@ def test_gemm_bounds(cfg):
     ("omvm", "10", {}, 8 * 4 + 2 + 3 + 10),
 ])
 def test_block_bounds(cfg, block, shape, params, cycles):
-    (rec,) = blocks.block_bounds(block, cfg.target("t100-a0"), params, [shape])
+    rec, energy = blocks.block_bounds(block, cfg.target("t100-a0"), params, [shape])
+    assert energy["metric"] == "energy" and energy["op"] == rec["op"]  # t100-a0 prices every block's cycles
     assert rec["value"] == cycles and rec["metric"] == "cycles" and rec["workload"] == f"block/{block}"
     c = json.loads(rec["config"])
     assert c["block"] == block and set(c["params"]) == set(blocks.BLOCKS[block].params)

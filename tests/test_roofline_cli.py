@@ -20,9 +20,11 @@ def test_table_output(xfid_cli):
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
     assert lines[0] == "target h100-sxm  workload llama3-8b/decode/bs8/ctx2048/bf16  fidelity roofline"
-    assert lines[1].split() == ["op", "count", "flops", "bytes", "intensity", "time", "limiter"]
+    assert lines[1].split() == ["op", "count", "flops", "bytes", "intensity", "time", "energy", "limiter"]
     assert lines[2].split()[:2] == ["attn.qkv_proj", "32"] and lines[2].endswith("memory")
     assert "tpot (bound):" in r.output and "throughput_tokens (bound):" in r.output
+    for line in ("energy (bound):", "energy_per_token (bound):", "tokens_per_joule (bound):", "power (at the bound):"):
+        assert line in r.output
 
 
 def test_json_records(xfid_cli):
@@ -37,7 +39,8 @@ def test_json_records(xfid_cli):
     cfg = json.loads(qkv["config"])
     assert cfg["limiter"] == "compute" and cfg["count"] == 32 and cfg["peak_flops"] == 989e12
     assert cfg["precision"] == "bf16" and cfg["mem_bw"] == 3.35e12 and cfg["intensity"] > 900
-    assert {x["metric"] for x in recs if x["op"] == ""} == {"ttft", "throughput_tokens"}
+    assert {x["metric"] for x in recs if x["op"] == ""} == {"ttft", "throughput_tokens", "energy", "energy_per_token",
+                                                            "tokens_per_joule", "power"}
 
 
 @pytest.mark.parametrize("ext", ["csv", "jsonl", "parquet"])
@@ -46,10 +49,10 @@ def test_output_file_ingests_idempotently(xfid_cli, tmp_path, ext):
     args = ("roofline", "--target", "a100-sxm", "--gemm", "1024,1024,1024", "--gemm", "8192,64,64", "-o", out)
     assert xfid_cli(*args).exit_code == 0
     if ext == "parquet":
-        assert pq.read_table(out).num_rows == 6
+        assert pq.read_table(out).num_rows == 8  # latency, flops, bytes, energy per shape
     r = xfid_cli("ingest", out)
     assert r.exit_code == 0, r.output
-    assert "6 new rows" in r.output
+    assert "8 new rows" in r.output
     assert "already ingested" in xfid_cli("ingest", out).output
 
 
@@ -57,13 +60,14 @@ def test_ingest_flag_is_idempotent(xfid_cli):
     args = ("roofline", "--target", "t100-a0", "--block", "gemm_tile", "--shape", "8,8,16", "--ingest")
     r1 = xfid_cli(*args)
     assert r1.exit_code == 0, r1.output
-    assert "ingested 1 records" in r1.output
+    assert "ingested 2 records" in r1.output  # cycles and energy
     snap = store_snapshot(xfid_cli.store)
     r2 = xfid_cli(*args)
     assert "already ingested (same bounds)" in r2.output
     assert store_snapshot(xfid_cli.store).keys() == snap.keys()
     exp = xfid_cli("export", "--format", "jsonl")
-    (rec,) = [json.loads(line) for line in exp.output.splitlines()]
+    rec, energy = sorted((json.loads(line) for line in exp.output.splitlines()), key=lambda r: r["metric"])
+    assert energy["metric"] == "energy" and energy["value"] == pytest.approx(64 * 8.0e-12)  # 64 cycles x 8 pJ
     assert rec["fidelity"] == "roofline" and rec["workload"] == "block/gemm_tile"
     assert rec["op"] == "gemm_tile[m=8,n=8,k=16]" and rec["metric"] == "cycles" and rec["value"] == 64
     assert json.loads(rec["config"])["params"] == {"ROWS": 4, "COLS": 4, "DATA_W": 8, "ACC_W": 32}

@@ -36,21 +36,35 @@ def _table(records: list[dict[str, Any]]) -> list[str]:
         ops.setdefault(r["op"], {"cfg": json.loads(r["config"] or "{}")})[r["metric"]] = r["value"]
     lines = []
     if any("cycles" in v for v in ops.values()):
-        lines.append(f"{'op':<34} {'cycles':>12}  params")
+        energy = any("energy" in v for v in ops.values())
+        lines.append(f"{'op':<34} {'cycles':>12}" + (f" {'energy':>10}" if energy else "") + "  params")
         for op, v in ops.items():
             params = ",".join(f"{k}={x}" for k, x in v["cfg"].get("params", {}).items())
-            lines.append(f"{op:<34} {int(v['cycles']):>12}  {params}")
+            lines.append(f"{op:<34} {int(v['cycles']):>12}"
+                         + (f" {_joules(v['energy']) if 'energy' in v else '-':>10}" if energy else "") + f"  {params}")
         return lines
     w = max([len(o) for o in ops] + [2])
-    lines.append(f"{'op':<{w}} {'count':>5} {'flops':>11} {'bytes':>10} {'intensity':>10} {'time':>11}  limiter")
+    energy = any("energy" in v for v in ops.values())
+    lines.append(f"{'op':<{w}} {'count':>5} {'flops':>11} {'bytes':>10} {'intensity':>10} {'time':>11}"
+                 + (f" {'energy':>10}" if energy else "") + "  limiter")
     for op, v in ops.items():
         c = v["cfg"]
         lines.append(f"{op:<{w}} {c.get('count', 1):>5} {_si(v['flops']):>11} {_si(v['bytes'], 'B'):>10} "
-                     f"{c.get('intensity', 0):>10.3g} {_time(v['latency']):>11}  {c.get('limiter', '')}")
+                     f"{c.get('intensity', 0):>10.3g} {_time(v['latency']):>11}"
+                     + (f" {_joules(v['energy']) if 'energy' in v else '-':>10}" if energy else "")
+                     + f"  {c.get('limiter', '')}")
     for r in totals:
-        val = _time(r["value"]) if r["unit"] == "s" else f"{r['value']:.6g} {r['unit']}"
-        lines.append(f"{r['metric']} (bound): {val}")
+        val = _time(r["value"]) if r["unit"] == "s" else _joules(r["value"]) if r["unit"] == "J" \
+            else f"{r['value']:.6g} {r['unit']}"
+        lines.append(f"{r['metric']} ({'at the bound' if r['metric'] == 'power' else 'bound'}): {val}")
     return lines
+
+
+def _joules(j: float) -> str:
+    for f, u in ((1.0, "J"), (1e-3, "mJ"), (1e-6, "uJ"), (1e-9, "nJ")):
+        if abs(j) >= f:
+            return f"{j / f:.4g} {u}"
+    return f"{j / 1e-12:.4g} pJ"
 
 
 def _slug(text: str) -> str:
@@ -66,6 +80,8 @@ def _slug(text: str) -> str:
 @click.option("--gemm", "gemms", multiple=True, metavar="M,N,K", help="GEMM shape (repeatable).")
 @click.option("--gemm-file", type=click.Path(dir_okay=False), help="CSV whose rows start with M,N,K.")
 @click.option("--precision", default="fp16", show_default=True, help="GEMM mode precision.")
+@click.option("--placement", metavar="CLASS=LEVEL,...", help="Memory level of weights, kv (KV cache) and act "
+              "(activations), e.g. weights=hbm,kv=cxl; classes not named are placed by capacity.")
 @click.option("--block", help="T100 RTL block: gemm_tile, dma or omvm.")
 @click.option("--param", "params", multiple=True, metavar="K=V", help="Block parameter override (repeatable).")
 @click.option("--shape", "shapes", multiple=True, help="Block shape: gemm_tile M,N,K; dma BYTES; omvm VECTORS.")
@@ -74,31 +90,38 @@ def _slug(text: str) -> str:
 @click.option("--run", help="Run label for ingested bounds.")
 @options.output_format("table", "json", "csv")
 @click.pass_obj
-def cli(app: App, target, workload, model_config, gemms, gemm_file, precision, block, params, shapes, output,
-        do_ingest, run, fmt) -> None:
+def cli(app: App, target, workload, model_config, gemms, gemm_file, precision, placement, block, params, shapes,
+        output, do_ingest, run, fmt) -> None:
     """Compute roofline/limiter bounds.
 
     LLM mode: --workload llama3-8b/decode/bs8/ctx2048/bf16. GEMM mode: --gemm M,N,K or
     --gemm-file FILE. Block mode: --block gemm_tile --shape M,N,K [--param ROWS=8].
-    Every number is a lower bound (latency) or upper bound (throughput), fidelity `roofline`.
+    Every number is a lower bound (latency, energy) or upper bound (throughput, tokens/J), fidelity
+    `roofline`; a target with an [energy] table also gets energy, J/token, tokens/J and the power
+    at the bound. --placement weights=hbm,kv=cxl puts data in the target's [memory] levels.
     """
     from xfid.models import blocks, llm, roofline
+    from xfid.models.memory import parse_placement
     from xfid.models.output import csv_text, ingest_records, write_records
 
     modes = [m for m, on in (("--block", block), ("--gemm/--gemm-file", gemms or gemm_file)) if on]
     if len(modes) > 1:
         raise click.UsageError("use one mode: --workload (LLM), --gemm/--gemm-file, or --block")
     tgt = app.config.target(target)
+    places = parse_placement(placement)
+    if places and block:
+        raise click.UsageError("--placement is for --workload (and act=LEVEL for GEMMs), not --block")
     if block:
         records = blocks.block_bounds(block, tgt, options.parse_kv(params, "--param"), list(shapes))
     elif gemms or gemm_file:
         sh = [roofline.parse_triple(g) for g in gemms]
         if gemm_file:
             sh += roofline.read_gemm_file(gemm_file)
-        records = roofline.gemm_bounds(sh, tgt, precision, workload or roofline.DEFAULT_GEMM_WORKLOAD).records()
+        records = roofline.gemm_bounds(sh, tgt, precision, workload or roofline.DEFAULT_GEMM_WORKLOAD,
+                                       places).records()
     elif workload:
         w = llm.parse_workload(workload)
-        records = roofline.workload_bounds(llm.resolve_model(w.model, model_config), w, tgt).records()
+        records = roofline.workload_bounds(llm.resolve_model(w.model, model_config), w, tgt, places).records()
     else:
         raise click.UsageError("give --workload MODEL/PHASE/bsB/ctxC/PRECISION, --gemm M,N,K, --gemm-file FILE "
                                "or --block NAME --shape ...")

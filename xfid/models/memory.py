@@ -105,7 +105,8 @@ class Placement:
 
     def provenance(self) -> dict[str, Any]:
         return {"fractions": self.fractions, "bytes": self.sizes,
-                "how": {c: ("--placement" if c in self.explicit else "by capacity") for c in self.fractions}}
+                "how": {c: ("--placement" if c in self.explicit else "fastest level" if c == "act" else "by capacity")
+                        for c in self.fractions}}
 
 
 def place(ms: MemorySystem, sizes: dict[str, float], explicit: dict[str, str] | None = None) -> Placement:
@@ -130,7 +131,8 @@ def place(ms: MemorySystem, sizes: dict[str, float], explicit: dict[str, str] | 
         if cls in sizes:
             free[lv] -= sizes[cls]
             placed[cls][lv] = sizes[cls]
-    caps = ", ".join(f"{lv.name} {_gb(lv.capacity) if lv.capacity is not None else 'unlimited'}" for lv in ms.levels)
+    caps = ", ".join(f"{lv.name} {_gb(lv.capacity) if lv.capacity is not None else 'unlimited'}"
+                     + ("" if lv.auto else " (only by --placement)") for lv in ms.levels)
     need = " + ".join(f"{c} {_gb(v)}" for c, v in sizes.items())
     for lv in ms.levels:
         if free[lv.name] < 0:
