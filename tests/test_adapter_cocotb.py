@@ -140,12 +140,12 @@ def test_ingest_cli_both_files(xfid_cli, tmp_path):
         shutil.copy(OUT / f, tmp_path / f)
     r = xfid_cli("ingest", "--adapter", "cocotb", str(tmp_path / "xfid_rtl.jsonl"), str(tmp_path / "results.xml"))
     assert r.exit_code == 0, r.output
-    assert "26 new rows from 2 file(s)" in r.output
+    assert "32 new rows from 2 file(s)" in r.output  # 26 + one energy row per probed op (t100-a0 prices dma)
     from xfid.store import Store
 
     t = Store(xfid_cli.store, create=False).read()
     failed = pc.sum(pc.match_substring(pc.fill_null(t.column("flags").cast("string"), ""), "failed_test")).as_py()
-    assert failed == 5
+    assert failed == 6  # the failed dma op's cycles, bytes, stall_cycles, energy, sim_time + its testcase
     assert set(t.column("fidelity").to_pylist()) == {"rtl"}
 
 
