@@ -42,7 +42,8 @@ _INF_RATE = re.compile(r'("request_rate"\s*:\s*)(?:Infinity|inf)\b')
 class SglangAdapter(Adapter):
     name = "sglang"
     fidelity = "measured"
-    formats = "SGLang bench_serving result JSON lines (TTFT, TPOT, ITL, E2E latency, throughput, concurrency)"
+    formats = ("SGLang bench_serving result JSON lines, 2024 to 0.5.x (TTFT, TPOT, ITL, E2E latency, throughput, "
+               "concurrency; --output-details per-request arrays)")
     extensions: ClassVar[tuple[str, ...]] = (".jsonl", ".json")
 
     @classmethod

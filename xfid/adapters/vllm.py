@@ -46,7 +46,8 @@ _NOT_VLLM = ("_e2e_latency_ms", '"time_to_first_token"', '"total_output_tokens_r
 class VllmAdapter(Adapter):
     name = "vllm"
     fidelity = "measured"
-    formats = "vllm bench serve result JSON / JSON lines (TTFT, TPOT, ITL, E2EL, throughput, NVML energy)"
+    formats = ("vllm bench serve / benchmark_serving.py result JSON or JSON lines (TTFT, TPOT, ITL, E2EL, "
+               "throughput, NVML energy; --save-detailed per-request arrays)")
     extensions: ClassVar[tuple[str, ...]] = (".json", ".jsonl")
 
     @classmethod
