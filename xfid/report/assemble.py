@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from xfid.store import Store
 
 TREND_WEEKS = 12
-END_TO_END = ["throughput_tokens", "tokens_per_joule", "ttft", "itl", "power"]
+END_TO_END = ["throughput_tokens", "tokens_per_joule", "energy_per_token", "ttft", "itl", "power"]
 
 
 def _in_targets(d: dict[str, Any], targets: list[str]) -> bool:

@@ -12,6 +12,7 @@ T100 = "t100-a0"
 COMPETITIVE_METRICS = (  # metric, label, higher is better
     ("throughput_tokens", "tokens/s", True),
     ("tokens_per_joule", "tokens/s/W", True),
+    ("energy_per_token", "J/token", False),
     ("ttft", "TTFT", False),
     ("itl", "ITL", False),
 )
@@ -112,6 +113,10 @@ def competitive_view(records: pd.DataFrame, t100: str = T100, invented: bool = F
             tput, power = cell(sub, "throughput_tokens"), cell(sub, "power")
             if tput and power and power["fidelity"] == tput["fidelity"] and power["value"] > 0:
                 return {"value": tput["value"] / power["value"], "fidelity": tput["fidelity"], "stat": "derived", "derived": True}
+        if metric == "energy_per_token":  # J/token = 1 / (tokens/J), the same fidelity
+            tpj = cell(sub, "tokens_per_joule")
+            if tpj and tpj["value"] > 0:
+                return {"value": 1.0 / tpj["value"], "fidelity": tpj["fidelity"], "stat": "derived", "derived": True}
         return None
 
     for w in workloads:
