@@ -46,9 +46,10 @@ from xfid.store import Store
 
 KEY = ("target", "workload", "op", "metric", "stat")
 ADDITIVE = {"latency", "cycles", "bytes", "flops", "energy"}
-LOWER_BOUND = {"latency", "cycles", "ttft", "tpot", "itl", "e2e_latency", "duration"}
+LOWER_BOUND = {"latency", "cycles", "ttft", "tpot", "itl", "e2e_latency", "duration", "energy", "energy_per_token"}
 UPPER_BOUND = {"throughput_tokens", "throughput_total_tokens", "throughput_requests", "throughput_samples",
                "tokens_per_joule"}
+NOT_BOUNDS = {"power"}  # a roofline's power bounds nothing: in bound mode shown, never flagged
 DEFAULT_PAIRS = [("roofline", "archmodel"), ("archmodel", "rtl"), ("archmodel", "measured"),
                  ("roofline", "measured"), ("rtl", "measured"), ("roofline", "rtl")]
 READ = ["fidelity", "target", "workload", "op", "metric", "stat", "value", "unit", "source", "source_path",
@@ -263,6 +264,9 @@ def _row(pair: OraclePair, c: Entry, r: Entry | None, alt: str | None, config: C
                 notes.append(f"efficiency below roofline_min_efficiency {minimum}")
             if not violated and kind != "over_tolerance":
                 severity = 0.0
+        if mode == "bound" and metric in NOT_BOUNDS and not missing:
+            kind, within, severity = "ok", True, 0.0
+            notes.append("not a bound (the power at the roofline bound): shown, not checked")
         if violated:
             kind, within = "bound_violation", False
             severity = 1000.0 + abs(rel) / max(bt, 1e-12)

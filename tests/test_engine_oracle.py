@@ -34,7 +34,8 @@ CONFIGS = ({"precision": "bf16"}, {"precision": "fp8"}, {"batch": 8}, {"batch": 
            {"params": {"ROWS": 4, "COLS": 4}}, {"params": {"ROWS": 8}}, {"params": {"ROWS": 8}, "block": "dma"},
            {"params": {"BYTES_PER_CYCLE": 32}, "block": "dma"}, {"limiter": "memory"})
 RAW_OPS = ("gemm", "gemm_big", "attn.qkv", "attn.qkv_b", "mlp", "")
-METRICS = (("latency", "s"), ("cycles", "cycles"), ("throughput_tokens", "tokens/s"), ("utilization", "ratio"))
+METRICS = (("latency", "s"), ("cycles", "cycles"), ("throughput_tokens", "tokens/s"), ("utilization", "ratio"),
+           ("energy", "J"), ("power", "W"))
 STATS = ("value", "value", "value", "median", "mean")
 VALUES = (0.5, 0.8, 0.95, 1.0, 1.0, 1.04, 1.2, 2.0, 3.5, 7.0)
 RUNS = (("r1", "2026-11-01T00:00:00Z"), ("r2", "2026-11-03T00:00:00Z"), ("r3", "2026-11-03T00:00:00Z"),
@@ -171,7 +172,8 @@ def test_the_random_stores_exercise_every_rule(tmp_path):
                  if k in kinds}
         for needle, name in (("median of", "duplicates"), ("sum of", "summed raw ops"),
                              ("raw ops", "merged raw ops"), ("compared with the reference", "stat fallback"),
-                             ("flagged", "flags"), ("roofline_min_efficiency", "min efficiency")):
+                             ("flagged", "flags"), ("roofline_min_efficiency", "min efficiency"),
+                             ("not a bound", "power shown")):
             if needle in notes:
                 seen.add(name)
         if len(got.comparisons) and got.comparisons["kendall"].notna().any():
@@ -182,5 +184,5 @@ def test_the_random_stores_exercise_every_rule(tmp_path):
             seen.add("null keys")
     want_seen = {"ok", "over_tolerance", "bound_violation", "missing_reference", "config_mismatch", "duplicates",
                  "summed raw ops",
-                 "merged raw ops", "stat fallback", "flags", "kendall", "older runs", "null keys"}
+                 "merged raw ops", "stat fallback", "flags", "kendall", "older runs", "null keys", "power shown"}
     assert want_seen <= seen, f"never exercised: {sorted(want_seen - seen)}"
