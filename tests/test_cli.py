@@ -204,3 +204,23 @@ def test_usage_errors_exit_2(xfid_cli):
 def test_export_from_missing_store_is_a_clear_error(xfid_cli):
     r = xfid_cli("export")
     assert r.exit_code == 2 and "no store at" in r.output
+
+
+SELECTING = ("correlate", "check", "snapshot", "compare", "calibrate")
+
+
+@pytest.mark.parametrize("name", SELECTING)
+def test_selection_options_have_one_shape_everywhere(name):
+    """--run is repeatable and --as-of single in every command that selects records; --target repeatable
+    wherever it filters (calibrate's --target is the one target a fit is made on)."""
+    import importlib
+
+    params = {p.name: p for p in importlib.import_module(COMMANDS[name]).cli.params}
+    assert params["runs"].multiple and params["runs"].opts == ["--run"]
+    assert not params["as_of"].multiple and params["as_of"].opts == ["--as-of"]
+    if name != "calibrate":
+        assert params["targets"].multiple and params["targets"].opts == ["--target"]
+    helps = {p.name: p.help for p in params.values() if p.name in ("runs", "as_of")}
+    from xfid.commands import options
+
+    assert helps == {p.name: p.help for p in options.runs(options.as_of(lambda: None)).__click_params__}
