@@ -341,9 +341,13 @@ class Store:
     # --- the catalog and the parts on disk ---------------------------------------------
     def committed_on_disk(self) -> list[str]:
         """Every committed-looking part file (`part-*`), relative to records/, sorted."""
-        if not self.records.is_dir():
-            return []
-        return sorted(str(f.relative_to(self.records)) for f in self.records.glob(COMMITTED_GLOB))
+        out = []
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            for d in os.scandir(self.records):
+                if d.name.startswith("fidelity=") and d.is_dir():
+                    out.extend(f"{d.name}/{f.name}" for f in os.scandir(d.path)
+                               if f.name.startswith("part-") and f.name.endswith(".parquet"))
+        return sorted(out)
 
     def _files_beside(self) -> str:
         """What only a database could have written here: committed parts, saved check rows ("" if none)."""
