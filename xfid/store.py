@@ -249,6 +249,16 @@ class Store:
     older copy), and every command stops with a CatalogMismatch instead of acting on it.
     The sweep removes only temps named with this store's id, unregistered, and untouched for
     TEMP_GRACE_S.
+
+    Args:
+        root: the store directory.
+        create: create the directory when it does not exist (else a StoreError).
+        check: compare the catalog with the parts on disk when opening (`xfid doctor` opens
+            without, to report the mismatch rather than stop at it).
+
+    Raises:
+        CatalogMismatch: the database does not describe the parts beside it.
+        StoreError: the database cannot be opened, is damaged, or the directory is unusable.
     """
 
     def __init__(self, root: str | os.PathLike[str], *, create: bool = True, check: bool = True):
