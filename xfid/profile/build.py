@@ -1,0 +1,302 @@
+"""The capability profile of targets: achieved fractions, limits, transfer, interference, conditions."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from xfid.config import Config
+from xfid.errors import XfidError
+from xfid.profile.observe import Gathered, Observation, gather
+from xfid.profile.stats import MIN_N, caveats, relative_spread, summarize
+from xfid.store import Store
+
+BUSY = 0.60
+"""An Nsight Compute throughput (% of peak) at or above this says the unit is the bottleneck."""
+FAR = 0.50
+"""A class whose median achieved time is under this fraction of its bound is far from any roofline."""
+_CONDITION_KEY = re.compile(r"power|clock|freq|tdp|watt", re.IGNORECASE)
+_SHAPE_KEYS = {"m", "n", "k", "interference"}
+
+
+@dataclass
+class Profile:
+    """The profile document (`targets`: one entry per target) and its renderings."""
+
+    targets: list[dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"targets": self.targets}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False, default=str) + "\n"
+
+
+def profile(store: Store, config: Config, targets: Sequence[str]) -> Profile:
+    """Profile each target from the store's records.
+
+    Raises:
+        ConfigError: an unknown target; XfidError: no target given.
+    """
+    if not targets:
+        raise XfidError("name at least one target to profile, e.g. `xfid profile a100-sxm`")
+    for t in targets:
+        config.target(t)
+    return Profile([target_profile(store, config, gather(store, config, t)) for t in dict.fromkeys(targets)])
+
+
+def target_profile(store: Store, config: Config, g: Gathered) -> dict[str, Any]:
+    """One target's entry of the profile document."""
+    tgt = config.target(g.target)
+    notes: list[str] = []
+    if tgt.invented:
+        notes.append(f"{g.target} is an invented example target: {tgt.note or 'not a real chip'}")
+    if g.fidelity is None:
+        notes.append("no measured (or simulated) numbers for this target in the store")
+    elif g.fidelity != "measured":
+        notes.append(f"no measured numbers: what is achieved comes from {g.fidelity} (a simulation), not hardware")
+    isolated = [o for o in g.observations if o.co_runner is None]
+    if g.observations and not isolated:
+        notes.append("every run has a co-runner: no isolated numbers to profile")
+    tol = float(config.settings.get("bound_tolerance", 0.02))
+    return {"target": g.target, "fidelity": g.fidelity, "caveats": notes,
+            "classes": classes(isolated, tgt, tol),
+            "transfer": transfer(store, config, g.target, g.fidelity, isolated),
+            "interference": interference(g.observations),
+            "conditions": conditions(g, tgt)}
+
+
+def _bucket_order(b: str) -> tuple[int, float]:
+    m = re.match(r"^1e(-?\d+)-", b)
+    return (0 if b.endswith("FLOP") else 1, float(m.group(1)) if m else float("inf"))
+
+
+def _evidence(obs: Sequence[Observation]) -> list[dict[str, str]]:
+    seen: dict[tuple[str, str, str], dict[str, str]] = {}
+    for o in obs:
+        for e in o.evidence():
+            seen.setdefault((e["role"], e["source_path"], e["source_loc"]), e)
+    return list(seen.values())
+
+
+def spread(obs: Sequence[Observation]) -> dict[str, Any] | None:
+    """Run-to-run spread: the median relative std of keys measured two or more times."""
+    by: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
+    for o in obs:
+        by[o.key].append(o.value)
+    s = [x for v in by.values() if (x := relative_spread(v)) is not None]
+    if not s:
+        return None
+    return {"median": float(np.median(s)), "keys": len(s), "max": float(max(s))}
+
+
+def classes(obs: Sequence[Observation], tgt: Any, bound_tol: float) -> list[dict[str, Any]]:
+    """Achieved fraction of bound and of peak per op class x precision x size bucket x limiter."""
+    groups: dict[tuple[str, str, str, str], list[Observation]] = defaultdict(list)
+    for o in obs:
+        groups[(o.op_class, o.precision, o.size_bucket, o.limiter)].append(o)
+    out = []
+    for (oc, prec, size, lim) in sorted(groups, key=lambda k: (k[0], k[1], _bucket_order(k[2]), k[3])):
+        part = groups[(oc, prec, size, lim)]
+        fb = summarize([o.fraction_of_bound for o in part])
+        peaks = [o.fraction_of_peak for o in part if o.fraction_of_peak is not None]
+        fp = summarize(peaks)
+        cav = caveats(len(part), fb)
+        if peaks and len(peaks) < len(part):
+            cav.append(f"fraction of peak from {len(peaks)} of {len(part)} numbers (the others' bounds do not say their work)")
+        if fb["median"] is not None and fb["median"] > 1 + bound_tol:
+            cav.append("faster than the roofline bound: check the bound's inputs (a bound violation)")
+        sp = spread(part)
+        if sp and fb["ci"] and sp["median"] > (fb["ci"][1] - fb["ci"][0]) / 2 / max(fb["median"] or 1, 1e-12):
+            cav.append(f"runs of the same op vary by {sp['median']:.1%} (more than the CI's half-width)")
+        kinds = sorted({o.peak_kind for o in part if o.peak_kind != "none"})
+        out.append({"op_class": oc, "precision": prec, "size_bucket": size, "limiter": lim, "n": len(part),
+                    "fraction_of_bound": fb, "fraction_of_peak": fp,
+                    "peak": _peak(kinds, tgt, prec, part), "limits": limits(part, lim, fb["median"]),
+                    "measurement_spread": sp, "caveats": cav, "evidence": _evidence(part)})
+    return out
+
+
+def _peak(kinds: list[str], tgt: Any, prec: str, part: Sequence[Observation]) -> dict[str, Any] | None:
+    if not kinds:
+        return None
+    k = kinds[0]
+    if k == "peak_flops":
+        return {"kind": f"peak_flops.{prec}", "value": tgt.peak_flops.get(prec), "unit": "FLOP/s"}
+    if k == "interconnect_bw":
+        return {"kind": k, "value": tgt.interconnect_bw, "unit": "B/s"}
+    return {"kind": k, "value": tgt.mem_bw if k == "mem_bw" else None, "unit": "B/s"}
+
+
+def _verdict(o: Observation) -> tuple[str, str] | None:
+    c = o.counters
+    mem = c.get("dram_throughput", c.get("memory_throughput"))
+    sm = c.get("sm_throughput")
+    if mem is None and sm is None:
+        return None
+    says = "memory" if o.limiter.startswith("memory") else o.limiter
+    own, other = (mem, sm) if says == "memory" else (sm, mem)
+    other_name = "compute" if says == "memory" else "memory"
+    if own is not None and own >= BUSY:
+        return "agrees", f"ncu agrees: {says}-bound"
+    if other is not None and other >= BUSY:
+        return "disagrees", f"ncu shows {other_name}-bound where the roofline says {says}"
+    return "neither", "neither bound: latency or occupancy limited"
+
+
+def limits(part: Sequence[Observation], limiter: str, frac: float | None) -> dict[str, Any]:
+    """What limits the class: the roofline's limiter and, with counters, whether Nsight Compute agrees."""
+    with_c = [(o, v) for o in part if (v := _verdict(o)) is not None]
+    out: dict[str, Any] = {"roofline": limiter, "ncu": None, "verdict": "", "agrees": None}
+    if with_c:
+        med = {k: float(np.median(vals)) for k in ("sm_throughput", "dram_throughput", "memory_throughput",
+                                                   "achieved_occupancy")
+               if (vals := [o.counters[k] for o, _ in with_c if k in o.counters])}
+        out["ncu"] = {"n": len(with_c), **med}
+        (label, text), k = Counter(v for _, v in with_c).most_common(1)[0]
+        shown = ", ".join(f"{n.replace('_', ' ')} {v:.0%}" for n, v in med.items())
+        out["verdict"] = f"{text} ({k} of {len(with_c)} with counters; median {shown})"
+        out["agrees"] = label == "agrees"
+    elif frac is not None and frac < FAR:
+        out["verdict"] = (f"{limiter}-bound by the roofline, but at {frac:.0%} of its bound: latency, launch or "
+                          "occupancy limited (no counters to tell which)")
+    elif frac is not None:
+        out["verdict"] = f"{limiter}-bound (roofline; {frac:.0%} of the bound; no counters)"
+    return out
+
+
+def transfer(store: Store, config: Config, target: str, fid: str | None,
+             obs: Sequence[Observation]) -> list[dict[str, Any]]:
+    """Cross-validated error of the roofline before and after calibration, per op class."""
+    from xfid.engine import calibrate
+
+    obs = [o for o in obs if o.op and o.metric in ("latency", "cycles")]
+    if fid is None or not obs:
+        return []
+    rows = pd.DataFrame({
+        "target": target, "candidate": "roofline", "reference": fid, "kind": "ok",
+        "workload": [o.workload for o in obs], "op": [o.op for o in obs], "metric": [o.metric for o in obs],
+        "stat": [o.stat for o in obs], "candidate_value": [o.bound for o in obs],
+        "reference_value": [o.value for o in obs],
+        "rel_error": [(o.bound - o.value) / o.value for o in obs],
+        "log_ratio": [float(np.log(o.bound / o.value)) for o in obs],
+        "candidate_config": [json.dumps({"limiter": o.limiter}) for o in obs]})
+    try:
+        res = calibrate(store, config, "roofline", fid, target, rows=rows, with_predictions=False)
+    except XfidError:
+        return []
+    cal = res.rows
+    out = []
+    by: dict[str, list[int]] = defaultdict(list)
+    for i in cal.index:
+        by[obs[i].op_class].append(i)
+    for oc in sorted(by):
+        idx = by[oc]
+        part = [obs[i] for i in idx]
+        before = summarize(cal.loc[idx, "ape_before"].tolist(), "mean")
+        after = summarize(cal.loc[idx, "ape_after"].tolist(), "mean")
+        o0 = part[0]
+        tol = config.tolerance_for("roofline", fid, o0.metric, o0.op, o0.stat).rel
+        sp = spread(part)
+        transfers, verdict = _transfers(len(idx), after, tol, sp)
+        out.append({"op_class": oc, "n": len(idx), "cv_method": res.summary["cv_method"],
+                    "error_before": before, "error_after": after, "tolerance": tol,
+                    "measurement_spread": sp, "transfers": transfers, "verdict": verdict,
+                    "caveats": caveats(len(idx), after, "mean", absolute=True), "evidence": _evidence(part)})
+    return out
+
+
+def _transfers(n: int, after: dict[str, Any], tol: float, sp: dict[str, Any] | None) -> tuple[bool | None, str]:
+    err, ci = after["mean"], after["ci"]
+    if n < 2 or ci is None:
+        return None, "too few numbers to tell"
+    if err > tol:
+        return False, f"stops transferring: cross-validated error after calibration {err:.1%} > tolerance {tol:.0%}"
+    if (ci[1] - ci[0]) / 2 > 0.20:
+        return None, f"CI too wide to tell ({ci[0]:.1%}–{ci[1]:.1%})"
+    if sp is not None and sp["median"] >= err:
+        return True, (f"transfers: error after calibration {err:.1%} is within the run-to-run spread "
+                      f"{sp['median']:.1%}, so it cannot be told from measurement noise")
+    return True, f"transfers: error after calibration {err:.1%} within tolerance {tol:.0%}"
+
+
+def interference(obs: Sequence[Observation]) -> list[dict[str, Any]]:
+    """Slowdown of runs with a co-runner over the median of isolated runs of the same key."""
+    iso: dict[tuple[str, str, str, str], list[Observation]] = defaultdict(list)
+    for o in obs:
+        if o.co_runner is None:
+            iso[o.key].append(o)
+    groups: dict[tuple[str, str], list[tuple[Observation, float, list[Observation]]]] = defaultdict(list)
+    unpaired: Counter[tuple[str, str]] = Counter()
+    for o in obs:
+        if o.co_runner is None:
+            continue
+        base = iso.get(o.key)
+        if not base:
+            unpaired[(o.op_class, o.co_runner)] += 1
+            continue
+        groups[(o.op_class, o.co_runner)].append((o, o.value / float(np.median([b.value for b in base])), base))
+    out = []
+    for key in sorted(set(groups) | set(unpaired)):
+        part = groups.get(key, [])
+        s = summarize([x for _, x, _ in part])
+        cav = caveats(len(part), s)
+        if unpaired[key]:
+            cav.append(f"{unpaired[key]} run(s) with this co-runner have no isolated run of the same key")
+        ev = _evidence([o for o, _, _ in part])
+        ev = [dict(e, role="interfered") if e["role"] == "measured" else e for e in ev if e["role"] == "measured"]
+        ev += [dict(e, role="isolated") for e in _evidence([b for _, _, bs in part for b in bs]) if e["role"] == "measured"]
+        out.append({"op_class": key[0], "co_runner": key[1], "n": len(part), "slowdown": s,
+                    "caveats": cav, "evidence": ev})
+    return out
+
+
+def _distinct(values: Sequence[str], limit: int = 8) -> list[dict[str, Any]]:
+    c = Counter(v for v in values if v)
+    return [{"value": v, "n": n} for v, n in c.most_common(limit)]
+
+
+def conditions(g: Gathered, tgt: Any) -> dict[str, Any]:
+    """Hardware, software, power/clocks and configuration behind the numbers; what was left out and why."""
+    obs = g.observations
+    power: dict[str, Counter[str]] = defaultdict(Counter)
+    conf: dict[str, Counter[str]] = defaultdict(Counter)
+    for o in obs:
+        for k, v in o.config.items():
+            text = json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else str(v)
+            if _CONDITION_KEY.search(k):
+                power[k][text] += 1
+            elif k not in _SHAPE_KEYS:
+                conf[k][text] += 1
+    df = g.records
+    if g.fidelity is not None and len(df):
+        for metric in ("ncu:sm_frequency", "ncu:dram_frequency"):
+            v = df[(df["fidelity"] == g.fidelity) & (df["metric"] == metric)]["value"].dropna()
+            if len(v):
+                power[metric][f"median {float(v.median()):.4g} Hz over {len(v)} kernels"] += len(v)
+    runs = Counter((o.run, o.co_runner or "") for o in obs)
+    return {
+        "fidelity": g.fidelity,
+        "data_sheet": {"peak_flops": dict(tgt.peak_flops), "mem_bw": tgt.mem_bw, "clock_hz": tgt.clock_hz,
+                       "interconnect_bw": tgt.interconnect_bw, "tdp_w": tgt.tdp_w, "invented": tgt.invented},
+        "hardware": _distinct([o.hardware for o in obs]),
+        "software": _distinct([o.software for o in obs]),
+        "power_and_clocks": [{"name": k, "values": [{"value": v, "n": n} for v, n in c.most_common(5)]}
+                             for k, c in sorted(power.items())],
+        "configuration": [{"name": k, "values": [{"value": v, "n": n} for v, n in c.most_common(5)]}
+                          for k, c in sorted(conf.items())],
+        "runs": [{"run": r, "co_runner": cr or None, "n": n} for (r, cr), n in sorted(runs.items())],
+        "sources": sorted({o.source_path for o in obs}),
+        "observations": len(obs),
+        "interfered": sum(1 for o in obs if o.co_runner is not None),
+        "excluded": g.excluded,
+        "unbounded": g.unbounded,
+        "min_n": MIN_N,
+    }
