@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from xfid.engine.align import MISSING, PairRows
 from xfid.engine.contract import COMPARISON_COLUMNS
 from xfid.engine.keys import combine, run_starts
+from xfid.engine.pairrows import MISSING, PairRows
 from xfid.engine.selection import Selected
 from xfid.engine.stats import global_order, grouped_stats
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from xfid.config import ComparePair, Config
-from xfid.engine.align import CONVERSIONS, Pair
+from xfid.engine.pairrows import CONVERSIONS, Pair
 from xfid.errors import ConfigError, EngineError
 from xfid.schema import fidelity_rank, is_valid_fidelity
 

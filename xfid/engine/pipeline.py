@@ -12,10 +12,11 @@ import pyarrow as pa
 
 from xfid.config import Config
 from xfid.engine.aggregate import Aggregates
-from xfid.engine.align import Aligner, Pair, PairRows
+from xfid.engine.align import Aligner
 from xfid.engine.contract import Correlation
 from xfid.engine.keys import raw_codes_at
 from xfid.engine.mismatch import MismatchChecker
+from xfid.engine.pairrows import Pair, PairRows
 from xfid.engine.pairs import parse_as_of, parse_run, resolve_pairs
 from xfid.engine.partitions import select_store
 from xfid.engine.rows import Packer, discrepancies, entry_provenance, rows_frame

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from xfid.engine.align import KINDS, MISSING, OK, PairRows
 from xfid.engine.contract import ROW_COLUMNS
 from xfid.engine.fingerprints import fingerprint_many
 from xfid.engine.keys import raw_codes_at
+from xfid.engine.pairrows import KINDS, MISSING, OK, PairRows
 from xfid.engine.selection import Selected
 
 ROW_EXTRA = ("efficiency",)
