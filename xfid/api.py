@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from xfid.drift.drift import DriftReport
     from xfid.engine import CalibrationResult, Correlation
     from xfid.ingest import IngestReport
+    from xfid.profile import Profile
     from xfid.report.period import Period
     from xfid.store import Store
     from xfid.tracker import CheckSummary, Tracker
@@ -422,6 +423,20 @@ class XfidStore:
             pdf, pages = render_pdf(text)
             write_atomic(out, pdf)
         return ReportResult(out, html, pages, len(data.open_issues), len(data.pairs))
+
+    def profile(self, targets: str | Sequence[str]) -> Profile:
+        """The capability profile of one target or several side by side (`xfid profile`).
+
+        Returns:
+            A `Profile`: `.targets` (one dict per target: classes, transfer, interference,
+            conditions), `.to_dict()`, `.to_json()`.
+
+        Raises:
+            ConfigError: an unknown target; StoreError: no store.
+        """
+        from xfid.profile import profile
+
+        return profile(self.backend(), self.config, [targets] if isinstance(targets, str) else list(targets))
 
     def doctor(self, repair: bool = False) -> DoctorReport:
         """Check the store (database, every part's checksum and rows, orphans); `repair` fixes what it can."""

@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "history": "xfid.commands.history",
     "ingest": "xfid.commands.ingest",
     "issues": "xfid.commands.issues",
+    "profile": "xfid.commands.profile",
     "report": "xfid.commands.report",
     "roofline": "xfid.commands.roofline",
     "rtl": "xfid.commands.rtl",
