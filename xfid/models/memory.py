@@ -92,7 +92,11 @@ def parse_placement(text: str | None) -> dict[str, str]:
 
 
 def _gb(x: float) -> str:
-    return f"{x / 1e9:.4g} GB"
+    """Bytes with an SI prefix: 687.2 GB, 3 kB."""
+    for f, p in ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+        if abs(x) >= f:
+            return f"{x / f:.4g} {p}"
+    return f"{x:.4g} B"
 
 
 @dataclass(frozen=True)
