@@ -15,13 +15,21 @@ def _pct(v) -> str:
     return "—" if v is None or v != v else f"{100 * v:.1f}%"
 
 
-def render_text(res) -> str:
+def spread_text(spread) -> str:
+    """The reference's run-to-run spread, said next to the model error (never an error below it alone)."""
+    if spread is None:
+        return "measurement spread: unknown (every key was measured once)"
+    return (f"measurement spread {_pct(spread['median'])} (median relative std of {spread['keys']} keys measured "
+            "more than once): a model error below it cannot be told from run-to-run noise")
+
+
+def render_text(res, spread=None) -> str:
     """Terminal text: summary, factors, cross-validated error by op class, limiter and size."""
     s = res.summary
     lines = [f"calibration {s['candidate']} -> {s['reference']} on {s['target']}: {s['n']} numbers, "
              f"{s['n_workloads']} workload(s)",
              f"cross-validation: {s['cv_method']}",
-             f"MAPE before {_pct(s['mape_before'])}, after {_pct(s['mape_after'])}", "",
+             f"MAPE before {_pct(s['mape_before'])}, after {_pct(s['mape_after'])}", spread_text(spread), "",
              f"{'op_class':<24} {'limiter':<12} {'factor':>8} {'n':>5}"]
     for r in res.factors.itertuples():
         lines.append(f"{r.op_class:<24} {r.limiter:<12} {r.factor:>8.3f} {r.n:>5}")
@@ -31,10 +39,10 @@ def render_text(res) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_json(res) -> str:
+def render_json(res, spread=None) -> str:
     from xfid.engine.output import records
 
-    doc = {"summary": res.summary,
+    doc = {"summary": res.summary, "measurement_spread": spread,
            "factors": records(res.factors, ("op_class", "limiter", "factor", "n")),
            "cv": records(res.cv, ("group_by", "group", "n", "mape_before", "mape_after")),
            "predictions": res.predictions.num_rows}
@@ -59,8 +67,11 @@ def cli(app: App, candidate, reference, target, label, runs, as_of, write_back, 
     before and after is cross-validated leave-one-workload-out (leave-one-op-out when there is
     a single workload), broken down by op class, limiter and size.
     """
+    from xfid.profile.spread import reference_spread
+
     res = app.api.calibrate(candidate, reference, target, label=label, run=runs, as_of=as_of)
-    write_output(render_json(res) if fmt == "json" else render_text(res), output)
+    spread = reference_spread(app.store(create=False), reference, target)
+    write_output(render_json(res, spread) if fmt == "json" else render_text(res, spread), output)
     if write_back:
         rep = app.api.write_back(res)
         f = rep.files[0]

@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from xfid.config import Config, Target
+from xfid.engine.calibration import op_size
 from xfid.engine.opmap import map_name
 from xfid.models.llm import BYTES_PER_ELEMENT
 from xfid.profile.classes import op_class, precision_of, size_bucket
@@ -238,7 +239,7 @@ def gather(store: Store, config: Config, target: str) -> Gathered:
         mcfg = config_of(r.config)
         limiter = str(b.cfg.get("limiter") or "unknown")
         prec = precision_of(b.cfg, mcfg, r.workload, BYTES_PER_ELEMENT)
-        work = b.cfg.get("flops"), b.cfg.get("bytes")
+        work = b.cfg.get("flops") or op_size(r.canon, b.cfg), b.cfg.get("bytes")
         frac_peak, kind = peak_fraction(float(r.value), limiter, b.cfg, tgt, prec, r.metric)
         obs.append(Observation(
             target=target, workload=r.workload, op=r.canon, raw_op=r.op, metric=r.metric, stat=r.stat, run=r.run,
