@@ -3,11 +3,38 @@
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from typing import Any
 
-from xfid.config import _nonneg, _positive, _unknown
 from xfid.errors import ConfigError
+
+
+def _num(v: Any, key: str, where: str, positive: bool = False) -> float:
+    """A finite number >= 0 (> 0 when `positive`), with the error wording of xfid.config."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ConfigError(f"{where}: {key} must be a number, got {v!r}")
+    if not math.isfinite(v):
+        raise ConfigError(f"{where}: {key} must be a finite number, got {v!r}")
+    if v < 0:
+        raise ConfigError(f"{where}: {key} must not be negative, got {v!r}")
+    if positive and v == 0:
+        raise ConfigError(f"{where}: {key} must be greater than 0, got {v!r}")
+    return float(v)
+
+
+def _nonneg(v: Any, key: str, where: str) -> float:
+    return _num(v, key, where)
+
+
+def _positive(v: Any, key: str, where: str) -> float:
+    return _num(v, key, where, positive=True)
+
+
+def _unknown(key: str, allowed: Any, what: str, where: str) -> ConfigError:
+    close = difflib.get_close_matches(str(key), list(allowed), n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return ConfigError(f"{where}: {what} has unknown key {key!r}; {hint}allowed: {', '.join(allowed) or 'none'}")
 
 MEMORY_LEVEL_KEYS = ("bw", "capacity", "latency_s")
 ENERGY_KEYS = ("pj_per_flop", "pj_per_byte", "static_w")
