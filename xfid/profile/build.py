@@ -165,10 +165,10 @@ def limits(part: Sequence[Observation], limiter: str, frac: float | None) -> dic
         out["verdict"] = f"{text} ({k} of {len(with_c)} with counters; median {shown})"
         out["agrees"] = label == "agrees"
     elif frac is not None and frac < FAR:
-        out["verdict"] = (f"{limiter}-bound by the roofline, but at {frac:.0%} of its bound: latency, launch or "
-                          "occupancy limited (no counters to tell which)")
+        out["verdict"] = (f"latency, launch or occupancy limited: at {frac:.0%} of the roofline's {limiter} bound "
+                          "(no counters to tell which)")
     elif frac is not None:
-        out["verdict"] = f"{limiter}-bound (roofline; {frac:.0%} of the bound; no counters)"
+        out["verdict"] = f"{limiter}-bound (roofline; no counters)"
     return out
 
 

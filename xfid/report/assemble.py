@@ -119,6 +119,24 @@ def _calibration(data: ReportData, store: Store, config: Config, basis: _Basis) 
     return out
 
 
+def _capability(store: Store, config: Config, recs: pd.DataFrame, targets: list[str],
+                data: ReportData) -> dict[str, Any]:
+    """The capability profile's tables (the same code as `xfid profile`) for each target with
+    measured or simulated numbers: the --target ones, else every configured one."""
+    from xfid.profile import profile
+    from xfid.profile.render import html_context
+
+    have = recs[recs["fidelity"].isin(["measured", "rtl"])]["target"].astype(str).unique()
+    names = [t for t in (targets or sorted(have)) if t in config.targets and t in set(have)]
+    if not names:
+        return {}
+    try:
+        return html_context(profile(store, config, names), short=True)
+    except XfidError as e:
+        data.caveats.append(f"capability profile not shown: {e}")
+        return {}
+
+
 def _records(v: Any) -> list[dict[str, Any]]:
     if isinstance(v, pd.DataFrame):
         return v.to_dict("records")
@@ -160,6 +178,7 @@ def build_report_data(store: Store, config: Config, period: Period, targets: lis
     data.coverage = {"unmatched": unmatched, "unmatched_total": total,
                      "fidelities": fidelity_coverage(recs, targets)}
     data.calibration = _calibration(data, store, config, basis)
+    data.capability = _capability(store, config, recs, targets, data)
     data.sources = source_provenance(store)
     if t100 is not None and t100.invented:
         data.caveats.append(f"{T100} is an invented example target: {t100.note or 'not a real chip'}")

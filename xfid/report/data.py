@@ -81,6 +81,7 @@ class ReportData:
     resolved_issues: list[dict[str, Any]] = field(default_factory=list)
     competitive: dict[str, Any] = field(default_factory=dict)
     calibration: list[dict[str, Any]] = field(default_factory=list)
+    capability: dict[str, Any] = field(default_factory=dict)  # xfid.profile.render.html_context(short=True)
     coverage: dict[str, Any] = field(default_factory=dict)
     sources: list[dict[str, Any]] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)
