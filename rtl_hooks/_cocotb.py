@@ -27,7 +27,10 @@ def make_reader(handle: Any) -> Reader:
 
     A cocotb logic signal is read as its binary string (what `int(handle.value)` parses, without
     building a LogicArray), or under Verilator, up to 32 bits wide, as an int; anything else
-    through `int(handle.value)`.
+    through `int(handle.value)`. With a cycle counter and two counters (six reads per op) the
+    probe costs 6.1 us per op; 7.3 us with binary-string reads only; 14.7 us with
+    `int(handle.value)` for every read (benchmarks/rtl_probe.py, "probe alone", median of
+    per-run minima, 4 alternating runs each; the figures' setting is in the `Probe` docstring).
     """
     try:
         width = len(handle)
