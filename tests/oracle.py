@@ -22,8 +22,12 @@ by record and group by group, without any of the engine's integer codes, sorts o
 A config_mismatch (the params of both numbers, an rtl number's params against the target's block
 table, precision and batch) takes precedence over the other kinds of an aligned row.
 
-Not modelled (tested elsewhere): cycles<->latency conversion, derived fidelity labels in the
-default pairs, the bootstrap CIs (mape_ci, bias_ci).
+A pair that converts (`[[compare]] convert = "cycles->latency"`) turns either side's cycles of a
+target with a clock into latency (value / clock_hz; the other way value * clock_hz), a native
+number of the same key winning.
+
+Not modelled (tested elsewhere): derived fidelity labels in the default pairs, the bootstrap
+CIs (mape_ci, bias_ci).
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ LOWER_BOUND = {"latency", "cycles", "ttft", "tpot", "itl", "e2e_latency", "durat
 UPPER_BOUND = {"throughput_tokens", "throughput_total_tokens", "throughput_requests", "throughput_samples",
                "tokens_per_joule"}
 NOT_BOUNDS = {"power"}  # a roofline's power bounds nothing: in bound mode shown, never flagged
+CONVERSIONS = {"cycles->latency": ("cycles", "latency", "s"), "latency->cycles": ("latency", "cycles", "cycles")}
 DEFAULT_PAIRS = [("roofline", "archmodel"), ("archmodel", "rtl"), ("archmodel", "measured"),
                  ("roofline", "measured"), ("rtl", "measured"), ("roofline", "rtl")]
 READ = ["fidelity", "target", "workload", "op", "metric", "stat", "value", "unit", "source", "source_path",
@@ -68,6 +73,8 @@ class Entry:
     rep: dict[str, Any]  # the record whose provenance is shown
     flagged: bool
     merge_note: str | None = None
+    unit: str = ""  # the representative record's ("" when null), or the unit a conversion gives
+    converted: bool = False
 
 
 @dataclass
@@ -75,6 +82,7 @@ class OraclePair:
     candidate: str
     reference: str
     bounds: str | None = None
+    convert: str | None = None
 
 
 @dataclass
@@ -195,14 +203,46 @@ def select(df: pd.DataFrame, config: Config) -> dict[str, dict[tuple, Entry]]:
             shown = ", ".join(names[:3]) + (f", ... ({len(names)} in all)" if len(names) > 3 else "")
             entry = Entry(fid, tuple(key), value, ref, sum(p[3] for p in parts), parts[0][4],
                           any(p[5] for p in parts), f"{how} of {len(names)} raw ops: {shown}")
+        entry.unit = entry.rep["unit"] or ""
         if not math.isnan(entry.value):
             out.setdefault(fid, {})[entry.key] = entry
     return out
 
 
-def default_pairs(present: set[str]) -> list[OraclePair]:
-    pairs = sorted(DEFAULT_PAIRS, key=lambda p: (fidelity_rank(p[0]), p[0], fidelity_rank(p[1])))
-    return [OraclePair(c, r) for c, r in pairs]
+def resolve_pairs(pairs: list[OraclePair] | None, config: Config) -> list[OraclePair]:
+    """Explicit pairs (with the convert and bounds of a matching [[compare]] entry), else the
+    [[compare]] entries, else the defaults in fidelity order."""
+    entries = [OraclePair(c["candidate"], c["reference"], c.get("bounds"), c.get("convert"))
+               for c in config.raw.get("compare", [])]
+    if pairs is not None:
+        conf = {(e.candidate, e.reference): e for e in entries}
+        return [OraclePair(p.candidate, p.reference, p.bounds or getattr(conf.get((p.candidate, p.reference)), "bounds", None),
+                           p.convert or getattr(conf.get((p.candidate, p.reference)), "convert", None)) for p in pairs]
+    if entries:
+        return entries
+    ordered = sorted(DEFAULT_PAIRS, key=lambda p: (fidelity_rank(p[0]), p[0], fidelity_rank(p[1])))
+    return [OraclePair(c, r) for c, r in ordered]
+
+
+def converted(side: dict[tuple, Entry], convert: str, config: Config) -> dict[tuple, Entry]:
+    """One fidelity's entries for a pair that converts: a `src` number of a target with a clock
+    becomes a `dst` number (value / clock_hz for cycles->latency, value * clock_hz the other way),
+    unless the fidelity has a native `dst` number of that key."""
+    src, dst, unit = CONVERSIONS[convert]
+    out = dict(side)
+    for key, e in side.items():
+        target = config.targets.get(key[0])
+        clock = target.clock_hz if target is not None else None
+        if key[3] != src or not clock:
+            continue
+        new = (key[0], key[1], key[2], dst, key[4])
+        if new in side:
+            continue  # a native number wins
+        factor = 1.0 / clock if src == "cycles" else clock
+        out.pop(key)
+        out[new] = Entry(e.fidelity, new, e.value * factor, e.ref_value * factor, e.n, e.rep, e.flagged,
+                         e.merge_note, unit, True)
+    return out
 
 
 def _sort_key(key: tuple) -> tuple:
@@ -214,6 +254,8 @@ def align(pair: OraclePair, entries: dict[str, dict[tuple, Entry]], config: Conf
           settings: dict[str, Any]) -> list[dict[str, Any]]:
     """The rows of one pair, in key order (target, metric, stat, workload, op)."""
     cand, refs = entries.get(pair.candidate, {}), entries.get(pair.reference, {})
+    if pair.convert:
+        cand, refs = converted(cand, pair.convert, config), converted(refs, pair.convert, config)
     present = {(k[0], k[1]) for k in refs}
     stats = {k[4] for es in entries.values() for k in es}
     rows = []
@@ -277,6 +319,10 @@ def _row(pair: OraclePair, c: Entry, r: Entry | None, alt: str | None, config: C
         rest = severity % 1000.0
         severity = 100.0 + min(0.0 if math.isnan(rest) else rest, 899.0)
         notes.append(mismatch)
+    if pair.convert and c.converted:
+        notes.append(f"candidate converted {pair.convert} with the target clock_hz")
+    if pair.convert and r is not None and r.converted:
+        notes.append(f"reference converted {pair.convert} with the target clock_hz")
     if flagged_ref:
         notes.append("reference flagged invalid/failed_test: not used")
     if c.flagged:
@@ -293,7 +339,7 @@ def _row(pair: OraclePair, c: Entry, r: Entry | None, alt: str | None, config: C
         "fingerprint": fingerprint(target, workload, op, metric, stat, pair.candidate, pair.reference),
         "target": target, "workload": workload, "op": op, "metric": metric, "stat": stat,
         "candidate": pair.candidate, "reference": pair.reference,
-        "candidate_value": cv, "reference_value": refv, "unit": c.rep["unit"] or "",
+        "candidate_value": cv, "reference_value": refv, "unit": c.unit,
         "rel_error": rel, "log_ratio": lr, "tolerance": tol, "tolerance_abs": tol_abs,
         "within": within, "kind": kind, "severity": severity,
         "candidate_n": c.n, "reference_n": None if none else r.n,
@@ -421,7 +467,7 @@ def correlate(store: Store, config: Config, *, pairs: list[OraclePair] | None = 
     present = set(df["fidelity"])
     rows: list[dict[str, Any]] = []
     comps: list[dict[str, Any]] = []
-    for p in pairs if pairs is not None else default_pairs(present):
+    for p in resolve_pairs(pairs, config):
         if p.candidate not in present or p.reference not in present:
             continue
         pr = pd.DataFrame(align(p, entries, config, settings))

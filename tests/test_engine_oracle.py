@@ -95,6 +95,12 @@ def random_options(rnd: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
         s["value_matches"] = rnd.choice(([], ["mean"], ["mean", "median"]))
     if rnd.random() < 0.3:
         s["default_rel_tolerance"] = 0.25
+    if rnd.random() < 0.35:
+        user["compare"] = rnd.sample([{"candidate": "archmodel", "reference": "measured", "convert": "cycles->latency"},
+                                      {"candidate": "rtl", "reference": "archmodel", "convert": "latency->cycles"},
+                                      {"candidate": "roofline", "reference": "measured", "bounds": "tolerance"},
+                                      {"candidate": "roofline", "reference": "rtl", "convert": "cycles->latency"},
+                                      {"candidate": "archmodel", "reference": "rtl"}], rnd.randint(1, 3))
     kw: dict[str, Any] = {}
     if rnd.random() < 0.4:
         all_pairs = [f"{c}->{r}" for c, r in itertools.permutations(FIDELITIES, 2)]
@@ -173,7 +179,7 @@ def test_the_random_stores_exercise_every_rule(tmp_path):
         for needle, name in (("median of", "duplicates"), ("sum of", "summed raw ops"),
                              ("raw ops", "merged raw ops"), ("compared with the reference", "stat fallback"),
                              ("flagged", "flags"), ("roofline_min_efficiency", "min efficiency"),
-                             ("not a bound", "power shown")):
+                             ("not a bound", "power shown"), ("converted", "conversions")):
             if needle in notes:
                 seen.add(name)
         if len(got.comparisons) and got.comparisons["kendall"].notna().any():
@@ -184,5 +190,6 @@ def test_the_random_stores_exercise_every_rule(tmp_path):
             seen.add("null keys")
     want_seen = {"ok", "over_tolerance", "bound_violation", "missing_reference", "config_mismatch", "duplicates",
                  "summed raw ops",
-                 "merged raw ops", "stat fallback", "flags", "kendall", "older runs", "null keys", "power shown"}
+                 "merged raw ops", "stat fallback", "flags", "kendall", "older runs", "null keys", "power shown",
+                 "conversions"}
     assert want_seen <= seen, f"never exercised: {sorted(want_seen - seen)}"
