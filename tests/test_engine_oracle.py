@@ -3,8 +3,8 @@
 Each example draws a seed; the store built from it has several runs (some sharing a timestamp),
 duplicates, null values, flagged records, keys missing on one side, stats that only match
 through the `value` fallback, raw ops that op maps merge (summed or by median), roofline bounds
-in both modes, configurations that disagree, tolerance rules, and a random pair list, `--run`
-and `--as-of`. Rows,
+in both modes, configurations that disagree, tolerance rules, [[compare]] entries that convert
+cycles and latency, and a random pair list, `--run` and `--as-of`. Rows,
 discrepancies and comparisons must be equal: strings exactly, floats within 1e-9 relative
 (1e-12 absolute, for correlations near 0). The bootstrap CIs (mape_ci, bias_ci) are not
 compared: the oracle does not resample.
