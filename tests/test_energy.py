@@ -411,10 +411,16 @@ def test_competitive_view_t100_energy_cells_name_their_fidelity():
         ("measured", "h100-sxm", w, "", "energy_per_token", "value", 0.5531),
         ("measured", "h100-sxm", w, "", "itl", "mean", 0.0110),
         ("measured", "mi300x", w, "", "tokens_per_joule", "value", 2.0),  # J/token derived: 1 / (tokens/J)
+        ("measured", "h100-sxm", w, "", "ttft", "median", 0.143),
+        ("roofline", "t100-a0", "llama3-8b/prefill/bs1/ctx2048/bf16", "", "ttft", "value", 0.0412),
     ], columns=["fidelity", "target", "workload", "op", "metric", "stat", "value"]).assign(unit="", timestamp=ts)
     v = competitive_view(recs)
     by = {r["metric"]: r for r in v["rows"]}
-    assert [r["label"] for r in v["rows"]] == ["tokens/s", "tokens/s/W", "J/token", "ITL"]
+    assert [r["label"] for r in v["rows"]] == ["tokens/s", "tokens/s/W", "J/token", "TTFT", "ITL"]
+    # a decode workload's TTFT: the prefill of one of its prompts alone bounds every request's first token
+    assert by["ttft"]["t100"] == {"value": 0.0412, "fidelity": "roofline", "stat": "value of prefill/bs1/ctx2048/bf16",
+                                  "derived": False}
+    assert by["ttft"]["advantage"] == pytest.approx(0.143 / 0.0412)
     assert by["tokens_per_joule"]["t100"] == {"value": 16.24, "fidelity": "roofline", "stat": "value", "derived": False}
     assert by["energy_per_token"]["t100"]["fidelity"] == "roofline"
     assert by["itl"]["t100"]["fidelity"] == "archmodel"  # the highest fidelity that has it
@@ -423,3 +429,20 @@ def test_competitive_view_t100_energy_cells_name_their_fidelity():
     assert by["energy_per_token"]["advantage"] == pytest.approx(0.5 / 0.0616)  # lower is better, best rival 0.5
     assert by["tokens_per_joule"]["advantage"] == pytest.approx(16.24 / 2.0)
     assert math.isclose(by["itl"]["advantage"], 0.0110 / 0.0102)
+
+
+def test_plan_bounds_adds_the_first_token_prefill_of_a_decode_workload():
+    import pyarrow as pa
+
+    from xfid.models.auto import first_token_workload, plan_bounds
+
+    assert first_token_workload("llama3-70b/decode/bs64/ctx32768/bf16/tp8") == "llama3-70b/prefill/bs1/ctx32768/bf16/tp8"
+    assert first_token_workload("llama3-8b/prefill/bs8/ctx2048/bf16") is None
+    assert first_token_workload("llama3-8b/serve/in2048/out256/bf16") is None
+    recs = pa.table({"fidelity": ["measured"], "target": ["t100-a0"], "workload": ["llama3-8b/decode/bs8/ctx2048/bf16"],
+                     "op": [""], "config": [None]})
+    plans, notes = plan_bounds(recs, load_config(None))
+    assert [n for n, _ in plans] == ["roofline-t100-a0-llama3-8b_decode_bs8_ctx2048_bf16.csv",
+                                     "roofline-t100-a0-llama3-8b_prefill_bs1_ctx2048_bf16.csv"] and not notes
+    ttft = [r for r in plans[1][1] if r["metric"] == "ttft"]
+    assert len(ttft) == 1 and ttft[0]["workload"] == "llama3-8b/prefill/bs1/ctx2048/bf16"

@@ -24,11 +24,24 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "x"
 
 
+def first_token_workload(workload: str) -> str | None:
+    """`M/decode/bsB/ctxC/P[/tpN]` -> `M/prefill/bs1/ctxC/P[/tpN]`: one request's prompt alone, whose
+    ttft is a lower bound on the TTFT of every request of the decode workload; else None."""
+    from xfid.models.llm import WORKLOAD_RE
+
+    m = WORKLOAD_RE.match(workload)
+    if not m or m["phase"] != "decode":
+        return None
+    return f"{m['model']}/prefill/bs1/ctx{m['ctx']}/{m['precision']}" + (f"/tp{m['tp']}" if m["tp"] else "")
+
+
 def plan_bounds(records: pa.Table, config: Config) -> tuple[list[tuple[str, list[dict[str, Any]]]], list[str]]:
     """Bounds to compute for the (target, workload, op) keys of the higher fidelities in `records`.
 
     Returns ([(file name, roofline records)], notes about what had no model). A target missing
     from the config, an unknown model or a workload id of another shape is noted and skipped.
+    A decode workload also gets the prefill of one of its prompts (`M/prefill/bs1/ctxC/P`): its
+    ttft is the least time to any request's first token (the competitive view's TTFT).
     """
     from xfid.models import blocks, llm, roofline
 
@@ -46,6 +59,10 @@ def plan_bounds(records: pa.Table, config: Config) -> tuple[list[tuple[str, list
                 p = None
             if isinstance(p, str):
                 precision[(r["target"], r["workload"])] = p
+    for (target, workload) in list(keys):
+        first = first_token_workload(workload)
+        if first and (target, first) not in keys:
+            keys[(target, first)] = set()  # its ttft bounds the TTFT of every request of `workload`
     out: list[tuple[str, list[dict[str, Any]]]] = []
     notes: list[str] = []
     for (target, workload), ops in sorted(keys.items()):
