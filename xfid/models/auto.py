@@ -79,7 +79,7 @@ def plan_bounds(records: pa.Table, config: Config) -> tuple[list[tuple[str, list
                 if shapes:
                     out.append((name, blocks.block_bounds(block, tgt, {}, shapes)))
                 continue
-            gemms = sorted({tuple(int(x) for x in m.groups()) for op in ops if (m := _GEMM.match(op))})
+            gemms = sorted({(int(m[1]), int(m[2]), int(m[3])) for op in ops if (m := _GEMM.match(op))})
             if gemms:
                 prec = precision.get((target, workload), "fp16")
                 out.append((name, roofline.gemm_bounds(gemms, tgt, prec, workload).records()))

@@ -124,17 +124,17 @@ def place(ms: MemorySystem, sizes: dict[str, float], explicit: dict[str, str] | 
         ModelError: an unknown level, or what is placed does not fit (the capacities named).
     """
     explicit = dict(explicit or {})
-    for cls, lv in explicit.items():
-        ms.level(lv)
+    for name in explicit.values():
+        ms.level(name)
     order = ms.fill_order
     if not order:
         raise ModelError(f"target {ms.target!r} has no memory level to place data in")
     free = {lv.name: (lv.capacity if lv.capacity is not None else math.inf) for lv in ms.levels}
     placed: dict[str, dict[str, float]] = {c: {} for c in sizes}
-    for cls, lv in explicit.items():
+    for cls, name in explicit.items():
         if cls in sizes:
-            free[lv] -= sizes[cls]
-            placed[cls][lv] = sizes[cls]
+            free[name] -= sizes[cls]
+            placed[cls][name] = sizes[cls]
     caps = ", ".join(f"{lv.name} {_gb(lv.capacity) if lv.capacity is not None else 'unlimited'}"
                      + ("" if lv.auto else " (only by --placement)") for lv in ms.levels)
     need = " + ".join(f"{c} {_gb(v)}" for c, v in sizes.items())

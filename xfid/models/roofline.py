@@ -69,8 +69,8 @@ class Result:
                 rows.append(("energy", b.energy, "J"))
             for metric, value, unit in rows:
                 out.append(_rec(self.target, self.workload, b.op, metric, value, unit, cfg))
-        for metric, value, unit, cfg in self.totals:
-            out.append(_rec(self.target, self.workload, "", metric, value, unit, canonical_json(cfg)))
+        for metric, value, unit, totals_cfg in self.totals:
+            out.append(_rec(self.target, self.workload, "", metric, value, unit, canonical_json(totals_cfg)))
         return out
 
 
@@ -210,10 +210,18 @@ def gemm_cost(m: int, n: int, k: int, precision: str) -> OpCost:
 
 
 def gemm_bounds(shapes: list[tuple[int, int, int]], target: Target, precision: str,
-                workload: str = DEFAULT_GEMM_WORKLOAD) -> Result:
-    """Bounds for GEMM shapes (duplicates kept once, first order)."""
+                workload: str = DEFAULT_GEMM_WORKLOAD, placement: dict[str, str] | None = None) -> Result:
+    """Bounds for GEMM shapes (duplicates kept once, first order). A GEMM's matrices are
+    activations: `placement` may only say where those live (`act=sram`)."""
+    pl = None
+    if placement:
+        if set(placement) - {"act"}:
+            raise ModelError("GEMM mode moves only its matrices: --placement takes act=LEVEL here "
+                             "(weights and kv are for --workload)")
+        pl = place(memory_system(target), {}, placement)
     seen: dict[tuple[int, int, int], None] = dict.fromkeys(shapes)
-    return Result(target.name, workload, [bound_op(gemm_cost(*s, precision), target, precision) for s in seen])
+    return Result(target.name, workload, [bound_op(gemm_cost(*s, precision), target, precision, None, pl)
+                                          for s in seen])
 
 
 def parse_triple(text: str, what: str = "--gemm") -> tuple[int, int, int]:
