@@ -73,3 +73,10 @@ def test_block_layout_errors(tmp_path):
 def test_fixtures_dir_and_blocks():
     assert {p.name for p in runner.fixtures_dir().iterdir() if (p / "hdl").is_dir()} == {"gemm_tile", "dma", "omvm"}
     assert runner.find_block("dma") == runner.fixtures_dir() / "dma"
+
+
+def test_cli_sim_choices_are_the_registry():
+    from xfid.commands.rtl import run_cmd
+
+    (opt,) = [p for p in run_cmd.params if p.name == "sim"]
+    assert list(opt.type.choices) == list(simulators.SIMULATORS)
