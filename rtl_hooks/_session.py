@@ -87,8 +87,8 @@ class Session:
         self.flush_s = flush_s
         self._ctx: Context | None = None
         self.setups: dict[tuple[Any, ...], Setup] = {}
+        # DUT -> the setup of a probe given no optional arguments (the usual call: one lookup)
         self.default_setups: dict[Any, Setup] = {}
-        """DUT -> the setup of a probe given no optional arguments (the usual call: one lookup)."""
         self.readers: dict[Any, Reader] = {}
         self._cocotb: tuple[Any, Any] | None = None
         self._test: Any = None
