@@ -338,3 +338,12 @@ def test_weekly_report_has_capability_section(sweep_store):
     assert "<h3>gemm</h3>" in section and "a100-sxm" in section and "mi210" in section
     assert "1e12-1e13 FLOP" in section and "Transfer" in section
     assert "Records behind each class" not in section  # the short form: the profile has the records
+
+
+def test_conditions_power_and_clocks_from_nvidia_smi(tmp_path):
+    s = _store(tmp_path, paths=[ROOT / "fixtures" / "measured" / "nvidia-smi", ROOT / "fixtures" / "records"])
+    c = _target(s.profile("h100-sxm"), "h100-sxm")["conditions"]
+    pc = {e["name"]: e["values"] for e in c["power_and_clocks"]}
+    assert pc["power_limit_w"][0]["value"] == "700.0"
+    assert pc["power"][0]["value"].startswith("median ") and "h100x2_power_1s.csv" in pc["power"][0]["value"]
+    assert c["hardware"] == [{"value": "NVIDIA H100 80GB HBM3", "n": 14}]

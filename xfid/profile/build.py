@@ -14,7 +14,7 @@ import pandas as pd
 
 from xfid.config import Config
 from xfid.errors import XfidError
-from xfid.profile.observe import Gathered, Observation, gather
+from xfid.profile.observe import Gathered, Observation, config_of, gather
 from xfid.profile.stats import MIN_N, caveats, relative_spread, summarize
 from xfid.store import Store
 
@@ -24,6 +24,8 @@ FAR = 0.50
 """A class whose median achieved time is under this fraction of its bound is far from any roofline."""
 _CONDITION_KEY = re.compile(r"power|clock|freq|tdp|watt", re.IGNORECASE)
 _SHAPE_KEYS = {"m", "n", "k", "interference"}
+SAMPLED = ("power", "clock", "dcgm:mem_clock", "ncu:sm_frequency", "ncu:dram_frequency")
+"""Sampled power and clock metrics (nvidia-smi, DCGM, Nsight Compute) summarized under the conditions."""
 
 
 @dataclass
@@ -63,6 +65,9 @@ def target_profile(store: Store, config: Config, g: Gathered) -> dict[str, Any]:
     elif g.fidelity != "measured":
         notes.append(f"no measured numbers: what is achieved comes from {g.fidelity} (a simulation), not hardware")
     isolated = [o for o in g.observations if o.co_runner is None]
+    if g.fidelity is not None and not g.observations:
+        n = sum(u["n"] for u in g.unbounded)
+        notes.append(f"no {g.fidelity} number has a roofline bound ({n} not profiled: see the conditions)")
     if g.observations and not isolated:
         notes.append("every run has a co-runner: no isolated numbers to profile")
     tol = float(config.settings.get("bound_tolerance", 0.02))
@@ -263,6 +268,11 @@ def _distinct(values: Sequence[str], limit: int = 8) -> list[dict[str, Any]]:
     return [{"value": v, "n": n} for v, n in c.most_common(limit)]
 
 
+def _is_condition(key: str) -> bool:
+    """A configuration key naming a power limit, clock, frequency or TDP (not an id of one)."""
+    return bool(_CONDITION_KEY.search(key)) and not key.endswith("_id")
+
+
 def conditions(g: Gathered, tgt: Any) -> dict[str, Any]:
     """Hardware, software, power/clocks and configuration behind the numbers; what was left out and why."""
     obs = g.observations
@@ -270,17 +280,23 @@ def conditions(g: Gathered, tgt: Any) -> dict[str, Any]:
     conf: dict[str, Counter[str]] = defaultdict(Counter)
     for o in obs:
         for k, v in o.config.items():
-            text = json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else str(v)
-            if _CONDITION_KEY.search(k):
-                power[k][text] += 1
-            elif k not in _SHAPE_KEYS:
-                conf[k][text] += 1
+            if not _is_condition(k) and k not in _SHAPE_KEYS:  # power and clocks: from every record below
+                conf[k][json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else str(v)] += 1
     df = g.records
     if g.fidelity is not None and len(df):
-        for metric in ("ncu:sm_frequency", "ncu:dram_frequency"):
-            v = df[(df["fidelity"] == g.fidelity) & (df["metric"] == metric)]["value"].dropna()
+        mine = df[df["fidelity"] == g.fidelity]
+        for text, n in mine["config"].astype(object).dropna().value_counts().items():
+            for k, v in config_of(text).items():  # e.g. nvidia-smi's power_limit_w beside the kernels
+                if _is_condition(k):
+                    power[k][json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else str(v)] += int(n)
+        for metric in SAMPLED:
+            part = mine[mine["metric"] == metric]
+            v = part["value"].dropna()
             if len(v):
-                power[metric][f"median {float(v.median()):.4g} Hz over {len(v)} kernels"] += len(v)
+                unit = str(part["unit"].iloc[0])
+                files = sorted({str(x) for x in part["source_path"].dropna()})
+                where = ", ".join(files[:2]) + (f" (+{len(files) - 2} more)" if len(files) > 2 else "")
+                power[metric][f"median {float(v.median()):.4g} {unit} over {len(v)} samples in {where}"] += len(v)
     runs = Counter((o.run, o.co_runner or "") for o in obs)
     return {
         "fidelity": g.fidelity,

@@ -231,7 +231,7 @@ def gather(store: Store, config: Config, target: str) -> Gathered:
         if b is None or not r.value or r.value <= 0 or not math.isfinite(r.value):
             u = unbounded.setdefault((r.workload, r.canon, r.metric), {
                 "workload": r.workload, "op": r.canon, "metric": r.metric, "n": 0,
-                "source_path": str(r.source_path), "source_loc": str(r.source_loc or ""),
+                "source_path": _s(r.source_path), "source_loc": _s(r.source_loc),
                 "why": "no roofline bound (an op name no model or [[op_map]] rule covers)" if b is None
                 else "not a positive time"})
             u["n"] += 1
@@ -246,7 +246,7 @@ def gather(store: Store, config: Config, target: str) -> Gathered:
             value=float(r.value), bound=b.value, limiter=limiter, op_class=op_class(r.canon), precision=prec,
             size_bucket=size_bucket(*(float(x) if isinstance(x, (int, float)) else None for x in work)),
             fraction_of_bound=b.value / float(r.value), fraction_of_peak=frac_peak, peak_kind=kind,
-            co_runner=co_runner(mcfg), source_path=str(r.source_path), source_loc=str(r.source_loc or ""),
+            co_runner=co_runner(mcfg), source_path=_s(r.source_path), source_loc=_s(r.source_loc),
             bound_path=b.source_path, bound_loc=b.source_loc, hardware=_s(r.hardware), software=_s(r.software),
             config=mcfg, counters=counters.get((r.source_id, r.run, r.workload, r.op), {})))
     return Gathered(target, fid, obs, [*excluded[0], *excluded[1]], list(unbounded.values()), df)

@@ -173,9 +173,17 @@ def to_markdown(p: Profile) -> str:
 def html_context(p: Profile, short: bool = False) -> dict[str, Any]:
     """What the capability template reads: the tables and lines, not yet escaped (Jinja2 does it).
 
-    `short` (the weekly report's section): the tables only, no conditions and records lists.
+    `short` (the weekly report's section): the tables only (no IQR column), no conditions and
+    records lists.
     """
-    return {"short": short, "classes": class_tables(p), "class_head": CLASS_HEAD, "transfer": transfer_rows(p),
+    classes, head, widths = class_tables(p), CLASS_HEAD, [4, 8, 7, 9, 8, 3, 6, 10, 10, 10, 15, 10]
+    if short:  # without the IQR column: room for the verdicts, rows a few lines high
+        drop = {CLASS_HEAD.index("IQR")}
+        classes = [(oc, [[x for i, x in enumerate(r) if i not in drop] for r in rows]) for oc, rows in classes]
+        head = [h for i, h in enumerate(CLASS_HEAD) if i not in drop]
+        widths = [4, 8, 8, 9, 7, 3, 6, 11, 10, 22, 12]
+    return {"short": short, "classes": classes, "class_head": head, "class_widths": widths,
+            "numeric": [head.index("n") + 1, head.index("of bound") + 1], "transfer": transfer_rows(p),
             "transfer_head": TRANSFER_HEAD, "interference": interference_rows(p),
             "interference_head": INTERFERENCE_HEAD,
             "targets": [{"target": t["target"], "caveats": t["caveats"], "conditions": condition_lines(t)}
