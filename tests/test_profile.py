@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import xfid
+import xfid.profile.render
 from tests.test_engine_helpers import write_csv
 from xfid.profile.classes import op_class, size_bucket
 from xfid.profile.stats import caveats, relative_spread, summarize
@@ -347,3 +348,26 @@ def test_conditions_power_and_clocks_from_nvidia_smi(tmp_path):
     assert pc["power_limit_w"][0]["value"] == "700.0"
     assert pc["power"][0]["value"].startswith("median ") and "h100x2_power_1s.csv" in pc["power"][0]["value"]
     assert c["hardware"] == [{"value": "NVIDIA H100 80GB HBM3", "n": 14}]
+
+
+def test_real_ncu_counters_without_a_bound(tmp_path):
+    s = _store(tmp_path, paths=[ROOT / "fixtures" / "measured" / "ncu"])
+    t = _target(s.profile("h100-sxm"), "h100-sxm")
+    assert t["classes"] == []  # raw kernel names: no op map, no bound
+    rows = [r for r in t["counters_without_bound"] if r["evidence"][0]["source_path"].endswith("h100_decode_long.csv")]
+    by = {r["op"].split("<")[0].split("(")[0]: r for r in rows}
+    gemm = by["ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_tn"]
+    assert gemm["op_class"] == "gemm" and gemm["verdict"].startswith("compute-bound by ncu")
+    assert gemm["counters"]["sm_throughput"] == pytest.approx(0.9147)  # the file's SM [%] 91.47
+    elem = next(r for r in rows if r["op_class"] == "elementwise")
+    assert elem["verdict"].startswith("memory-bound by ncu (dram throughput 84%")
+    table = xfid.profile.render.to_table(s.profile("h100-sxm"))
+    assert "== Nsight Compute counters of kernels without a roofline bound ==" in table
+
+
+def test_ncu_one_counter_only_is_not_called_neither_bound(tmp_path):
+    op = "gemm[m=8192,n=64,k=64]"
+    rows = [_rec(op, 3e-5), _rec(op, 0.10, metric="utilization", unit="ratio")]
+    t = _target(_store(tmp_path, rows).profile("h100-sxm"), "h100-sxm")
+    (c,) = t["classes"]
+    assert "no DRAM throughput to tell more" in c["limits"]["verdict"] and c["limits"]["agrees"] is False

@@ -14,6 +14,7 @@ import pandas as pd
 
 from xfid.config import Config
 from xfid.errors import XfidError
+from xfid.profile.classes import op_class
 from xfid.profile.observe import Gathered, Observation, config_of, gather
 from xfid.profile.stats import MIN_N, caveats, relative_spread, summarize
 from xfid.store import Store
@@ -73,6 +74,7 @@ def target_profile(store: Store, config: Config, g: Gathered) -> dict[str, Any]:
     tol = float(config.settings.get("bound_tolerance", 0.02))
     return {"target": g.target, "fidelity": g.fidelity, "caveats": notes,
             "classes": classes(isolated, tgt, tol),
+            "counters_without_bound": counters_without_bound(g.unbounded),
             "transfer": transfer(store, config, g.target, g.fidelity, isolated),
             "interference": interference(g.observations),
             "conditions": conditions(g, tgt)}
@@ -153,6 +155,9 @@ def _verdict(o: Observation) -> tuple[str, str] | None:
         return "agrees", f"ncu agrees: {says}-bound"
     if other is not None and other >= BUSY:
         return "disagrees", f"ncu shows {other_name}-bound where the roofline says {says}"
+    if mem is None or sm is None:
+        missing = "DRAM" if mem is None else "SM"
+        return "incomplete", f"ncu: not bound by the unit it measured; no {missing} throughput to tell more"
     return "neither", "neither bound: latency or occupancy limited"
 
 
@@ -174,6 +179,29 @@ def limits(part: Sequence[Observation], limiter: str, frac: float | None) -> dic
                           "(no counters to tell which)")
     elif frac is not None:
         out["verdict"] = f"{limiter}-bound (roofline; no counters)"
+    return out
+
+
+def counters_without_bound(unbounded: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Kernels with Nsight Compute counters but no roofline bound: what the counters alone say."""
+    out = []
+    for u in unbounded:
+        c = u.get("counters") or {}
+        mem, sm = c.get("dram_throughput", c.get("memory_throughput")), c.get("sm_throughput")
+        if u["metric"] != "latency" or (mem is None and sm is None):
+            continue
+        if mem is not None and mem >= BUSY:
+            verdict = "memory-bound by ncu"
+        elif sm is not None and sm >= BUSY:
+            verdict = "compute-bound by ncu"
+        elif mem is None or sm is None:
+            verdict = f"not bound by the unit measured; no {'DRAM' if mem is None else 'SM'} throughput to tell more"
+        else:
+            verdict = "neither bound: latency or occupancy limited"
+        shown = ", ".join(f"{k.replace('_', ' ')} {v:.0%}" for k, v in sorted(c.items()))
+        out.append({"op_class": op_class(u["op"]), "op": u["op"], "workload": u["workload"], "counters": c,
+                    "verdict": f"{verdict} ({shown})",
+                    "evidence": [{"role": "measured", "source_path": u["source_path"], "source_loc": u["source_loc"]}]})
     return out
 
 

@@ -233,8 +233,9 @@ def gather(store: Store, config: Config, target: str) -> Gathered:
                 "workload": r.workload, "op": r.canon, "metric": r.metric, "n": 0,
                 "source_path": _s(r.source_path), "source_loc": _s(r.source_loc),
                 "why": "no roofline bound (an op name no model or [[op_map]] rule covers)" if b is None
-                else "not a positive time"})
+                else "not a positive time", "counters": {}})
             u["n"] += 1
+            u["counters"] = u["counters"] or counters.get((r.source_id, r.run, r.workload, r.op), {})
             continue
         mcfg = config_of(r.config)
         limiter = str(b.cfg.get("limiter") or "unknown")

@@ -14,6 +14,7 @@ CLASS_HEAD = ["ref", "target", "precision", "size", "limiter", "n", "of bound", 
 TRANSFER_HEAD = ["target", "op class", "n", "error before", "error after", "95% CI", "tolerance", "run spread",
                  "verdict", "caveats"]
 INTERFERENCE_HEAD = ["target", "op class", "co-runner", "n", "slowdown", "95% CI", "caveats"]
+COUNTER_HEAD = ["target", "op class", "kernel", "what the counters say", "record"]
 
 
 def pct(v: Any) -> str:
@@ -68,6 +69,17 @@ def interference_rows(p: Profile) -> list[list[str]]:
     return [[t["target"], r["op_class"], r["co_runner"], str(r["n"]), times(r["slowdown"]["median"]),
              rng(r["slowdown"]["ci"], times), "; ".join(r["caveats"]) or "—"]
             for t in p.targets for r in t["interference"]]
+
+
+def counter_rows(p: Profile) -> list[list[str]]:
+    """Kernels with Nsight Compute counters but no roofline bound (raw names no op map covers)."""
+    return [[t["target"], r["op_class"], _cut(r["op"]), r["verdict"],
+             f"{r['evidence'][0]['source_path']} {r['evidence'][0]['source_loc']}"]
+            for t in p.targets for r in t["counters_without_bound"]]
+
+
+def _cut(text: str, n: int = 70) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def condition_lines(t: dict[str, Any]) -> list[str]:
@@ -136,6 +148,9 @@ def to_table(p: Profile) -> str:
     out += ["== transfer (roofline calibrated on the target, cross-validated) ==", *_grid(TRANSFER_HEAD, transfer_rows(p)), ""]
     out += ["== interference (runs with a co-runner / isolated runs of the same key) ==",
             *(_grid(INTERFERENCE_HEAD, interference_rows(p)) if interference_rows(p) else ["no runs tagged interference=NAME"]), ""]
+    if counter_rows(p):
+        out += ["== Nsight Compute counters of kernels without a roofline bound ==",
+                *_grid(COUNTER_HEAD, counter_rows(p)), ""]
     for t in p.targets:
         out += [f"== conditions: {terminal(t['target'])} ==", *(terminal(x) for x in condition_lines(t)), ""]
     out.append("== records behind each class ==")
@@ -162,6 +177,8 @@ def to_markdown(p: Profile) -> str:
     out += ["## Transfer", "", *table(TRANSFER_HEAD, transfer_rows(p))]
     out += ["## Interference", "", *(table(INTERFERENCE_HEAD, interference_rows(p)) if interference_rows(p)
                                      else ["No runs tagged `interference=NAME`.", ""])]
+    if counter_rows(p):
+        out += ["## Nsight Compute counters of kernels without a roofline bound", "", *table(COUNTER_HEAD, counter_rows(p))]
     for t in p.targets:
         out += [f"## Conditions: {md_escape(t['target'])}", "", *(f"- {md_escape(x)}" for x in condition_lines(t)), ""]
     out += ["## Records behind each class", ""]
@@ -185,7 +202,7 @@ def html_context(p: Profile, short: bool = False) -> dict[str, Any]:
     return {"short": short, "classes": classes, "class_head": head, "class_widths": widths,
             "numeric": [head.index("n") + 1, head.index("of bound") + 1], "transfer": transfer_rows(p),
             "transfer_head": TRANSFER_HEAD, "interference": interference_rows(p),
-            "interference_head": INTERFERENCE_HEAD,
+            "interference_head": INTERFERENCE_HEAD, "counters": counter_rows(p), "counter_head": COUNTER_HEAD,
             "targets": [{"target": t["target"], "caveats": t["caveats"], "conditions": condition_lines(t)}
                         for t in p.targets],
             "evidence": evidence_lines(p)}
