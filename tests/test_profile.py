@@ -238,6 +238,9 @@ def test_measurement_spread_next_to_model_error(tmp_path):
                                  "measured", "--target", "h100-sxm"])
     assert r.exit_code == 0, r.output
     assert f"measurement spread {100 * want:.1f}%" in r.output
+    r = CliRunner().invoke(cli, ["--store", str(s.path), "calibrate", "--candidate", "roofline", "--reference",
+                                 "measured", "--target", "h100-sxm", "--format", "json"])
+    assert json.loads(r.output)["measurement_spread"]["median"] == pytest.approx(want)
 
 
 def test_ncu_counters_flag_neither_bound(tmp_path):
@@ -371,3 +374,18 @@ def test_ncu_one_counter_only_is_not_called_neither_bound(tmp_path):
     t = _target(_store(tmp_path, rows).profile("h100-sxm"), "h100-sxm")
     (c,) = t["classes"]
     assert "no DRAM throughput to tell more" in c["limits"]["verdict"] and c["limits"]["agrees"] is False
+
+
+def test_output_files_and_their_errors(sweep_store, tmp_path):
+    from click.testing import CliRunner
+
+    from xfid.cli import cli
+
+    base = ["--store", str(sweep_store.path), "profile", "a100-sxm"]
+    md = tmp_path / "profile.md"
+    r = CliRunner().invoke(cli, [*base, "--format", "markdown", "-o", str(md)])
+    assert r.exit_code == 0 and md.read_text().startswith("# Capability profile: a100-sxm")
+    missing = tmp_path / "no-such-dir" / "profile.pdf"
+    r = CliRunner().invoke(cli, [*base, "-o", str(missing)])
+    assert r.exit_code == 2 and r.output.startswith(f"Error: cannot write {missing}: folder")
+    assert not missing.parent.exists()
