@@ -225,9 +225,10 @@ def resolve_pairs(pairs: list[OraclePair] | None, config: Config) -> list[Oracle
 
 
 def converted(side: dict[tuple, Entry], convert: str, config: Config) -> dict[tuple, Entry]:
-    """One fidelity's entries for a pair that converts: a `src` number of a target with a clock
-    becomes a `dst` number (value / clock_hz for cycles->latency, value * clock_hz the other way),
-    unless the fidelity has a native `dst` number of that key."""
+    """One fidelity's entries for a pair that converts: every `src` number of a target with a
+    clock becomes a `dst` number (value / clock_hz for cycles->latency, value * clock_hz the
+    other way); where the fidelity has a native `dst` number of that key, the native one stays
+    and the converted one is dropped."""
     src, dst, unit = CONVERSIONS[convert]
     out = dict(side)
     for key, e in side.items():
@@ -235,11 +236,11 @@ def converted(side: dict[tuple, Entry], convert: str, config: Config) -> dict[tu
         clock = target.clock_hz if target is not None else None
         if key[3] != src or not clock:
             continue
+        out.pop(key)
         new = (key[0], key[1], key[2], dst, key[4])
         if new in side:
-            continue  # a native number wins
+            continue  # the native number wins
         factor = 1.0 / clock if src == "cycles" else clock
-        out.pop(key)
         out[new] = Entry(e.fidelity, new, e.value * factor, e.ref_value * factor, e.n, e.rep, e.flagged,
                          e.merge_note, unit, True)
     return out
