@@ -1,0 +1,212 @@
+"""`correlate()` on Apache Spark: the local engine's semantics, computed on the cluster.
+
+The stages and where they run:
+
+* selection (`select.py`): Spark SQL over exactly the committed parts the catalog lists;
+* alignment (`groups.align_group`): one pandas UDF call per (target, workload) on the executors,
+  running the local engine's `Aligner` on that group's entries;
+* aggregates (`groups.stats_group`): one call per (target, pair, metric, stat), running the
+  local engine's `grouped_stats` (Kendall tau-b, the seeded bootstrap) on that group's rows.
+
+What comes back to the driver is bounded: the discrepancies, the rows of the fingerprints
+asked for (`track`: the tracker's open issues, so auto-resolve sees them clean), the
+comparisons, the coverage table, per-pair and selection counts. `Correlation.rows` holds those
+rows only; `settings["spark"]["rows"]` says how many rows the cluster aligned.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from xfid.config import Config
+from xfid.engine.contract import COMPARISON_COLUMNS, ROW_COLUMNS, Correlation
+from xfid.engine.pairrows import CONVERSIONS, KINDS
+from xfid.engine.pairs import parse_as_of, parse_run, resolve_pairs
+from xfid.engine.pipeline import _pair_info, engine_settings
+from xfid.engine.rows import ROW_EXTRA, discrepancies
+from xfid.engine.selection import ADDITIVE
+from xfid.engine.spark.groups import (
+    COUNT_KEYS,
+    ROW_SCHEMA,
+    STATS_GROUP,
+    STATS_SCHEMA,
+    AlignContext,
+    StatsContext,
+    align_group,
+    stats_group,
+)
+from xfid.engine.spark.select import select_spark
+from xfid.engine.spark.session import quiet, spark_session
+from xfid.errors import ConfigError
+from xfid.store import Store
+
+CATEGORICAL = ("target", "workload", "op", "metric", "stat", "candidate", "reference", "unit", "candidate_run",
+               "reference_run", "candidate_source_path", "reference_source_path", "candidate_config",
+               "reference_config")
+
+
+def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Sequence[str] | None = None,
+              as_of: Any = None, targets: Iterable[str] | None = None, pairs: Iterable[Any] | None = None,
+              include_missing: bool = False, kendall: bool = True, bootstrap: bool = True,
+              fingerprints: str = "all", provenance: bool = True, track: Iterable[str] | None = None,
+              master: str | None = None, conf: Mapping[str, str] | None = None, spark: Any = None) -> Correlation:
+    """`xfid.engine.correlate` on Spark (same arguments, same result contract).
+
+    Args:
+        track: fingerprints whose rows come back whatever their kind (the tracker's open issues).
+        master, conf: the Spark master and settings (default: `[engine.spark]`, env XFID_SPARK_MASTER).
+        spark: an existing SparkSession to use instead.
+
+    Returns:
+        A Correlation whose rows are the discrepancies and the tracked rows (see the module docstring).
+
+    Raises:
+        EngineError: pyspark is not installed; ConfigError: a bad pair, run, date or target.
+    """
+    targets = list(targets or [])
+    for t in targets:
+        if t not in config.targets:
+            config.target(t)
+    settings = engine_settings(config)
+    prefer = parse_run(run)
+    when = parse_as_of(as_of)
+    with quiet():
+        session = spark or spark_session(config, master=master, conf=conf)
+        return _correlate(session, store, config, settings, prefer, when, targets, pairs, include_missing, kendall,
+                          bootstrap, fingerprints, provenance, sorted(set(track or ())))
+
+
+def _correlate(spark: Any, store: Store, config: Config, settings: dict[str, Any], prefer: Any, when: Any,
+               targets: list[str], pairs: Any, include_missing: bool, kendall: bool, bootstrap: bool,
+               fingerprints: str, provenance: bool, track: list[str]) -> Correlation:
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    sel = select_spark(spark, store, config, targets=targets or None, run=prefer, source_loc=provenance,
+                       as_of=when.to_pydatetime() if when is not None else None)
+    pair_list = resolve_pairs(config, pairs, sel.fidelities)
+    for p in pair_list:
+        if p.convert and p.convert not in CONVERSIONS:
+            raise ConfigError(f"[[compare]] {p.label}: convert = {p.convert!r} is not known; "
+                              f"use one of {', '.join(CONVERSIONS)}")
+    ctx = AlignContext(config, settings, pair_list, sel.fidelities)
+    aligned = (sel.entries.groupBy("target", "workload").applyInPandas(_bound(align_group, ctx), ROW_SCHEMA)
+               .persist(StorageLevel.MEMORY_AND_DISK))
+    try:
+        counts = _pair_counts(aligned.filter(F.col("counts").isNotNull()).select("pair_index", "counts").collect())
+        rows = aligned.filter(F.col("counts").isNull()).drop("counts")
+        kind = F.col("kind")
+        wanted = (kind != "ok") if include_missing else ((kind != "ok") & (kind != "missing_reference"))
+        if track:
+            tdf = spark.createDataFrame([(fp,) for fp in track], "fingerprint string").withColumn("_t", F.lit(True))
+            rows = rows.join(F.broadcast(tdf), "fingerprint", "left")
+            wanted = wanted | F.col("_t").isNotNull()
+        back = _local_rows(rows.filter(wanted).drop("_t").toPandas())
+        finite = lambda c: F.col(c).isNotNull() & ~F.isnan(c) & (F.abs(F.col(c)) < float("inf"))  # noqa: E731
+        usable = (aligned.filter(F.col("counts").isNull() & (kind != "missing_reference") & finite("rel_error")
+                                 & finite("log_ratio"))
+                  .select(*STATS_GROUP, "workload", "op", "rel_error", "log_ratio", "candidate_value",
+                          "reference_value", "within"))
+        sctx = StatsContext(settings, kendall, bootstrap)
+        stats = usable.groupBy(*STATS_GROUP).applyInPandas(_bound(stats_group, sctx), STATS_SCHEMA).toPandas()
+    finally:
+        aligned.unpersist()
+        if sel.persisted is not None:
+            sel.persisted.unpersist()
+    if fingerprints != "all" and len(back):
+        clean = back["kind"].isin(["ok", "missing_reference"]).to_numpy()
+        back["fingerprint"] = np.where(clean, None, back["fingerprint"].to_numpy(dtype=object))
+    disc = discrepancies(back, include_missing)
+    pair_info = []
+    total = 0
+    for i, p in enumerate(pair_list):
+        info = _pair_info(p, settings)
+        if p.candidate in sel.fidelities and p.reference in sel.fidelities:
+            info.update(counts.get(i, dict.fromkeys(COUNT_KEYS, 0)))
+            total += info["aligned"] + info["missing_reference"]
+        else:
+            info["skipped"] = "a fidelity of the pair has no records"
+        pair_info.append(info)
+    clocks = {t: config.targets[t].clock_hz for t in sel.targets if t in config.targets}
+    out_settings = {
+        **settings, "run": prefer, "as_of": when.isoformat() if when is not None else None,
+        "targets": targets or sel.targets, "pairs": pair_info,
+        "clock_hz": {t: c for t, c in clocks.items() if any(p.convert for p in pair_list)},
+        "counts": sel.counts, "additive_metrics": sorted(ADDITIVE), "op_map_rules": len(config.op_maps),
+        "kendall": kendall, "bootstrap": bootstrap, "fingerprints": fingerprints, "provenance": provenance,
+        "ci_method": (f"percentile bootstrap, {settings['bootstrap_resamples']} resamples, seed "
+                      f"{settings['bootstrap_seed']}, exact up to n={settings['bootstrap_exact_max_n']}, "
+                      "normal approximation of the bootstrap above") if bootstrap else None,
+        "engine": "spark",
+        "spark": {"master": spark.sparkContext.master, "rows": total, "rows_returned": len(back),
+                  "tracked": len(track), "rows_kept": "discrepancies and tracked fingerprints"},
+    }
+    sources = [{"source_id": s["source_id"], "path": s["path"], "adapter": s["adapter"],
+                "content_hash": s["content_hash"]} for s in store.sources()]
+    return Correlation(back, _comparisons(stats), disc, sel.coverage, sources, config.hash(), out_settings)
+
+
+def _bound(fn: Any, ctx: Any) -> Any:
+    """`fn` with its context bound, as a plain function of one pandas DataFrame (pyspark reads
+    the UDF's type from its hints)."""
+
+    def run(pdf: pd.DataFrame) -> pd.DataFrame:
+        return fn(pdf, ctx)
+
+    return run
+
+
+def _pair_counts(rows: list[Any]) -> dict[int, dict[str, int]]:
+    out: dict[int, dict[str, int]] = {}
+    for r in rows:
+        acc = out.setdefault(int(r[0]), dict.fromkeys(COUNT_KEYS, 0))
+        for k, v in json.loads(r[1]).items():
+            acc[k] += int(v)
+    return out
+
+
+def _local_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The collected rows in the local engine's order (pair, then key) and dtypes."""
+    cols = [*ROW_COLUMNS, *ROW_EXTRA]
+    if not len(df):
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in cols}).assign(
+            kind=pd.Categorical([], categories=list(KINDS)))
+    for c in ("target", "workload", "op", "metric", "stat"):
+        df[c] = df[c].astype(object)
+    df = df.sort_values(["pair_index", "target", "metric", "stat", "workload", "op"], kind="stable")
+    df = df.reset_index(drop=True)
+    out = df[cols].copy()
+    for c in CATEGORICAL:
+        vals = out[c].astype(object).where(out[c].notna(), None)
+        out[c] = pd.Categorical(vals, categories=sorted({v for v in vals if v is not None}))
+    out["kind"] = pd.Categorical(out["kind"].astype(object), categories=list(KINDS))
+    out["reference_n"] = out["reference_n"].astype("Int64")
+    out["candidate_n"] = out["candidate_n"].astype(np.int64)
+    out["within"] = out["within"].astype(bool)
+    for c in ("fingerprint", "candidate_source_loc", "reference_source_loc", "note"):
+        out[c] = out[c].astype(object).where(out[c].notna(), None)
+    return out
+
+
+def _comparisons(stats: pd.DataFrame) -> pd.DataFrame:
+    """The comparisons table as the local engine's Aggregates.result() builds it."""
+    if not len(stats):
+        return pd.DataFrame({k: pd.Series(dtype=object) for k in COMPARISON_COLUMNS})
+    out = stats.copy()
+    ci_ok = (out["n"] >= 3) & np.isfinite(out["mape_ci_low"])
+    out["mape_ci"] = [[float(a), float(b)] if k else None
+                      for a, b, k in zip(out["mape_ci_low"], out["mape_ci_high"], ci_ok, strict=True)]
+    out["bias_ci"] = [[float(a), float(b)] if k else None
+                      for a, b, k in zip(out["bias_ci_low"], out["bias_ci_high"], ci_ok, strict=True)]
+    for c in ("target", "workload", "candidate", "reference", "metric", "stat"):
+        out[c] = out[c].astype(object).where(out[c].notna(), None)
+    out["n"] = out["n"].astype(np.int64)
+    out["_lvl"] = out["workload"].notna()
+    out = out.sort_values(["_lvl", "target", "workload", "candidate", "reference", "metric", "stat"],
+                          kind="stable", na_position="first").drop(columns="_lvl").reset_index(drop=True)
+    return out[list(COMPARISON_COLUMNS)]

@@ -1,0 +1,208 @@
+"""What the executors run per group, with the local engine's own code.
+
+`align_group`: the entries of one (target, workload) -> its rows for every pair (alignment,
+conversions, errors, tolerances, bounds, kinds, severities, notes, config_mismatch and
+fingerprints all stay within one target and workload, so `xfid.engine.align.Aligner` runs on the
+group as it runs on the whole store). `stats_group`: the usable rows of one (target, pair,
+metric, stat) -> its target-level and workload-level aggregates by
+`xfid.engine.stats.grouped_stats` (Kendall tau-b and the seeded bootstrap CIs included), the
+rows in the local engine's order so the CIs are the same numbers.
+
+Nothing here imports pyspark: the functions take and return pandas DataFrames.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from xfid.config import Config
+from xfid.engine.align import Aligner
+from xfid.engine.fingerprints import fingerprint_many
+from xfid.engine.keys import combine
+from xfid.engine.mismatch import MismatchChecker
+from xfid.engine.pairrows import KINDS, Pair
+from xfid.engine.selection import CONVERTIBLE, AlignKeys, Selected
+from xfid.engine.stats import grouped_stats
+
+ENTRY_SCHEMA = ("fidelity string, target string, workload string, op string, metric string, stat string, "
+                "value double, ref_value double, n long, flagged boolean, note string, unit string, run string, "
+                "source_path string, source_loc string, config string")
+ROW_SCHEMA = ("pair_index int, fingerprint string, target string, workload string, op string, metric string, "
+              "stat string, candidate string, reference string, candidate_value double, reference_value double, "
+              "unit string, rel_error double, log_ratio double, tolerance double, tolerance_abs double, "
+              "within boolean, kind string, severity double, candidate_n long, reference_n long, "
+              "candidate_run string, reference_run string, candidate_source_path string, "
+              "candidate_source_loc string, reference_source_path string, reference_source_loc string, "
+              "candidate_config string, reference_config string, note string, efficiency double, counts string")
+STAT_FIELDS = ("n", "mape", "median_ape", "bias", "log_rmse", "pearson_log", "spearman", "kendall",
+               "within_tolerance", "mape_ci_low", "mape_ci_high", "bias_ci_low", "bias_ci_high")
+STATS_SCHEMA = ("target string, workload string, candidate string, reference string, metric string, stat string, "
+                "n long, " + ", ".join(f"{k} double" for k in STAT_FIELDS[1:]))
+STATS_GROUP = ("target", "candidate", "reference", "metric", "stat")
+COUNT_KEYS = ("candidate_keys", "outside_reference_workloads", "value_stat_fallback", "reference_only_keys",
+              "aligned", "missing_reference", "flagged_reference")
+
+
+@dataclass
+class AlignContext:
+    """What every group's alignment shares (shipped to the executors with the function)."""
+
+    config: Config
+    settings: dict[str, Any]
+    pairs: list[Pair]
+    fidelities: list[str]  # every fidelity of the selection, sorted (the local engine's codes)
+
+
+def _codes(values: np.ndarray, names: list[str]) -> np.ndarray:
+    return np.searchsorted(np.array(names, dtype=object), values).astype(np.int32)
+
+
+def _text(a: Any) -> np.ndarray:
+    return np.array([None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else v for v in a],
+                    dtype=object)
+
+
+def align_group(pdf: pd.DataFrame, ctx: AlignContext) -> pd.DataFrame:
+    """The rows (ROW_SCHEMA) of one (target, workload) for every pair, plus one counts row per pair."""
+    cols = ROW_SCHEMA_NAMES
+    if not len(pdf):
+        return pd.DataFrame({c: [] for c in cols})
+    fid_names = ctx.fidelities
+    raw = {k: _text(pdf[k]) for k in ("fidelity", "op", "metric", "stat", "note", "unit", "run", "source_path",
+                                      "source_loc", "config")}
+    target, workload = str(pdf["target"].iloc[0]), str(pdf["workload"].iloc[0])
+    dims = {"target": [target], "workload": [workload], "metric": sorted(set(raw["metric"]) | set(CONVERTIBLE)),
+            "stat": sorted(set(raw["stat"])), "op": sorted(set(raw["op"]))}
+    n = len(pdf)
+    code = {"target": np.zeros(n, np.int32), "workload": np.zeros(n, np.int32),
+            "metric": _codes(raw["metric"], dims["metric"]), "stat": _codes(raw["stat"], dims["stat"]),
+            "op": _codes(raw["op"], dims["op"]), "fid": _codes(raw["fidelity"], fid_names)}
+    cards = [1, len(dims["metric"]), len(dims["stat"]), 1, len(dims["op"])]
+    key, _ = combine([code[k] for k in ("target", "metric", "stat", "workload", "op")], cards)
+    order = np.lexsort((code["fid"], key))  # the local engine's entry order: (key, fidelity)
+    code = {k: v[order] for k, v in code.items()}
+    key = key[order]
+    raw = {k: v[order] for k, v in raw.items()}
+    value = pdf["value"].to_numpy(np.float64)[order]
+    ref_value = pdf["ref_value"].to_numpy(np.float64)[order]
+    cnt = pdf["n"].to_numpy(np.int64)[order]
+    flagged = pdf["flagged"].to_numpy(bool)[order]
+    notes = {i: str(t) for i, t in enumerate(raw["note"]) if t is not None}
+    sel = Selected(dims, list(fid_names), code, value, cnt, np.arange(n, dtype=np.int64), flagged, notes, None, {})
+    unames = sorted({u for u in raw["unit"] if u is not None})
+    unit_names = [*unames, "", "s", "cycles"]
+    upos = {u: i for i, u in enumerate(unames)}
+    units = np.array([upos[u] if u is not None else len(unames) for u in raw["unit"]], np.int64)
+    checker = MismatchChecker(pa.table({"config": pa.array(list(raw["config"]), pa.string())}), ctx.config,
+                              np.arange(n, dtype=np.int64))
+    aligner = Aligner(sel, AlignKeys(key, ref_value), ctx.config, ctx.settings, units, unit_names, checker)
+    frames = []
+    counts_rows = []
+    for i, sides in aligner.plan(ctx.pairs).items():
+        pr = aligner.align(sides)
+        counts_rows.append((i, json.dumps({k: int(pr.counts.get(k, 0)) for k in COUNT_KEYS})))
+        if len(pr.cand):
+            frames.append(_rows(i, pr, sel, raw, unit_names, fid_names))
+    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({c: [] for c in cols})
+    out["counts"] = None
+    extra = pd.DataFrame({"pair_index": [c[0] for c in counts_rows], "counts": [c[1] for c in counts_rows]})
+    out = pd.concat([out, extra], ignore_index=True) if len(out) else extra
+    for c in cols:
+        if c not in out.columns:
+            out[c] = None
+    return _plain(out[list(cols)])
+
+
+def _plain(df: pd.DataFrame) -> pd.DataFrame:
+    """String columns as object arrays (pandas' own string dtypes do not cross into Spark)."""
+    for c in df.columns:
+        if not (pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c])):
+            df[c] = pd.Series(df[c].to_numpy(dtype=object), index=df.index, dtype=object)
+    return df
+
+
+def _side_text(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Per row the text of entry idx (None where idx < 0 or the text is null)."""
+    out = values[np.maximum(idx, 0)].copy() if len(values) else np.full(len(idx), None, object)
+    out[idx < 0] = None
+    return out
+
+
+def _rows(i: int, pr: Any, sel: Selected, raw: dict[str, np.ndarray], unit_names: list[str],
+          fid_names: list[str]) -> pd.DataFrame:
+    """One pair's rows of this group as a DataFrame with ROW_SCHEMA's columns."""
+    c = sel.codes
+    cand, ref = pr.cand, pr.ref
+    dims = sel.dims
+    fids = sorted({pr.pair.candidate, pr.pair.reference})
+    m = len(cand)
+    parts = [dims["target"], dims["workload"], dims["op"], dims["metric"], dims["stat"], fids, fids]
+    codes = [c["target"][cand], c["workload"][cand], c["op"][cand], pr.metric, c["stat"][cand],
+             np.full(m, fids.index(pr.pair.candidate)), np.full(m, fids.index(pr.pair.reference))]
+    ref_n = pd.array(np.where(ref < 0, 0, sel.n[np.maximum(ref, 0)]), dtype="Int64")
+    ref_n[ref < 0] = pd.NA
+    return pd.DataFrame({
+        "pair_index": i, "fingerprint": fingerprint_many(parts, codes),
+        "target": dims["target"][0], "workload": dims["workload"][0],
+        "op": np.array(dims["op"], dtype=object)[c["op"][cand]],
+        "metric": np.array(dims["metric"], dtype=object)[pr.metric],
+        "stat": np.array(dims["stat"], dtype=object)[c["stat"][cand]],
+        "candidate": pr.pair.candidate, "reference": pr.pair.reference,
+        "candidate_value": pr.cand_value, "reference_value": pr.ref_value,
+        "unit": np.array(unit_names, dtype=object)[pr.unit],
+        "rel_error": pr.rel, "log_ratio": pr.log_ratio, "tolerance": pr.tol, "tolerance_abs": pr.tol_abs,
+        "within": pr.within.astype(bool), "kind": np.array(KINDS, dtype=object)[pr.kind], "severity": pr.severity,
+        "candidate_n": sel.n[cand], "reference_n": ref_n,
+        "candidate_run": _side_text(raw["run"], cand), "reference_run": _side_text(raw["run"], ref),
+        "candidate_source_path": _side_text(raw["source_path"], cand),
+        "candidate_source_loc": _side_text(raw["source_loc"], cand),
+        "reference_source_path": _side_text(raw["source_path"], ref),
+        "reference_source_loc": _side_text(raw["source_loc"], ref),
+        "candidate_config": _side_text(raw["config"], cand),
+        "reference_config": _side_text(raw["config"], ref),
+        "note": np.array(pr.note.texts, dtype=object)[pr.note.ids], "efficiency": pr.efficiency,
+    })
+
+
+@dataclass
+class StatsContext:
+    settings: dict[str, Any]
+    kendall: bool
+    bootstrap: bool
+
+
+def stats_group(pdf: pd.DataFrame, ctx: StatsContext) -> pd.DataFrame:
+    """Target-level and workload-level aggregates (STATS_SCHEMA) of one (target, pair, metric,
+    stat)'s usable rows, in the local engine's row order (workload, then op)."""
+    pdf = pdf.sort_values(["workload", "op"], kind="stable")
+    rel, lr, cv, rv = (pdf[k].to_numpy(np.float64) for k in ("rel_error", "log_ratio", "candidate_value",
+                                                              "reference_value"))
+    within = pdf["within"].to_numpy(bool)
+    wl = pdf["workload"].to_numpy(dtype=object)
+    s = ctx.settings
+    kw = {"kendall": ctx.kendall, "bootstrap": ctx.bootstrap, "resamples": s["bootstrap_resamples"],
+          "seed": s["bootstrap_seed"], "exact_max_n": s["bootstrap_exact_max_n"]}
+    first = np.r_[True, wl[1:] != wl[:-1]] if len(wl) else np.zeros(0, bool)
+    gid = np.cumsum(first) - 1
+    levels = ((np.zeros(len(rel), np.int64), 1, [None]), (gid, int(first.sum()), list(wl[first])))
+    head = {k: pdf[k].iloc[0] for k in STATS_GROUP}
+    frames = []
+    for g, ng, names in levels:
+        st = grouped_stats(g, ng, rel, lr, cv, rv, within, **kw)
+        frames.append(pd.DataFrame({**head, "workload": names, **{k: st[k] for k in STAT_FIELDS}}))
+    out = pd.concat(frames, ignore_index=True)
+    return _plain(out[list(STATS_SCHEMA_NAMES)])
+
+
+def _names(ddl: str) -> tuple[str, ...]:
+    return tuple(part.strip().split(" ")[0] for part in ddl.split(","))
+
+
+ROW_SCHEMA_NAMES = _names(ROW_SCHEMA)
+STATS_SCHEMA_NAMES = _names(STATS_SCHEMA)

@@ -1,0 +1,285 @@
+"""Selection on Spark: the committed parts the catalog lists -> one entry per (fidelity, key).
+
+The same rules as `xfid.engine.selection.select`, written as Spark SQL over the records:
+runs ranked per fidelity (on the driver, from one row per run), the latest run that has the
+key, the median of its duplicates (NaN ignored; the provenance of the record at the lower
+median, ties in the order of the records), raw ops that op maps merge summed or by median.
+What comes to the driver: one row per (fidelity, run), one per (source, raw op) for the op maps
+and the coverage table, and the counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from xfid.config import Config
+from xfid.engine.contract import COVERAGE_COLUMNS
+from xfid.engine.opmap import COVERAGE_EXTRA, map_name
+from xfid.engine.selection import ADDITIVE, _check_fidelity
+from xfid.errors import StoreError
+from xfid.schema import FLAG_NO_REFERENCE
+from xfid.store import Store
+
+KEY = ("fidelity", "target", "workload", "op", "metric", "stat")
+PROV = ("unit", "run", "source_path", "source_loc", "config")
+"""The chosen record's columns an entry carries (its provenance)."""
+READ = ("fidelity", "target", "workload", "op", "metric", "stat", "value", "unit", "source", "source_path",
+        "source_loc", "run", "timestamp", "config", "flags")
+
+
+@dataclass
+class SparkSelection:
+    """The entries (a Spark DataFrame, one row per fidelity and key) and what the driver holds."""
+
+    entries: Any  # pyspark DataFrame: KEY, value, ref_value, n, flagged, note, PROV
+    fidelities: list[str]
+    targets: list[str]
+    coverage: Any  # pandas DataFrame, as the local engine's
+    counts: dict[str, Any]
+    persisted: Any = None  # what to unpersist when done
+
+
+def committed_parts(store: Store) -> list[Path]:
+    """The parts the catalog lists as committed (footers checked against the catalog's row counts).
+
+    Raises:
+        StoreError: a listed part is missing or its footer disagrees with the catalog.
+    """
+    files = store.part_files()
+    missing = [f for f in files if not f.exists()]
+    if missing:
+        raise StoreError(f"{missing[0]}: a part named in the manifest is missing (run `xfid doctor`)")
+    if files:
+        store.open_parts(files)  # compares each footer's row count with the manifest's
+    return files
+
+
+def _rel(path: Path, store: Store) -> str:
+    """`fidelity=F/part-....parquet`: how a part is matched with the path Spark reports."""
+    return "/".join(path.relative_to(store.records).parts[-2:])
+
+
+def read_records(spark: Any, store: Store, files: Sequence[Path], *, targets: Sequence[str] | None,
+                 as_of: datetime | None, source_loc: bool) -> Any:
+    """The records of exactly `files` (no listing, no glob), with each record's position in the
+    local engine's order (`file_index`, `row_index`) and the fidelity from its partition."""
+    from pyspark.sql import functions as F
+
+    if not files:
+        return None
+    cols = [c for c in READ if c != "fidelity" and (source_loc or c != "source_loc")]
+    df = (spark.read.option("basePath", str(store.records)).parquet(*[str(f) for f in files])
+          .select(*cols, "fidelity", F.col("_metadata.file_path").alias("_file"),
+                  F.col("_metadata.row_index").alias("row_index")))
+    if not source_loc:
+        df = df.withColumn("source_loc", F.lit(None).cast("string"))
+    index = spark.createDataFrame([(_rel(f, store), i) for i, f in enumerate(files)], "rel string, file_index long")
+    df = (df.withColumn("rel", F.regexp_extract("_file", r"([^/]+/[^/]+)$", 1))
+          .join(F.broadcast(index), "rel").drop("rel", "_file"))
+    if targets:
+        df = df.filter(F.col("target").isin(list(targets)))
+    if as_of is not None:
+        df = df.filter(F.unix_micros("timestamp") <= F.lit(_micros(as_of)))
+    return df
+
+
+def _micros(t: datetime) -> int:
+    from datetime import timezone
+
+    epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    d = t - epoch
+    return (d.days * 86400 + d.seconds) * 1_000_000 + d.microseconds
+
+
+def run_ranks(rows: list[tuple[str, str, int]], prefer: Mapping[str, str] | None) -> list[tuple[str, str, int]]:
+    """(fidelity, run, rank) from (fidelity, run, latest timestamp): a --run choice first, then
+    the timestamp, then the name (the highest rank is the run a key takes)."""
+    out = []
+    for fid in sorted({r[0] for r in rows}):
+        mine = [r for r in rows if r[0] == fid]
+        want = None if not prefer else prefer.get(fid, prefer.get("*"))
+        mine.sort(key=lambda r: (int(want is not None and r[1] == want), r[2], r[1]))
+        out += [(fid, r[1], i) for i, r in enumerate(mine)]
+    return out
+
+
+def coverage_and_map(rows: list[tuple[Any, str, int]], config: Config) -> tuple[Any, list[tuple[str, str, str]]]:
+    """The coverage table (as the local engine builds it) and the (source, raw op, op) renames,
+    from the record count per (source, raw op)."""
+    import pandas as pd
+
+    rules = config.op_maps
+    counts: dict[tuple[str, str], int] = {}
+    for src, raw, n in rows:
+        k = ("" if src is None else str(src), "" if raw is None else str(raw))
+        counts[k] = counts.get(k, 0) + int(n)
+    cov, renames = [], []
+    for (name, raw), n in sorted(counts.items()):
+        if raw == "":
+            continue
+        has_rules = any(r.applies_to(name) for r in rules)
+        op, rule = map_name(raw, name, rules) if has_rules else (raw, -1)
+        if rule >= 0:
+            renames.append((name, raw, op))
+        cov.append((name, raw, op, rule >= 0, n, has_rules, rule))
+    coverage = pd.DataFrame(cov, columns=[*COVERAGE_COLUMNS, *COVERAGE_EXTRA])
+    coverage = coverage.sort_values(["source", "matched", "raw_op"], kind="stable").reset_index(drop=True)
+    return coverage, renames
+
+
+def _flag_expr(col: Any) -> Any:
+    """True where a record's flags name a no-reference flag (comma-separated, spaces ignored)."""
+    from pyspark.sql import functions as F
+
+    parts = F.transform(F.split(F.coalesce(col, F.lit("")), ","), lambda x: F.trim(x))
+    return F.exists(parts, lambda x: x.isin(list(FLAG_NO_REFERENCE)))
+
+
+def select_spark(spark: Any, store: Store, config: Config, *, targets: Sequence[str] | None = None,
+                 as_of: datetime | None = None, run: Mapping[str, str] | None = None,
+                 source_loc: bool = True) -> SparkSelection:
+    """Per fidelity and key the number that represents it (see the module docstring)."""
+    from pyspark import StorageLevel
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    files = committed_parts(store)
+    df = read_records(spark, store, files, targets=targets, as_of=as_of, source_loc=source_loc)
+    if df is None:
+        return _empty(spark, config)
+    nan = F.lit(float("nan"))
+    df = df.select(
+        *[c for c in READ if c not in ("value", "timestamp", "flags")], "file_index", "row_index",
+        F.coalesce(F.col("run"), F.lit("")).alias("run_key"),
+        F.coalesce(F.unix_micros("timestamp"), F.lit(0)).alias("ts"),
+        F.when(F.col("value").isNull(), nan).otherwise(F.col("value")).alias("value"),
+        _flag_expr(F.col("flags")).alias("flagged"),
+    ).withColumn("vnan", F.isnan("value")).withColumnRenamed("op", "raw_op")
+    # the driver's share: one row per (fidelity, run) and per (source, raw op)
+    per_run = df.groupBy("fidelity", "run_key").agg(F.max("ts"), F.count(F.lit(1)), F.sum(F.col("vnan").cast("long")),
+                                                F.sum(F.col("flagged").cast("long"))).collect()
+    runs = [(r[0], r[1], int(r[2])) for r in per_run]
+    if not runs:
+        return _empty(spark, config)
+    for fid in sorted({r[0] for r in runs}):
+        _check_fidelity(fid)
+    ops = [(r[0], r[1], int(r[2])) for r in df.groupBy("source", "raw_op").count().collect()]
+    coverage, renames = coverage_and_map(ops, config)
+    ranks = spark.createDataFrame(run_ranks(runs, run), "fidelity string, run_key string, rank int")
+    df = df.join(F.broadcast(ranks), ["fidelity", "run_key"])
+    if renames:
+        ren = spark.createDataFrame(renames, "source string, raw_op string, op string")
+        df = df.join(F.broadcast(ren), ["source", "raw_op"], "left").withColumn(
+            "op", F.coalesce(F.col("op"), F.col("raw_op")))
+    else:
+        df = df.withColumn("op", F.col("raw_op"))
+    # the latest run that has the key (a --run choice first)
+    by_key = Window.partitionBy(*KEY)
+    df = df.withColumn("best", F.max("rank").over(by_key))
+    chosen = df.filter(F.col("rank") == F.col("best"))
+    every = _entries(_raw_entries(chosen, Window)).persist(StorageLevel.MEMORY_AND_DISK)
+    per_target = every.groupBy("target").agg(F.sum(F.isnan("value").cast("long")), F.sum("records"),
+                                             F.sum((~F.isnan("value")).cast("long"))).collect()
+    n = sum(int(r[3]) for r in per_run)
+    chosen_n = sum(int(r[2] or 0) for r in per_target)
+    counts = {"records": n, "history_records": n - chosen_n, "null_records": sum(int(r[4] or 0) for r in per_run),
+              "null_keys": sum(int(r[1] or 0) for r in per_target),
+              "flagged_records": sum(int(r[5] or 0) for r in per_run)}
+    fids = sorted({r[0] for r in runs})
+    entries = every.filter(~F.isnan("value")).drop("records")
+    return SparkSelection(entries, fids, sorted(r[0] for r in per_target), coverage, counts, every)
+
+
+def _raw_entries(chosen: Any, window: Any) -> Any:
+    """One row per (fidelity, key, raw op) of the chosen run: median of its records (NaN
+    ignored) and of its records that may serve as a reference, count, the record at the lower
+    median (ties in record order), any flagged."""
+    from pyspark.sql import functions as F
+
+    raw = window.partitionBy(*KEY, "raw_op")
+    unusable = F.col("vnan") | F.col("flagged")
+    w = (chosen
+         .withColumn("size", F.count(F.lit(1)).over(raw))
+         .withColumn("c", F.sum((~F.col("vnan")).cast("int")).over(raw))
+         .withColumn("c2", F.sum((~unusable).cast("int")).over(raw))
+         .withColumn("pos", F.row_number().over(raw.orderBy("vnan", "value", "file_index", "row_index")))
+         .withColumn("pos2", F.row_number().over(raw.orderBy(unusable, "value", "file_index", "row_index"))))
+    lo, hi = F.greatest(F.col("c") - 1, F.lit(0)) / 2, F.least(F.col("c") / 2, F.col("size") - 1)
+    lo2, hi2 = F.greatest(F.col("c2") - 1, F.lit(0)) / 2, F.least(F.col("c2") / 2, F.col("size") - 1)
+    floor = F.floor
+    w = w.withColumn("at_lo", F.col("pos") == floor(lo) + 1).withColumn("at_hi", F.col("pos") == floor(hi) + 1) \
+         .withColumn("at_lo2", F.col("pos2") == floor(lo2) + 1).withColumn("at_hi2", F.col("pos2") == floor(hi2) + 1)
+    prov = F.struct(*[F.col(c) for c in PROV])
+    g = w.groupBy(*KEY, "raw_op").agg(
+        F.first("size").alias("size"), F.first("c").alias("c"), F.first("c2").alias("c2"),
+        F.max(F.when(F.col("at_lo"), F.col("value"))).alias("v_lo"),
+        F.max(F.when(F.col("at_hi"), F.col("value"))).alias("v_hi"),
+        F.max(F.when(F.col("at_lo2"), F.col("value"))).alias("r_lo"),
+        F.max(F.when(F.col("at_hi2"), F.col("value"))).alias("r_hi"),
+        F.max_by(prov, F.col("at_lo")).alias("prov"),
+        F.max(F.col("flagged")).alias("flagged"),
+    )
+    nan = F.lit(float("nan"))
+    return g.select(
+        *KEY, "raw_op", "flagged", "prov",
+        F.when(F.col("c") > 0, (F.col("v_lo") + F.col("v_hi")) / 2).otherwise(nan).alias("value"),
+        F.when(F.col("c2") > 0, (F.col("r_lo") + F.col("r_hi")) / 2).otherwise(nan).alias("ref_value"),
+        F.when(F.col("size") == 1, F.lit(1)).otherwise(F.col("c")).alias("n"), F.col("size").alias("records"),
+    )
+
+
+def _entries(raw: Any) -> Any:
+    """One row per (fidelity, key): raw ops that op maps turned into one op combined (summed for
+    ADDITIVE metrics, else the median), the provenance of the first raw op by name."""
+    from pyspark.sql import functions as F
+
+    nan = F.lit(float("nan"))
+    additive = F.col("metric").isin(sorted(ADDITIVE))
+    vals = F.array_sort(F.collect_list(F.when(~F.isnan("value"), F.col("value"))))
+    oks = F.array_sort(F.collect_list("ref_value"))
+    g = raw.groupBy(*KEY).agg(
+        F.count(F.lit(1)).alias("k"), F.first(additive).alias("additive"),
+        F.sum(F.when(F.isnan("value"), 0.0).otherwise(F.col("value"))).alias("vsum"),
+        F.sum("ref_value").alias("osum"),  # NaN propagates, as np.sum does
+        F.max((~F.isnan("value")).cast("int")).alias("anyval"),
+        vals.alias("vals"), oks.alias("oks"),
+        F.sum("n").alias("n"), F.sum("records").alias("records"), F.max("flagged").alias("flagged"),
+        F.min_by("prov", "raw_op").alias("prov"), F.min_by("value", "raw_op").alias("v1"),
+        F.min_by("ref_value", "raw_op").alias("o1"),
+        F.array_sort(F.collect_list("raw_op")).alias("names"),
+    )
+
+    def med(a: Any) -> Any:  # the median of a sorted array (the mean of the two middle values)
+        n = F.size(a)
+        return (F.element_at(a, F.floor((n - 1) / 2).cast("int") + 1)
+                + F.element_at(a, F.floor(n / 2).cast("int") + 1)) / 2
+
+    oks_nan = F.exists(F.col("oks"), lambda x: F.isnan(x))
+    merged_v = F.when(F.col("anyval") == 0, nan).when(F.col("additive"), F.col("vsum")).otherwise(med(F.col("vals")))
+    merged_o = F.when(F.col("additive"), F.col("osum")).when(oks_nan, nan).otherwise(med(F.col("oks")))
+    shown = F.array_join(F.slice("names", 1, 3), ", ")
+    note = F.concat(F.when(F.col("additive"), F.lit("sum")).otherwise(F.lit("median")), F.lit(" of "),
+                    F.col("k").cast("string"), F.lit(" raw ops: "), shown,
+                    F.when(F.col("k") > 3, F.concat(F.lit(", ... ("), F.col("k").cast("string"), F.lit(" in all)")))
+                    .otherwise(F.lit("")))
+    one = F.col("k") == 1
+    return g.select(
+        *KEY,
+        F.when(one, F.col("v1")).otherwise(merged_v).alias("value"),
+        F.when(one, F.col("o1")).otherwise(merged_o).alias("ref_value"),
+        F.col("n").cast("long").alias("n"), "flagged", "records",
+        F.when(one, F.lit(None).cast("string")).otherwise(note).alias("note"),
+        *[F.col(f"prov.{c}").alias(c) for c in PROV],
+    )
+
+
+def _empty(spark: Any, config: Config) -> SparkSelection:
+    from xfid.engine.spark.groups import ENTRY_SCHEMA
+
+    coverage, _ = coverage_and_map([], config)
+    counts = {"records": 0, "history_records": 0, "null_records": 0, "null_keys": 0, "flagged_records": 0}
+    return SparkSelection(spark.createDataFrame([], ENTRY_SCHEMA), [], [], coverage, counts)

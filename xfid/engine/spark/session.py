@@ -1,0 +1,80 @@
+"""The SparkSession: master and settings from the arguments, env XFID_SPARK_MASTER, `[engine.spark]`."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import warnings
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from xfid.config import Config
+from xfid.errors import EngineError
+
+INSTALL = "pip install 'xfid[spark]'"
+DEFAULTS = {
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+}
+
+
+def require_pyspark() -> None:
+    """An EngineError naming the install command when pyspark is missing."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise EngineError(f"--engine spark needs pyspark, which is not installed: {INSTALL}") from None
+
+
+def spark_settings(config: Config | None, master: str | None = None,
+                   conf: Mapping[str, Any] | None = None) -> tuple[str | None, dict[str, str]]:
+    """(master, conf): env XFID_SPARK_MASTER over `master` over `[engine.spark] master`; `conf`
+    over `[engine.spark] conf` over DEFAULTS."""
+    section = ((config.raw.get("engine") or {}).get("spark") or {}) if config is not None else {}
+    chosen = os.environ.get("XFID_SPARK_MASTER") or master or section.get("master")
+    out = dict(DEFAULTS)
+    out.update({str(k): str(v) for k, v in (section.get("conf") or {}).items()})
+    out.update({str(k): str(v) for k, v in (conf or {}).items()})
+    return chosen, out
+
+
+def spark_session(config: Config | None, master: str | None = None, conf: Mapping[str, Any] | None = None) -> Any:
+    """The active SparkSession, else a new one (local[*] unless a master is configured or given
+    by spark-submit). Local masters run the executors' Python as this interpreter."""
+    require_pyspark()
+    from pyspark import SparkConf
+    from pyspark.sql import SparkSession
+
+    chosen, settings = spark_settings(config, master, conf)
+    active = SparkSession.getActiveSession()
+    if active is not None and (chosen is None or active.sparkContext.master == chosen):
+        return active
+    if chosen is None and "spark.master" not in dict(SparkConf().getAll()):
+        chosen = "local[*]"
+    if chosen and chosen.startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName("xfid")
+    if chosen:
+        builder = builder.master(chosen)
+    for k, v in settings.items():
+        builder = builder.config(k, v)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as e:  # no Java, a master that cannot be reached
+        raise EngineError(f"cannot start Spark (master {chosen or 'from spark-submit'}): "
+                          f"{str(e).splitlines()[0] if str(e) else type(e).__name__} "
+                          "(is Java 17 installed and JAVA_HOME set?)") from None
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """pyspark's warning about pandas versions it has not certified is not the user's concern."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="PySpark does not yet", category=FutureWarning)
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module="pyspark")
+        yield
