@@ -165,3 +165,21 @@ def test_known_cycles_are_still_there(cycle):
     found = {frozenset(c) for c in strongly_connected(import_graph())}
     if cycle not in found:
         pytest.fail(f"{sorted(cycle)} no longer forms a cycle: remove it from KNOWN_CYCLES ({KNOWN_CYCLES[cycle]})")
+
+
+def test_no_package_name_is_shadowed_by_a_submodule():
+    """A package's public names stay what they are after every submodule is imported (a module
+    `engine/correlate.py` would replace a function `engine.correlate` once imported)."""
+    import importlib
+    import pkgutil
+    import types
+
+    for name in ("xfid.engine", "xfid.drift"):
+        pkg = importlib.import_module(name)
+        for info in pkgutil.iter_modules(pkg.__path__):
+            importlib.import_module(f"{name}.{info.name}")
+        for public in getattr(pkg, "__all__", ()):
+            assert not isinstance(getattr(pkg, public), types.ModuleType), f"{name}.{public} is a module"
+    from xfid.engine import CalibrationResult, Correlation, calibrate, correlate, fingerprint
+
+    assert all(callable(f) for f in (calibrate, correlate, fingerprint, CalibrationResult, Correlation))
