@@ -389,3 +389,22 @@ def test_output_files_and_their_errors(sweep_store, tmp_path):
     r = CliRunner().invoke(cli, [*base, "-o", str(missing)])
     assert r.exit_code == 2 and r.output.startswith(f"Error: cannot write {missing}: folder")
     assert not missing.parent.exists()
+
+
+def test_transfer_across_targets_known_answer(tmp_path):
+    rows = []
+    for target, eff in (("h100-sxm", 0.5), ("mi300x", 0.25)):
+        for i in range(6):
+            op = f"gemm[m={1024 * (i + 1)},n=4096,k=4096]"
+            b = 1e-4 * (i + 1)
+            rows.append(_rec(op, b, target=target, fidelity="roofline", config={"limiter": "compute"}))
+            rows.append(_rec(op, b / eff, target=target))
+    p = _store(tmp_path, rows).profile(["h100-sxm", "mi300x"])
+    (h,) = _target(p, "h100-sxm")["transfer_across"]
+    (m,) = _target(p, "mi300x")["transfer_across"]
+    # h100's factor is 2 (measured = 2x bound): on mi300x (4x) it predicts 2b for 4b, 50% off; the other way 100%
+    assert (m["calibrated_on"], m["op_class"], m["n"]) == ("h100-sxm", "gemm", 6)
+    assert m["error_after"]["mean"] == pytest.approx(0.5) and m["transfers"] is False
+    assert h["error_after"]["mean"] == pytest.approx(1.0) and h["factors"] == ["gemm/compute"]
+    assert m["verdict"] == "stops transferring: error after calibration on h100-sxm 50.0% > tolerance 10%"
+    assert "== transfer across targets" in xfid.profile.render.to_table(p)

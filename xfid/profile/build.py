@@ -15,8 +15,9 @@ import pandas as pd
 from xfid.config import Config
 from xfid.errors import XfidError
 from xfid.profile.classes import op_class
-from xfid.profile.observe import Gathered, Observation, config_of, gather
-from xfid.profile.stats import MIN_N, caveats, relative_spread, summarize
+from xfid.profile.crosstarget import across
+from xfid.profile.observe import Gathered, Observation, config_of, evidence, gather
+from xfid.profile.stats import MIN_N, caveats, spread, summarize, transfer_verdict
 from xfid.store import Store
 
 BUSY = 0.60
@@ -52,7 +53,11 @@ def profile(store: Store, config: Config, targets: Sequence[str]) -> Profile:
         raise XfidError("name at least one target to profile, e.g. `xfid profile a100-sxm`")
     for t in targets:
         config.target(t)
-    return Profile([target_profile(store, config, gather(store, config, t)) for t in dict.fromkeys(targets)])
+    gathered = [gather(store, config, t) for t in dict.fromkeys(targets)]
+    entries = [target_profile(store, config, g) for g in gathered]
+    for e, other in zip(entries, across(gathered, config), strict=True):
+        e["transfer_across"] = other
+    return Profile(entries)
 
 
 def target_profile(store: Store, config: Config, g: Gathered) -> dict[str, Any]:
@@ -85,25 +90,6 @@ def _bucket_order(b: str) -> tuple[int, float]:
     return (0 if b.endswith("FLOP") else 1, float(m.group(1)) if m else float("inf"))
 
 
-def _evidence(obs: Sequence[Observation]) -> list[dict[str, str]]:
-    seen: dict[tuple[str, str, str], dict[str, str]] = {}
-    for o in obs:
-        for e in o.evidence():
-            seen.setdefault((e["role"], e["source_path"], e["source_loc"]), e)
-    return list(seen.values())
-
-
-def spread(obs: Sequence[Observation]) -> dict[str, Any] | None:
-    """Run-to-run spread: the median relative std of keys measured two or more times."""
-    by: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
-    for o in obs:
-        by[o.key].append(o.value)
-    s = [x for v in by.values() if (x := relative_spread(v)) is not None]
-    if not s:
-        return None
-    return {"median": float(np.median(s)), "keys": len(s), "max": float(max(s))}
-
-
 def classes(obs: Sequence[Observation], tgt: Any, bound_tol: float) -> list[dict[str, Any]]:
     """Achieved fraction of bound and of peak per op class x precision x size bucket x limiter."""
     groups: dict[tuple[str, str, str, str], list[Observation]] = defaultdict(list)
@@ -127,7 +113,7 @@ def classes(obs: Sequence[Observation], tgt: Any, bound_tol: float) -> list[dict
         out.append({"op_class": oc, "precision": prec, "size_bucket": size, "limiter": lim, "n": len(part),
                     "fraction_of_bound": fb, "fraction_of_peak": fp,
                     "peak": _peak(kinds, tgt, prec, part), "limits": limits(part, lim, fb["median"]),
-                    "measurement_spread": sp, "caveats": cav, "evidence": _evidence(part)})
+                    "measurement_spread": sp, "caveats": cav, "evidence": evidence(part)})
     return out
 
 
@@ -238,26 +224,12 @@ def transfer(store: Store, config: Config, target: str, fid: str | None,
         o0 = part[0]
         tol = config.tolerance_for("roofline", fid, o0.metric, o0.op, o0.stat).rel
         sp = spread(part)
-        transfers, verdict = _transfers(len(idx), after, tol, sp)
+        transfers, verdict = transfer_verdict(len(idx), after, tol, sp)
         out.append({"op_class": oc, "n": len(idx), "cv_method": res.summary["cv_method"],
                     "error_before": before, "error_after": after, "tolerance": tol,
                     "measurement_spread": sp, "transfers": transfers, "verdict": verdict,
-                    "caveats": caveats(len(idx), after, "mean", absolute=True), "evidence": _evidence(part)})
+                    "caveats": caveats(len(idx), after, "mean", absolute=True), "evidence": evidence(part)})
     return out
-
-
-def _transfers(n: int, after: dict[str, Any], tol: float, sp: dict[str, Any] | None) -> tuple[bool | None, str]:
-    err, ci = after["mean"], after["ci"]
-    if n < 2 or ci is None:
-        return None, "too few numbers to tell"
-    if err > tol:
-        return False, f"stops transferring: cross-validated error after calibration {err:.1%} > tolerance {tol:.0%}"
-    if (ci[1] - ci[0]) / 2 > 0.20:
-        return None, f"CI too wide to tell ({ci[0]:.1%}–{ci[1]:.1%})"
-    if sp is not None and sp["median"] >= err:
-        return True, (f"transfers: error after calibration {err:.1%} is within the run-to-run spread "
-                      f"{sp['median']:.1%}, so it cannot be told from measurement noise")
-    return True, f"transfers: error after calibration {err:.1%} within tolerance {tol:.0%}"
 
 
 def interference(obs: Sequence[Observation]) -> list[dict[str, Any]]:
@@ -283,9 +255,9 @@ def interference(obs: Sequence[Observation]) -> list[dict[str, Any]]:
         cav = caveats(len(part), s)
         if unpaired[key]:
             cav.append(f"{unpaired[key]} run(s) with this co-runner have no isolated run of the same key")
-        ev = _evidence([o for o, _, _ in part])
+        ev = evidence([o for o, _, _ in part])
         ev = [dict(e, role="interfered") if e["role"] == "measured" else e for e in ev if e["role"] == "measured"]
-        ev += [dict(e, role="isolated") for e in _evidence([b for _, _, bs in part for b in bs]) if e["role"] == "measured"]
+        ev += [dict(e, role="isolated") for e in evidence([b for _, _, bs in part for b in bs]) if e["role"] == "measured"]
         out.append({"op_class": key[0], "co_runner": key[1], "n": len(part), "slowdown": s,
                     "caveats": cav, "evidence": ev})
     return out

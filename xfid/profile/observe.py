@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,6 +92,15 @@ class Gathered:
     excluded: list[dict[str, Any]]
     unbounded: list[dict[str, Any]]
     records: pd.DataFrame
+
+
+def evidence(obs: Sequence[Observation]) -> list[dict[str, str]]:
+    """The distinct records (measured and bound) behind `obs`, in order."""
+    seen: dict[tuple[str, str, str], dict[str, str]] = {}
+    for o in obs:
+        for e in o.evidence():
+            seen.setdefault((e["role"], e["source_path"], e["source_loc"]), e)
+    return list(seen.values())
 
 
 def config_of(text: Any) -> dict[str, Any]:

@@ -15,6 +15,8 @@ TRANSFER_HEAD = ["target", "op class", "n", "error before", "error after", "95% 
                  "verdict", "caveats"]
 INTERFERENCE_HEAD = ["target", "op class", "co-runner", "n", "slowdown", "95% CI", "caveats"]
 COUNTER_HEAD = ["target", "op class", "kernel", "what the counters say", "record"]
+ACROSS_HEAD = ["target", "calibrated on", "op class", "n", "error before", "error after", "95% CI", "tolerance",
+               "verdict", "caveats"]
 
 
 def pct(v: Any) -> str:
@@ -63,6 +65,13 @@ def transfer_rows(p: Profile) -> list[list[str]]:
                         f"{pct(sp['median'])} ({sp['keys']} keys)" if sp else "— (one run per key)",
                         r["verdict"], "; ".join(r["caveats"]) or "—"])
     return out
+
+
+def across_rows(p: Profile) -> list[list[str]]:
+    """The roofline calibrated on one target of the profile, applied to another."""
+    return [[t["target"], r["calibrated_on"], r["op_class"], str(r["n"]), pct(r["error_before"]["mean"]),
+             pct(r["error_after"]["mean"]), rng(r["error_after"]["ci"]), pct(r["tolerance"]), r["verdict"],
+             "; ".join(r["caveats"]) or "—"] for t in p.targets for r in t.get("transfer_across", [])]
 
 
 def interference_rows(p: Profile) -> list[list[str]]:
@@ -146,6 +155,9 @@ def to_table(p: Profile) -> str:
     if not any(t["classes"] for t in p.targets):
         out += ["no achieved numbers with a roofline bound", ""]
     out += ["== transfer (roofline calibrated on the target, cross-validated) ==", *_grid(TRANSFER_HEAD, transfer_rows(p)), ""]
+    if across_rows(p):
+        out += ["== transfer across targets (factors fitted on one target, applied to another) ==",
+                *_grid(ACROSS_HEAD, across_rows(p)), ""]
     out += ["== interference (runs with a co-runner / isolated runs of the same key) ==",
             *(_grid(INTERFERENCE_HEAD, interference_rows(p)) if interference_rows(p) else ["no runs tagged interference=NAME"]), ""]
     if counter_rows(p):
@@ -175,6 +187,8 @@ def to_markdown(p: Profile) -> str:
     for oc, rows in class_tables(p):
         out += [f"## {md_escape(oc)}", "", *table(CLASS_HEAD, rows)]
     out += ["## Transfer", "", *table(TRANSFER_HEAD, transfer_rows(p))]
+    if across_rows(p):
+        out += ["## Transfer across targets", "", *table(ACROSS_HEAD, across_rows(p))]
     out += ["## Interference", "", *(table(INTERFERENCE_HEAD, interference_rows(p)) if interference_rows(p)
                                      else ["No runs tagged `interference=NAME`.", ""])]
     if counter_rows(p):
@@ -203,6 +217,7 @@ def html_context(p: Profile, short: bool = False) -> dict[str, Any]:
             "numeric": [head.index("n") + 1, head.index("of bound") + 1], "transfer": transfer_rows(p),
             "transfer_head": TRANSFER_HEAD, "interference": interference_rows(p),
             "interference_head": INTERFERENCE_HEAD, "counters": counter_rows(p), "counter_head": COUNTER_HEAD,
+            "across": across_rows(p), "across_head": ACROSS_HEAD,
             "targets": [{"target": t["target"], "caveats": t["caveats"], "conditions": condition_lines(t)}
                         for t in p.targets],
             "evidence": evidence_lines(p)}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
@@ -58,3 +59,30 @@ def relative_spread(values: Sequence[float]) -> float | None:
     if len(v) < 2 or not np.all(np.isfinite(v)) or v.mean() == 0:
         return None
     return float(v.std(ddof=1) / abs(v.mean()))
+
+
+def spread(obs: Sequence[Any]) -> dict[str, Any] | None:
+    """Run-to-run spread: the median relative std of keys measured two or more times."""
+    by: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
+    for o in obs:
+        by[o.key].append(o.value)
+    s = [x for v in by.values() if (x := relative_spread(v)) is not None]
+    if not s:
+        return None
+    return {"median": float(np.median(s)), "keys": len(s), "max": float(max(s))}
+
+
+def transfer_verdict(n: int, after: dict[str, Any], tol: float, sp: dict[str, Any] | None,
+                     what: str = "cross-validated error after calibration") -> tuple[bool | None, str]:
+    """(transfers: True/False/None, the verdict) of a calibrated model's error on `n` numbers."""
+    err, ci = after["mean"], after["ci"]
+    if n < 2 or ci is None:
+        return None, "too few numbers to tell"
+    if err > tol:
+        return False, f"stops transferring: {what} {err:.1%} > tolerance {tol:.0%}"
+    if (ci[1] - ci[0]) / 2 > 0.20:
+        return None, f"CI too wide to tell ({ci[0]:.1%}–{ci[1]:.1%})"
+    if sp is not None and sp["median"] >= err:
+        return True, (f"transfers: {what} {err:.1%} is within the run-to-run spread "
+                      f"{sp['median']:.1%}, so it cannot be told from measurement noise")
+    return True, f"transfers: {what} {err:.1%} within tolerance {tol:.0%}"
