@@ -47,8 +47,8 @@ def across(gathered: Sequence[Gathered], config: Config) -> list[list[dict[str, 
         rows: list[dict[str, Any]] = []
         for a, ga in enumerate(gathered):
             f = fits[a]
-            if a == b or f is None or not obs_b:
-                continue
+            if a == b or f is None or not obs_b or ga.fidelity != gb.fidelity:
+                continue  # measured factors say nothing about a simulation's cycles, and the other way
             by: dict[str, list[Observation]] = defaultdict(list)
             for o in obs_b:
                 by[o.op_class].append(o)
