@@ -112,12 +112,13 @@ def classes(obs: Sequence[Observation], tgt: Any, bound_tol: float) -> list[dict
         kinds = sorted({o.peak_kind for o in part if o.peak_kind != "none"})
         out.append({"op_class": oc, "precision": prec, "size_bucket": size, "limiter": lim, "n": len(part),
                     "fraction_of_bound": fb, "fraction_of_peak": fp,
-                    "peak": _peak(kinds, tgt, prec, part), "limits": limits(part, lim, fb["median"]),
+                    "peak": _peak(kinds, tgt, prec), "limits": limits(part, lim, fb["median"]),
                     "measurement_spread": sp, "caveats": cav, "evidence": evidence(part)})
     return out
 
 
-def _peak(kinds: list[str], tgt: Any, prec: str, part: Sequence[Observation]) -> dict[str, Any] | None:
+def _peak(kinds: list[str], tgt: Any, prec: str) -> dict[str, Any] | None:
+    """The data-sheet figure a class's fraction of peak is taken of (None: the bounds do not say)."""
     if not kinds:
         return None
     k = kinds[0]
@@ -132,9 +133,9 @@ def _verdict(o: Observation) -> tuple[str, str] | None:
     c = o.counters
     mem = c.get("dram_throughput", c.get("memory_throughput"))
     sm = c.get("sm_throughput")
-    if mem is None and sm is None:
-        return None
-    says = "memory" if o.limiter.startswith("memory") else o.limiter
+    if (mem is None and sm is None) or not (o.limiter == "compute" or o.limiter.startswith("memory")):
+        return None  # counters speak of SM and DRAM, not of an interconnect or a block's cycles
+    says = "memory" if o.limiter.startswith("memory") else "compute"
     own, other = (mem, sm) if says == "memory" else (sm, mem)
     other_name = "compute" if says == "memory" else "memory"
     if own is not None and own >= BUSY:
