@@ -408,3 +408,12 @@ def test_transfer_across_targets_known_answer(tmp_path):
     assert h["error_after"]["mean"] == pytest.approx(1.0) and h["factors"] == ["gemm/compute"]
     assert m["verdict"] == "stops transferring: error after calibration on h100-sxm 50.0% > tolerance 10%"
     assert "== transfer across targets" in xfid.profile.render.to_table(p)
+
+
+def test_zero_bound_and_zero_time_are_listed_not_divided(tmp_path):
+    rows = [_rec("gemm[m=64,n=64,k=64]", 0.0, fidelity="roofline", config={"limiter": "compute"}),
+            _rec("gemm[m=64,n=64,k=64]", 1e-5), _rec("gemm[m=128,n=64,k=64]", 0.0)]
+    t = _target(_store(tmp_path, rows).profile(["h100-sxm"]), "h100-sxm")
+    why = sorted(u["why"] for u in t["conditions"]["unbounded"])
+    assert why == ["not a positive time", "the bound is not a positive time"]
+    assert t["classes"] == [] and json.loads(xfid.profile.Profile([t]).to_json())

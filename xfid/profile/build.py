@@ -257,7 +257,7 @@ def interference(obs: Sequence[Observation]) -> list[dict[str, Any]]:
         if unpaired[key]:
             cav.append(f"{unpaired[key]} run(s) with this co-runner have no isolated run of the same key")
         ev = evidence([o for o, _, _ in part])
-        ev = [dict(e, role="interfered") if e["role"] == "measured" else e for e in ev if e["role"] == "measured"]
+        ev = [dict(e, role="interfered") for e in ev if e["role"] == "measured"]
         ev += [dict(e, role="isolated") for e in evidence([b for _, _, bs in part for b in bs]) if e["role"] == "measured"]
         out.append({"op_class": key[0], "co_runner": key[1], "n": len(part), "slowdown": s,
                     "caveats": cav, "evidence": ev})

@@ -238,12 +238,13 @@ def gather(store: Store, config: Config, target: str) -> Gathered:
     unbounded: dict[tuple[str, str, str], dict[str, Any]] = {}
     for r in a.itertuples():
         b = bounds.get((r.workload, r.canon, r.metric))
-        if b is None or not r.value or r.value <= 0 or not math.isfinite(r.value):
+        if b is None or not r.value or r.value <= 0 or not math.isfinite(r.value) or not 0 < b.value < math.inf:
             u = unbounded.setdefault((r.workload, r.canon, r.metric), {
                 "workload": r.workload, "op": r.canon, "metric": r.metric, "n": 0,
                 "source_path": _s(r.source_path), "source_loc": _s(r.source_loc),
                 "why": "no roofline bound (an op name no model or [[op_map]] rule covers)" if b is None
-                else "not a positive time", "counters": {}})
+                else "not a positive time" if not 0 < r.value < math.inf else "the bound is not a positive time",
+                "counters": {}})
             u["n"] += 1
             u["counters"] = u["counters"] or counters.get((r.source_id, r.run, r.workload, r.op), {})
             continue
