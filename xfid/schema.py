@@ -55,7 +55,7 @@ SCHEMA = pa.schema(
         ("hardware", _D),
         ("software", _D),
         ("config", _D),
-        # extensions (DESIGN.md: extend, don't rename)
+        # extensions (extend the vocabulary, never rename a metric)
         ("null_reason", _D),  # why `value` is null ("n/a in file", "[N/A]", sentinel ...)
         ("flags", _D),  # comma-separated: invalid, failed_test, failed_requests, ...
     ]

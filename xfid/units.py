@@ -111,7 +111,7 @@ _add("tokens", 1.0, "tokens", "token")
 _add("temperature", 1.0, "C", "degC", "°C")
 _add("area", 1.0, "mm2", "mm^2")
 
-# metric -> dimension (the canonical vocabulary of DESIGN.md, plus a few extensions)
+# metric -> dimension (the canonical metric vocabulary, plus a few extensions)
 METRICS: dict[str, str] = {
     "latency": "time",
     "cycles": "cycles",
