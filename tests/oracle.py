@@ -15,7 +15,9 @@ by record and group by group, without any of the engine's integer codes, sorts o
 4. per pair, each candidate key in a (target, workload) the reference has is aligned with the
    reference's key (stat `value` falls back to the reference's `median`, then `mean`); errors,
    the first matching tolerance rule, kinds, severities, roofline bounds, config mismatches, notes;
-5. the aggregates of each pair per (target, metric, stat) and per (target, workload, metric,
+5. the op-map coverage (per source and raw op) and the selection counts (records, older runs,
+   nulls, flagged records, null keys);
+6. the aggregates of each pair per (target, metric, stat) and per (target, workload, metric,
    stat): n, MAPE, median APE, bias, log-RMSE, Pearson on logs, Spearman, Kendall tau-b (counted
    pair by pair) and the fraction within tolerance.
 
@@ -90,6 +92,8 @@ class Result:
     rows: pd.DataFrame
     discrepancies: pd.DataFrame
     comparisons: pd.DataFrame
+    coverage: pd.DataFrame
+    counts: dict[str, int]
     entries: dict[str, dict[tuple, Entry]] = field(default_factory=dict)
 
 
@@ -181,9 +185,10 @@ def reduce_raw_op(g: pd.DataFrame) -> tuple[float, float, int, dict[str, Any], b
     return value, ref, len(good), rep, any(flags)
 
 
-def select(df: pd.DataFrame, config: Config) -> dict[str, dict[tuple, Entry]]:
-    """Per fidelity, its entries by key (null keys dropped)."""
+def select(df: pd.DataFrame, config: Config) -> tuple[dict[str, dict[tuple, Entry]], int]:
+    """Per fidelity, its entries by key, and how many keys were dropped as null."""
     out: dict[str, dict[tuple, Entry]] = {}
+    null_keys = 0
     for (fid, *key), g in df.groupby(["fidelity", *KEY], sort=True):
         parts = []  # one per raw op, in the order of the raw names
         for raw, rg in sorted(g.groupby("raw_op", sort=False), key=lambda kv: kv[0]):
@@ -204,9 +209,26 @@ def select(df: pd.DataFrame, config: Config) -> dict[str, dict[tuple, Entry]]:
             entry = Entry(fid, tuple(key), value, ref, sum(p[3] for p in parts), parts[0][4],
                           any(p[5] for p in parts), f"{how} of {len(names)} raw ops: {shown}")
         entry.unit = entry.rep["unit"] or ""
-        if not math.isnan(entry.value):
+        if math.isnan(entry.value):
+            null_keys += 1
+        else:
             out.setdefault(fid, {})[entry.key] = entry
-    return out
+    return out, null_keys
+
+
+def coverage(df: pd.DataFrame, config: Config) -> pd.DataFrame:
+    """Per (source, raw op) with records: the canonical op, whether a rule matched (and which),
+    the records, whether any rule applies to the source at all."""
+    rows = []
+    for (source, raw), g in df.groupby(["source", "raw_op"], sort=False):
+        if raw == "":
+            continue
+        rules = [(i, r) for i, r in enumerate(config.op_maps) if r.applies_to(source)]
+        rule = next((i for i, r in rules if r.match.search(raw)), -1)
+        rows.append({"source": source, "raw_op": raw, "op": config.op_maps[rule].op if rule >= 0 else raw,
+                     "matched": rule >= 0, "records": len(g), "has_rules": bool(rules), "rule": rule})
+    cov = pd.DataFrame(rows, columns=["source", "raw_op", "op", "matched", "records", "has_rules", "rule"])
+    return cov.sort_values(["source", "matched", "raw_op"], kind="stable").reset_index(drop=True)
 
 
 def resolve_pairs(pairs: list[OraclePair] | None, config: Config) -> list[OraclePair]:
@@ -464,7 +486,11 @@ def correlate(store: Store, config: Config, *, pairs: list[OraclePair] | None = 
         df = df[df["timestamp"].notna() & (df["timestamp"] <= limit)]
     df = df.assign(raw_op=df["op"])
     df["op"] = [canonical_op(o, src, config) for o, src in zip(df["raw_op"], df["source"], strict=True)]
-    entries = select(choose_runs(df, run), config) if len(df) else {}
+    chosen = choose_runs(df, run) if len(df) else df
+    entries, null_keys = select(chosen, config) if len(df) else ({}, 0)
+    counts = {"records": len(df), "history_records": len(df) - len(chosen),
+              "null_records": int(df["value"].isna().sum()), "null_keys": null_keys,
+              "flagged_records": sum(flagged(f) for f in df["flags"])}
     present = set(df["fidelity"])
     rows: list[dict[str, Any]] = []
     comps: list[dict[str, Any]] = []
@@ -491,4 +517,4 @@ def correlate(store: Store, config: Config, *, pairs: list[OraclePair] | None = 
         disc = bad.loc[order].reset_index(drop=True)
     else:
         disc = rows_df
-    return Result(rows_df, disc, comp_df, entries)
+    return Result(rows_df, disc, comp_df, coverage(df, config), counts, entries)

@@ -5,7 +5,7 @@ duplicates, null values, flagged records, keys missing on one side, stats that o
 through the `value` fallback, raw ops that op maps merge (summed or by median), roofline bounds
 in both modes, configurations that disagree, tolerance rules, [[compare]] entries that convert
 cycles and latency, and a random pair list, `--run` and `--as-of`. Rows,
-discrepancies and comparisons must be equal: strings exactly, floats within 1e-9 relative
+discrepancies, comparisons, coverage and the selection counts must be equal: strings exactly, floats within 1e-9 relative
 (1e-12 absolute, for correlations near 0). The bootstrap CIs (mape_ci, bias_ci) are not
 compared: the oracle does not resample.
 """
@@ -158,6 +158,8 @@ def check(tmp_path, seed: int) -> tuple[Any, oracle.Result]:
     assert_frames_equal(got.rows, want.rows, COMPARED_ROW_COLUMNS, "rows")
     assert_frames_equal(got.discrepancies, want.discrepancies, COMPARED_ROW_COLUMNS, "discrepancies")
     assert_frames_equal(got.comparisons, want.comparisons, COMPARED_AGGREGATES, "comparisons")
+    assert_frames_equal(got.coverage, want.coverage, tuple(want.coverage.columns), "coverage")
+    assert {k: got.settings["counts"][k] for k in want.counts} == want.counts
     return got, want
 
 
