@@ -218,12 +218,17 @@ def test_check_rows_saved_and_listed(tracker):
         tracker.check_rows(7)
 
 
-def test_orphan_check_files_are_swept(tracker):
+def test_a_check_file_no_check_names_is_a_catalog_mismatch_never_swept(tracker):
+    """A `check-N` file is renamed into place only after its COMMIT: one the database does not
+    know is a sign of an older database, not garbage (tests/test_checkfiles_integrity.py)."""
+    from xfid.store import CatalogMismatch
+
     d = tracker.store.root / "checks"
     tracker.record_check(corr(BAD), actor="ci", now=T0)
-    (d / "check-99.parquet").write_bytes(b"junk from a crashed check")
-    tracker.record_check(corr(BAD), actor="ci", now=T0)
-    assert sorted(p.name for p in d.iterdir()) == ["check-1.parquet", "check-2.parquet"]
+    (d / "check-99.parquet").write_bytes(b"rows of a check this database does not know")
+    with pytest.raises(CatalogMismatch, match=r"older than the check files.*--rebuild-catalog"):
+        tracker.record_check(corr(BAD), actor="ci", now=T0)
+    assert sorted(p.name for p in d.iterdir()) == ["check-1.parquet", "check-99.parquet"]
 
 
 def test_failed_check_leaves_nothing(tracker, monkeypatch):
@@ -234,7 +239,7 @@ def test_failed_check_leaves_nothing(tracker, monkeypatch):
     def boom(*a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(checkfiles, "publish", boom)
+    monkeypatch.setattr(checkfiles, "stage", boom)
     with pytest.raises(OSError):
         tracker.record_check(corr(BAD, row(2.0, op="z")), actor="ci", now=T0)
     assert [c["id"] for c in tracker.checks()] == [1]

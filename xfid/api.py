@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from xfid.engine import CalibrationResult, Correlation
     from xfid.ingest import IngestReport
     from xfid.profile import Profile
+    from xfid.rebuild import RebuildReport
     from xfid.report.period import Period
     from xfid.store import Store
     from xfid.tracker import CheckSummary, Tracker
@@ -297,6 +298,7 @@ class XfidStore:
         """Ingest a calibration's predictions as their own fidelity label (idempotent)."""
         from xfid.engine.calibration import write_back
 
+        self.backend().require_writable("write back calibrated predictions")
         return write_back(self.backend(), result)
 
     # --- the tracker ------------------------------------------------------------------
@@ -444,6 +446,18 @@ class XfidStore:
 
         self.close()  # the doctor opens the store itself
         return examine(self.path, repair=repair)
+
+    def rebuild_catalog(self) -> RebuildReport:
+        """Rebuild the catalog from the parts' footers (`xfid doctor --rebuild-catalog`); the old
+        database is moved into a backup folder. Run it with no other xfid using the store.
+
+        Raises:
+            StoreError: no parts, parts of several stores mixed, or the store cannot be written.
+        """
+        from xfid.rebuild import rebuild_catalog
+
+        self.close()
+        return rebuild_catalog(self.path)
 
 
 def who_acts(explicit: str | None = None) -> str:

@@ -35,7 +35,6 @@ from xfid.store import (
     write_tx,
 )
 
-STALE_TMP_S = 3600.0  # check files' temps (the tracker's own sweep uses the same age)
 QUARANTINE = "quarantine"
 PART_PROBLEMS = ("missing_part", "corrupt_part", "row_mismatch")
 
@@ -130,6 +129,7 @@ def examine(root: Path, repair: bool = False) -> DoctorReport:
     with store:
         try:
             store.check_catalog()
+            _check_checks_catalog(store)
         except CatalogMismatch as e:
             rep.problems.append(Problem("catalog_mismatch", str(db), str(e), ""))
             return rep  # nothing else is judged against a catalog that is not this store's
@@ -207,26 +207,39 @@ def _registered(store: Store, tmp: Path, part_id: str) -> bool:
     return store.conn.execute("SELECT 1 FROM parts WHERE file=?", (rel,)).fetchone() is not None
 
 
+def _check_checks_catalog(store: Store) -> None:
+    """CatalogMismatch when a saved `check-N` file is named by no check (see xfid.tracker.checkfiles)."""
+    from xfid.tracker import checkfiles
+
+    on_disk = checkfiles.committed_on_disk(store.root)
+    if on_disk:
+        checkfiles.check_catalog(store, _check_files(store), on_disk)
+
+
+def _check_files(store: Store) -> set[str]:
+    from xfid.tracker import db as tracker_db
+
+    try:
+        return tracker_db.rows_files(store.conn)
+    except sqlite3.OperationalError:  # no tracker tables yet
+        return set()
+
+
 def _check_checkfiles(store: Store, rep: DoctorReport) -> None:
     checks_dir = store.root / "checks"
     if not checks_dir.is_dir():
         return
     for f in sorted(checks_dir.glob("*.parquet")):
         if _orphan_check(store, f):
-            rep.problems.append(Problem("orphan_check", str(f), "check rows with no recorded check", "quarantine it"))
+            rep.problems.append(Problem("orphan_check", str(f), "temp check rows of a check that did not finish",
+                                        "quarantine it"))
 
 
 def _orphan_check(store: Store, f: Path) -> bool:
-    try:
-        if f.name.startswith("."):
-            return time.time() - f.stat().st_mtime > STALE_TMP_S
-        stem = f.stem.replace("check-", "")
-        if not stem.isdigit():
-            return False
-        row = store.conn.execute("SELECT 1 FROM checks WHERE id=?", (int(stem),)).fetchone()
-    except (FileNotFoundError, sqlite3.OperationalError, OverflowError):
-        return False
-    return row is None
+    """A check file's temp the tracker's sweep would take (every `check-N` is a committed check)."""
+    from xfid.tracker import checkfiles
+
+    return checkfiles.abandoned(store, f, _check_files(store))
 
 
 def _repair(store: Store, rep: DoctorReport) -> None:

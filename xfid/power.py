@@ -259,9 +259,10 @@ def derive_energy_sources(store: Any, preps: Sequence[Any]) -> list[Any]:
         prep = PreparedSource(d.source_id, d.source_path, DERIVED, {"inputs": list(d.inputs)}, d.source_id)
         defaults = {"fidelity": "measured", "source": DERIVED, "source_id": d.source_id,
                     "source_path": d.source_path}
-        store.write_temp(prep, [normalize(d.rows, source_path=d.source_path, defaults=defaults)])
-        prep.summary = {"metrics": dict(Counter(d.rows["metric"])), "nulls": {}, "warnings": [],
-                        "skipped_rows": [], "skipped_rows_total": 0}
+        summary = {"metrics": dict(Counter(d.rows["metric"])), "nulls": {}, "warnings": [],
+                   "skipped_rows": [], "skipped_rows_total": 0}
+        store.write_temp(prep, [normalize(d.rows, source_path=d.source_path, defaults=defaults)],
+                         describe=lambda summary=summary: summary)  # in the footer too (--rebuild-catalog)
         out.append(prep)
     return out
 

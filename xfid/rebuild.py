@@ -1,9 +1,10 @@
 """`xfid doctor --rebuild-catalog`: a fresh manifest from the provenance in the parts' footers.
 
 The database in place is moved into a backup folder, never deleted. The tracker's tables
-are kept when that database belongs to the same store (an older copy); otherwise the new
-database starts with an empty tracker and the backup keeps what the old one held, with the
-check files (`checks/`) its checks saved.
+are kept when that database belongs to the same store (an older copy), and the check files
+no check of it names go into the backup; otherwise the new database starts with an empty
+tracker and the backup keeps what the old one held, with the check files (`checks/`) its
+checks saved.
 """
 
 from __future__ import annotations
@@ -98,7 +99,8 @@ def rebuild_catalog(root: Path) -> RebuildReport:
     _write_db(tmp, db if keep else None, store_id, sources)
     rep.tracker_kept = keep
     orphan_checks = not keep and (root / "checks").is_dir()
-    if db.exists() or (root / f"{DB_NAME}-wal").exists() or orphan_checks:
+    strays = _unknown_checks(root, tmp) if keep else []
+    if db.exists() or (root / f"{DB_NAME}-wal").exists() or orphan_checks or strays:
         backup = root / f"catalog-backup-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:6]}"
         backup.mkdir()
         for name in (DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm"):
@@ -108,6 +110,11 @@ def rebuild_catalog(root: Path) -> RebuildReport:
         if orphan_checks:  # the saved rows of checks only that database knows
             os.replace(root / "checks", backup / "checks")
             rep.moved.append("checks/")
+        if strays:  # check files of checks the kept (older) tracker does not know
+            (backup / "checks").mkdir()
+            for name in strays:
+                os.replace(root / "checks" / name, backup / "checks" / name)
+                rep.moved.append(f"checks/{name}")
         rep.backup = str(backup)
     os.replace(tmp, db)
     for f, why in bad:
@@ -136,6 +143,24 @@ def _old_db(db: Path) -> dict[str, Any] | None:
     except sqlite3.DatabaseError:
         return None
     return {"store_id": row[0] if row else None, "sources": sources}
+
+
+def _unknown_checks(root: Path, db: Path) -> list[str]:
+    """The committed-looking check files (`checks/check-N.parquet`) no check in `db` names."""
+    from xfid.tracker import checkfiles
+
+    on_disk = checkfiles.committed_on_disk(root)
+    if not on_disk:
+        return []
+    try:
+        conn = connect_readonly(db)
+        try:
+            known = {r[0] for r in conn.execute("SELECT rows_file FROM checks WHERE rows_file IS NOT NULL")}
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        known = set()
+    return [f for f in on_disk if f not in known]
 
 
 def _older_copy(old: dict[str, Any] | None, store_id: str, sources: dict[str, _Source]) -> bool:

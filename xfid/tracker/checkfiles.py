@@ -1,8 +1,17 @@
-"""The aligned rows of each check as `<store>/checks/check-<id>.parquet` (atomic, orphan-swept)."""
+"""The aligned rows of each check as `<store>/checks/check-<id>.parquet`, written as the parts are.
+
+A check's rows are written to `.tmp-<store id>-<random>.parquet`, renamed under the write lock
+to `.tmp-<store id>-check-<id>.parquet` and, only after the check's COMMIT, to
+`check-<id>.parquet` (until then readers use the temp). So a `check-*` file is always a
+committed check: one the checks table does not know means the database is not the one these
+files belong to (an older copy, another store's), a CatalogMismatch, never garbage. The sweep
+removes only this store's temps that no committed check names, untouched for the grace period.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import time
@@ -11,14 +20,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xfid.errors import TrackerError
+from xfid.store import REBUILD_HINT, CatalogMismatch, temp_grace_s
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from xfid.store import Store
+
 CHECKS_DIR = "checks"
 TMP_PREFIX = ".tmp-"
-STALE_TMP_S = 3600.0
-_FINAL = re.compile(r"^check-(\d+)\.parquet$")
+CHECK_META = "xfid.check"
+"""The Parquet footer key naming the store a check file belongs to."""
+FINAL = re.compile(r"check-(\d+)\.parquet")
+WRITTEN = re.compile(r"\.tmp-([0-9a-f]{32})-([0-9a-f]{32})\.parquet")
+"""Rows written, not yet given to a check."""
+STAGED = re.compile(r"\.tmp-([0-9a-f]{32})-check-(\d+)\.parquet")
+"""The rows of check N, renamed to `check-N.parquet` after its COMMIT."""
 
 
 def checks_dir(root: Path) -> Path:
@@ -29,7 +46,11 @@ def final_name(check_id: int) -> str:
     return f"check-{check_id}.parquet"
 
 
-def write_temp(root: Path, rows: pd.DataFrame) -> Path:
+def staged_name(store_id: str, check_id: int) -> str:
+    return f"{TMP_PREFIX}{store_id}-check-{check_id}.parquet"
+
+
+def write_temp(root: Path, rows: pd.DataFrame, store_id: str) -> Path:
     """Write rows to a hidden temp file (outside any lock) and fsync it; returns its path."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -45,17 +66,34 @@ def write_temp(root: Path, rows: pd.DataFrame) -> Path:
             if fixed[c].dtype == object:
                 fixed[c] = fixed[c].map(lambda v: None if v is None else str(v))
         table = pa.Table.from_pandas(fixed, preserve_index=False)
-    tmp = d / f"{TMP_PREFIX}{uuid.uuid4().hex}.parquet"
-    pq.write_table(table, tmp, compression="zstd")
-    with open(tmp, "rb+") as f:
-        os.fsync(f.fileno())
+    meta = {**(table.schema.metadata or {}), CHECK_META.encode(): json.dumps({"store_id": store_id}).encode()}
+    table = table.replace_schema_metadata(meta)
+    tmp = d / f"{TMP_PREFIX}{store_id}-{uuid.uuid4().hex}.parquet"
+    try:
+        pq.write_table(table, tmp, compression="zstd")
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+    except BaseException:
+        discard(tmp)
+        raise
     return tmp
 
 
-def publish(root: Path, tmp: Path, check_id: int) -> Path:
-    """Rename the temp file to its final name. Call under the write lock, before COMMIT."""
-    final = checks_dir(root) / final_name(check_id)
-    os.replace(tmp, final)
+def stage(root: Path, tmp: Path, store_id: str, check_id: int) -> Path:
+    """Name the temp file for its check. Call under the write lock, before COMMIT."""
+    staged = checks_dir(root) / staged_name(store_id, check_id)
+    os.replace(tmp, staged)
+    return staged
+
+
+def publish(staged: Path, check_id: int) -> Path | None:
+    """Rename a committed check's temp to its final name (after COMMIT); None when it could not
+    be (the next writer's sweep finishes it, readers use the temp meanwhile)."""
+    final = staged.with_name(final_name(check_id))
+    try:
+        os.replace(staged, final)
+    except OSError:
+        return None
     return final
 
 
@@ -66,27 +104,90 @@ def discard(*paths: Path | None) -> None:
                 p.unlink()
 
 
-def sweep(root: Path, known: set[str]) -> list[Path]:
-    """Remove check files not in `known` (the committed checks' files), and stale temp files.
+def committed_on_disk(root: Path) -> list[str]:
+    """Every committed-looking check file (`check-<id>.parquet`), sorted."""
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        return sorted(f.name for f in os.scandir(checks_dir(root)) if FINAL.fullmatch(f.name))
+    return []
 
-    Call under the write lock.
+
+def check_catalog(store: Store, known: set[str], on_disk: list[str] | None = None) -> None:
+    """Raise CatalogMismatch when a committed check file is not named by any committed check.
+
+    Pass `on_disk` listed before `known` was read (outside the lock): a check file is
+    renamed into place only after its commit, so a concurrent check is never a stranger.
     """
-    d = checks_dir(root)
-    if not d.is_dir():
-        return []
-    gone = []
-    now = time.time()
-    for f in d.iterdir():
-        orphan = _FINAL.match(f.name) and f.name not in known
-        stale = f.name.startswith(TMP_PREFIX) and now - f.stat().st_mtime > STALE_TMP_S
-        if orphan or stale:
+    files = committed_on_disk(store.root) if on_disk is None else on_disk
+    unknown = [f for f in files if f not in known]
+    if not unknown:
+        return
+    first = checks_dir(store.root) / unknown[0]
+    other = _footer_store(first)
+    n = f"{len(unknown)} check file(s) in {CHECKS_DIR}/, e.g. {first},"
+    if other and store.store_id and other != store.store_id:
+        why = (f"belongs to another store (id {store.store_id[:12]}): {n} were written by store {other[:12]} "
+               "(was xfid.db copied from elsewhere?)")
+    elif not known:
+        why = f"holds no check: {n} are not in it"
+    else:
+        why = f"is older than the check files: {n} are not in it (was xfid.db restored from an older copy?)"
+    raise CatalogMismatch(f"{store.db_path}: the store database {why}; " + REBUILD_HINT)
+
+
+def _footer_store(path: Path) -> str | None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        kv = pq.ParquetFile(path).metadata.metadata or {}
+        doc = json.loads(kv.get(CHECK_META.encode(), b"{}"))
+    except (pa.ArrowInvalid, OSError, ValueError):
+        return None
+    return doc.get("store_id") if isinstance(doc, dict) else None
+
+
+def sweep(store: Store, known: set[str]) -> dict[str, list[Path]]:
+    """Finish the renames of committed checks' temps and remove this store's abandoned temps.
+
+    Call under the write lock, with `known` the committed checks' file names.
+
+    Returns:
+        {"renamed": [...], "removed": [...]}: what was done.
+    """
+    done: dict[str, list[Path]] = {"renamed": [], "removed": []}
+    d = checks_dir(store.root)
+    if not store.store_id or not d.is_dir():
+        return done
+    for f in d.glob(f"{TMP_PREFIX}{store.store_id}-*.parquet"):
+        staged = STAGED.fullmatch(f.name)
+        if staged and final_name(int(staged[2])) in known:
+            if not (d / final_name(int(staged[2]))).exists():
+                final = publish(f, int(staged[2]))
+                if final is not None:
+                    done["renamed"].append(final)
+        elif abandoned(store, f, known):
             discard(f)
-            gone.append(f)
-    return gone
+            done["removed"].append(f)
+    return done
 
 
-def read(root: Path, check_id: int, rows_file: str | None) -> pd.DataFrame:
-    """The saved rows of one check as a DataFrame.
+def abandoned(store: Store, f: Path, known: set[str]) -> bool:
+    """Whether `f` is provably garbage: a temp named with this store's id that no committed
+    check names (`known`: their file names), untouched for the grace period. `check-*` files
+    and other stores' or older versions' temps never are."""
+    if not store.store_id:
+        return False
+    m = STAGED.fullmatch(f.name) or WRITTEN.fullmatch(f.name)
+    if m is None or m[1] != store.store_id or (m.re is STAGED and final_name(int(m[2])) in known):
+        return False
+    try:
+        return time.time() - f.stat().st_mtime > temp_grace_s()
+    except FileNotFoundError:
+        return False
+
+
+def read(root: Path, check_id: int, rows_file: str | None, store_id: str | None = None) -> pd.DataFrame:
+    """The saved rows of one check as a DataFrame (from its temp when its rename is not done yet).
 
     Raises:
         TrackerError: the file is missing or unreadable.
@@ -97,9 +198,14 @@ def read(root: Path, check_id: int, rows_file: str | None) -> pd.DataFrame:
     if not rows_file:
         raise TrackerError(f"check {check_id} saved no rows")
     path = checks_dir(root) / rows_file
-    try:
-        return pq.read_table(path).to_pandas()
-    except FileNotFoundError:
-        raise TrackerError(f"{path}: the rows of check {check_id} are missing (run `xfid doctor`)") from None
-    except (OSError, pa.ArrowInvalid) as e:
-        raise TrackerError(f"{path}: cannot read the rows of check {check_id}: {e}") from None
+    tries = [path]
+    if store_id:  # renamed between the two looks: the final name again
+        tries += [path.with_name(staged_name(store_id, check_id)), path]
+    for p in tries:
+        try:
+            return pq.read_table(p).to_pandas()
+        except FileNotFoundError:
+            continue
+        except (OSError, pa.ArrowInvalid) as e:
+            raise TrackerError(f"{path}: cannot read the rows of check {check_id}: {e}") from None
+    raise TrackerError(f"{path}: the rows of check {check_id} are missing (run `xfid doctor`)")

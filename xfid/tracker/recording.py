@@ -5,11 +5,10 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xfid.errors import TrackerError
-from xfid.store import write_tx
+from xfid.store import fault_point, write_tx
 from xfid.tracker import checkfiles, db, transitions
 from xfid.tracker.db import KEY_COLUMNS, LATEST_COLUMNS, as_float, as_text, plain
 from xfid.tracker.lifecycle import ACTIVE, FILING_KINDS, format_id, stamp
@@ -18,6 +17,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from xfid.engine import Correlation
+    from xfid.store import Store
 
 
 @dataclass
@@ -86,9 +86,10 @@ def _coverage(corr: Correlation) -> dict[str, Any] | None:
     return {"columns": [str(x) for x in c.columns], "rows": [plain(list(r)) for r in c.itertuples(index=False)]}
 
 
-def record(conn: sqlite3.Connection, root: Path, corr: Correlation, *, actor: str, now: datetime,
-           label: str | None, k: int) -> CheckSummary:
+def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label: str | None,
+           k: int) -> CheckSummary:
     """Record one check (the body of Tracker.record_check: see there)."""
+    conn, root = store.conn, store.root
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise TrackerError(f"resolve_after (clean checks to resolve) must be an integer >= 1, got {k!r}")
     rows = _frame(corr)
@@ -105,11 +106,13 @@ def record(conn: sqlite3.Connection, root: Path, corr: Correlation, *, actor: st
     clean = set(rows.loc[(kinds == "ok").fillna(False), "fingerprint"].astype(str)) - set(filed["fingerprint"].astype(str))
     summary = CheckSummary(check_id=0, time=stamp(now), rows=len(rows),
                            missing_reference=int((kinds == "missing_reference").fillna(False).sum()))
-    tmp = checkfiles.write_temp(root, rows)
-    final = None
+    tmp = checkfiles.write_temp(root, rows, store.store_id or "")
+    staged = None
     try:
         with write_tx(conn):
-            checkfiles.sweep(root, db.rows_files(conn))
+            known = db.rows_files(conn)
+            checkfiles.check_catalog(store, known)
+            checkfiles.sweep(store, known)
             cid = summary.check_id = db.insert_check(
                 conn, stamp(now), actor, label, corr.config_hash or "", corr.sources or [], _comparisons(corr),
                 corr.settings or {}, _coverage(corr), len(rows))
@@ -133,11 +136,14 @@ def record(conn: sqlite3.Connection, root: Path, corr: Correlation, *, actor: st
             for lst in (summary.new, summary.reopened, summary.resolved, summary.still_open, summary.waived):
                 lst.sort(key=lambda s: int(s[3:]))
             summary.total_open = db.count_in_states(conn, ACTIVE)
-            final = checkfiles.publish(root, tmp, cid)
-            db.finish_check(conn, cid, summary.counts(), final.name)
+            staged = checkfiles.stage(root, tmp, store.store_id or "", cid)
+            db.finish_check(conn, cid, summary.counts(), checkfiles.final_name(cid))
     except BaseException:
-        checkfiles.discard(tmp, final)
+        checkfiles.discard(tmp, staged)
         raise
+    assert staged is not None
+    fault_point("check.before_rename")
+    checkfiles.publish(staged, summary.check_id)
     return summary
 
 

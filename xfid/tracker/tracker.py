@@ -42,15 +42,23 @@ def issue_dict(r: sqlite3.Row | dict[str, Any]) -> dict[str, Any]:
 
 
 class Tracker:
-    """Tracked discrepancies in the store's SQLite database (tables created on first use)."""
+    """Tracked discrepancies in the store's SQLite database (tables created on first use).
+
+    Raises:
+        CatalogMismatch: a saved check file (`checks/check-N.parquet`) that no check in the
+            database names (an older or another store's database: see xfid.tracker.checkfiles).
+    """
 
     def __init__(self, store: Store):
         self.store = store
         self.conn = store.conn
+        on_disk = checkfiles.committed_on_disk(store.root)  # listed first: see checkfiles.check_catalog
         try:
             db.setup(self.conn)
+            known = db.rows_files(self.conn)
         except sqlite3.DatabaseError as e:
             raise TrackerError(f"{store.db_path}: cannot set up the tracker tables: {e} (run `xfid doctor`)") from None
+        checkfiles.check_catalog(store, known, on_disk)
 
     # --- writing ---------------------------------------------------------------------
     def record_check(self, corr: Correlation, *, actor: str, now: datetime | None = None,
@@ -70,9 +78,10 @@ class Tracker:
 
         Raises:
             TrackerError: K < 1 or rows without the contract columns.
+            StoreError: the store is read-only, or its database does not know its check files.
         """
-        return record(self.conn, self.store.root, corr, actor=actor, now=utc(now), label=label,
-                      k=clean_checks_to_resolve)
+        self.store.require_writable("record a check")
+        return record(self.store, corr, actor=actor, now=utc(now), label=label, k=clean_checks_to_resolve)
 
     def transition(self, issue_id: str, action: str, *, actor: str, note: str | None = None,
                    owner: str | None = None, reason: str | None = None, until: date | str | None = None,
@@ -82,6 +91,7 @@ class Tracker:
         Raises:
             TrackerError: an unknown id, an invalid transition (allowed ones listed), a missing
                 owner/reason/expiry, a bad or past date. Nothing is changed then.
+            StoreError: the store is read-only.
         """
         now = utc(now)
         num = lifecycle.parse_id(issue_id)
@@ -97,6 +107,7 @@ class Tracker:
             until = day.isoformat()
         elif action == "note" and (not note or not note.strip()):
             raise TrackerError(f"a note on {iid} needs text (--note TEXT)")
+        self.store.require_writable(f"{action} {iid}")
         with write_tx(self.conn):
             transitions.expire_waivers(self.conn, now, actor=SYSTEM_ACTOR)
             row = db.issue_row(self.conn, num)
@@ -179,7 +190,8 @@ class Tracker:
         Raises:
             TrackerError: an unknown check id, or its file is missing.
         """
-        return checkfiles.read(self.store.root, int(check_id), self._check_field(check_id, "rows_file"))
+        return checkfiles.read(self.store.root, int(check_id), self._check_field(check_id, "rows_file"),
+                               self.store.store_id)
 
     def check_coverage(self, check_id: int) -> pd.DataFrame | None:
         """The op-map coverage table (Correlation.coverage) one check saw; None for a check recorded
