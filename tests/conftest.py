@@ -66,3 +66,7 @@ def copy_fixture(src: Path, dst_dir: Path) -> Path:
 def snapshot():
     """`snapshot(store_dir)` -> {relative path: bytes}; compare before/after a failed command."""
     return store_snapshot
+
+
+# real PostgreSQL / S3 servers for the team-store tests (started once per session when asked for)
+from tests.servers import catalog, pg_server, pg_url, s3_records, s3_server  # noqa: E402, F401

@@ -48,7 +48,9 @@ def open_store(path: PathLike | None = None, config: PathLike | Config | None = 
     Args:
         path: the store directory; default env XFID_STORE, then `[store].path` of the config, then `.xfid`.
         config: an xfid.toml path or a loaded Config; default env XFID_CONFIG, then ./xfid.toml,
-            else the bundled targets.
+            else the bundled targets. Its `[store] database` (a PostgreSQL URL) and `[store] records`
+            (a directory or bucket URL) say where a team store keeps its catalog and its parts; env
+            XFID_DATABASE_URL and XFID_RECORDS_URL override them (docs/team.md).
     """
     return XfidStore(path, config)
 
@@ -164,7 +166,10 @@ class XfidStore:
         if self._backend is None:
             from xfid.store import Store
 
-            self._backend = Store(self.path, create=create)
+            cfg = self.config  # env XFID_DATABASE_URL / XFID_RECORDS_URL override [store] database / records
+            self._backend = Store(self.path, create=create,
+                                  database=os.environ.get("XFID_DATABASE_URL") or cfg.database,
+                                  records=os.environ.get("XFID_RECORDS_URL") or cfg.records)
         return self._backend
 
     @property

@@ -103,6 +103,8 @@ class Config:
     compare: list[ComparePair]
     settings: dict[str, Any]
     raw: dict[str, Any]
+    database: str | None = None  # [store] database: a PostgreSQL URL (None: the store's SQLite file)
+    records: str | None = None  # [store] records: a directory, file:///…, s3://… or gs://… (None: <store>/records)
 
     def target(self, name: str) -> Target:
         if name not in self.targets:
@@ -221,8 +223,27 @@ def _text(v: Any, key: str, where: str) -> str:
     return v
 
 
+def _database_url(v: Any, key: str, where: str) -> str:
+    from xfid.sqlbackend import is_postgres, mask
+
+    if not isinstance(v, str) or not is_postgres(v):
+        raise ConfigError(f"{where}: {key} must be a PostgreSQL URL, postgresql://USER@HOST[:PORT]/DBNAME, got "
+                          f"{mask(v)!r} (leave the password out: libpq reads PGPASSWORD or ~/.pgpass)")
+    return v
+
+
+def _records_url(v: Any, key: str, where: str) -> str:
+    from xfid.sqlbackend import mask
+
+    scheme = v.split("://", 1)[0].lower() if isinstance(v, str) and "://" in v else ""
+    if not isinstance(v, str) or not v.strip() or scheme not in ("", "file", "s3", "gs", "gcs"):
+        raise ConfigError(f"{where}: {key} must be a directory, file:///PATH, s3://BUCKET/PREFIX or "
+                          f"gs://BUCKET/PREFIX, got {mask(v)!r}")
+    return v
+
+
 SCHEMA: dict[str, dict[str, Any]] = {
-    "store": {"path": _text},
+    "store": {"path": _text, "database": _database_url, "records": _records_url},
     "settings": {
         "default_rel_tolerance": _nonneg, "bound_tolerance": _nonneg,
         "roofline_tolerance": _choice("bound", "tolerance"), "roofline_min_efficiency": _nonneg,
@@ -280,7 +301,9 @@ def build_config(base: dict[str, Any], user: dict[str, Any], path: Path | None) 
     settings = dict(base.get("settings", {}), **user.get("settings", {}))
     _check_bound_rules(user.get("tolerance", []), settings, user.get("compare", []), where)
     store = user.get("store", {}).get("path") or base.get("store", {}).get("path")
-    return Config(path, store, targets, tols, maps, pairs, settings, raw)
+    where_from = {**base.get("store", {}), **user.get("store", {})}
+    return Config(path, store, targets, tols, maps, pairs, settings, raw,
+                  database=where_from.get("database"), records=where_from.get("records"))
 
 
 def _check_bound_rules(rules: list[Any], settings: dict[str, Any], compare: list[Any], where: str) -> None:

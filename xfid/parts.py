@@ -233,8 +233,10 @@ class PartWriter:
     this thread reads and normalizes the next batch.
     """
 
-    def __init__(self, open_file: Callable[[str], os.PathLike[str]], threads: int | None = None):
+    def __init__(self, open_file: Callable[[str], os.PathLike[str]], threads: int | None = None,
+                 filesystem: Any = None):
         self.open_file = open_file
+        self.filesystem = filesystem  # a pyarrow filesystem (a bucket); None: local files
         self.writers: dict[str, pq.ParquetWriter] = {}
         self.buf: dict[str, list[_Piece]] = {}
         self.buffered: dict[str, int] = {}
@@ -269,7 +271,12 @@ class PartWriter:
         w = self.writers.get(fid)
         if w is None:
             try:
-                w = self.writers[fid] = pq.ParquetWriter(self.open_file(fid), FILE_SCHEMA, **WRITE_OPTIONS)
+                where = self.open_file(fid)
+                if self.filesystem is not None:
+                    w = pq.ParquetWriter(str(where), FILE_SCHEMA, filesystem=self.filesystem, **WRITE_OPTIONS)
+                else:
+                    w = pq.ParquetWriter(where, FILE_SCHEMA, **WRITE_OPTIONS)
+                self.writers[fid] = w
             except OSError as e:
                 raise WriteFailed() from e
         self.pending[fid] = self.pool.submit(_write, w, pieces)

@@ -13,13 +13,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from xfid import records as recloc
+from xfid import sqlbackend
 from xfid.errors import StoreError
 from xfid.parts import (
     FILE_SCHEMA,
@@ -31,6 +32,7 @@ from xfid.parts import (
     sort_order,
 )
 from xfid.schema import SCHEMA
+from xfid.sqlbackend import Database
 
 __all__ = ["FILE_SCHEMA", "ROW_GROUP", "SORT_KEYS", "CatalogMismatch", "PreparedSource", "Store", "dict_codes",
            "sort_order"]
@@ -41,7 +43,6 @@ VERIFIED_PARQUET = ds.ParquetFileFormat(
     default_fragment_scan_options=ds.ParquetFragmentScanOptions(page_checksum_verification=True))
 """Reads check every page's CRC: a flipped bit is an error naming the part, never a wrong value."""
 TMP_PREFIX = ".tmp-"
-BUSY_TIMEOUT_S = 120.0
 TEMP_GRACE_S = 3600.0
 """A temp part untouched this long may be swept; env XFID_TEMP_GRACE_S overrides (tests).
 A writer keeps its finished temps fresh until it commits (Store.keep_alive)."""
@@ -52,12 +53,13 @@ TEMP_NAME = re.compile(r"\.tmp-([0-9a-f]{32})-([0-9a-f]{32})\.parquet")
 """`.tmp-<store id>-<part id>.parquet`: a part being written, not yet registered."""
 LEGACY_TEMP_NAME = re.compile(r"\.tmp-([0-9a-f]{32})\.parquet")
 """A temp part of a store from before store ids (whose store cannot be proven)."""
+OBJECT_PART_NAME = re.compile(r"part-([0-9a-f]{32})-([0-9a-f]{32})\.parquet")
+"""`part-<store id>-<part id>.parquet`: a part in a bucket, uploaded once, visible when registered."""
 COMMITTED_GLOB = "fidelity=*/part-*.parquet"
 REBUILD_HINT = ("nothing was changed or deleted; rebuild the catalog from the parts with "
                 "`xfid doctor --rebuild-catalog` (it moves any xfid.db here into a backup folder, never deletes it)")
 
-_MANIFEST_MIGRATIONS = [
-    """
+_PARTS_AND_SOURCES = """
     CREATE TABLE sources (
         source_id TEXT PRIMARY KEY,
         path TEXT NOT NULL,
@@ -75,7 +77,13 @@ _MANIFEST_MIGRATIONS = [
         rows INTEGER NOT NULL
     );
     CREATE INDEX parts_source ON parts(source_id);
-    """,
+    """
+_MANIFEST_MIGRATIONS: list[sqlbackend.Migration] = [
+    {  # PostgreSQL has no rowid: `seq` orders the parts by registration
+        sqlbackend.SQLITE: _PARTS_AND_SOURCES,
+        sqlbackend.POSTGRESQL: sqlbackend.ddl(_PARTS_AND_SOURCES, sqlbackend.POSTGRESQL)
+        + "ALTER TABLE parts ADD COLUMN seq BIGINT GENERATED ALWAYS AS IDENTITY;",
+    },
     """
     CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     """,
@@ -110,41 +118,13 @@ def resolve_store_path(explicit: str | os.PathLike[str] | None, config_store: st
     return Path(explicit or os.environ.get("XFID_STORE") or config_store or ".xfid")
 
 
-def connect(db_path: Path, readonly: bool = False) -> sqlite3.Connection:
-    """A connection in WAL mode with a long busy timeout; autocommit, explicit transactions.
-
-    `readonly` opens with SQLite's `mode=ro` (for a store this process may not write); when
-    the WAL index cannot be created beside it, the file is read as it is (`immutable=1`).
-    """
-    if readonly:
-        conn = connect_readonly(db_path)
-    else:
-        conn = sqlite3.connect(db_path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-    conn.row_factory = sqlite3.Row
-    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-    if not readonly:
-        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
-        if mode != "wal":
-            _retry(lambda: conn.execute("PRAGMA journal_mode=WAL"))
-        conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute("PRAGMA foreign_keys = ON")
-    return conn
+def connect(db_path: Path, readonly: bool = False) -> Database:
+    """The store's SQLite database (xfid.sqlbackend.connect_sqlite)."""
+    return sqlbackend.connect_sqlite(db_path, readonly=readonly)
 
 
-def connect_readonly(db_path: Path) -> sqlite3.Connection:
-    """A `mode=ro` connection; `immutable=1` where a WAL database's -shm cannot be created."""
-    uri = f"file:{quote(str(db_path))}?mode=ro"
-    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-    try:
-        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-        return conn
-    except sqlite3.OperationalError:
-        conn.close()
-        if (db_path.parent / f"{db_path.name}-wal").exists():  # reading without it would miss commits
-            raise sqlite3.OperationalError(
-                f"read-only, and {db_path.name}-wal beside it may hold commits not yet in {db_path.name} (a writer "
-                "stopped or still running): run any xfid command on it once with write access") from None
-    return sqlite3.connect(uri + "&immutable=1", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+connect_readonly = sqlbackend.sqlite_readonly
+created_tables = sqlbackend.created_tables
 
 
 def writable(path: Path) -> bool:
@@ -152,73 +132,24 @@ def writable(path: Path) -> bool:
     return os.access(path, os.W_OK)
 
 
-def _retry(fn, tries: int = 200):
-    for i in range(tries):
-        try:
-            return fn()
-        except sqlite3.OperationalError as e:
-            if "locked" not in str(e) or i == tries - 1:
-                raise
-            time.sleep(0.05)
-    return None
+def write_tx(conn: Database) -> contextlib.AbstractContextManager[Database]:
+    """One write transaction, the store's writers taking turns (Database.write_tx), rolled back on any exception."""
+    return conn.write_tx()
 
 
-@contextlib.contextmanager
-def write_tx(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception."""
-    _retry(lambda: conn.execute("BEGIN IMMEDIATE"))
-    try:
-        yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    else:
-        try:
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-
-
-def migrate(conn: sqlite3.Connection, component: str, migrations: Sequence[str]) -> None:
+def migrate(conn: Database, component: str, migrations: Sequence[sqlbackend.Migration]) -> None:
     """Apply the versioned migrations of one component (manifest, tracker, ...) once each."""
-    conn.execute("CREATE TABLE IF NOT EXISTS schema_version (component TEXT PRIMARY KEY, version INTEGER NOT NULL)")
-    row = conn.execute("SELECT version FROM schema_version WHERE component=?", (component,)).fetchone()
-    have = row[0] if row else 0
-    if have:
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        lost = sorted(created_tables(migrations[:have]) - tables)
-        if lost:
-            db = conn.execute("PRAGMA database_list").fetchone()[2]
-            raise StoreError(f"{db}: the store database is damaged: the {component} table {lost[0]!r} is missing "
-                             "(restore xfid.db from a backup, or run `xfid doctor`)")
-    if have >= len(migrations):
-        return
-    with write_tx(conn):
-        row = conn.execute("SELECT version FROM schema_version WHERE component=?", (component,)).fetchone()
-        have = row[0] if row else 0
-        for sql in migrations[have:]:
-            for stmt in sql.split(";"):
-                if stmt.strip():
-                    conn.execute(stmt)
-        conn.execute("INSERT OR REPLACE INTO schema_version VALUES (?, ?)", (component, len(migrations)))
+    sqlbackend.migrate(conn, component, migrations)
 
 
-def created_tables(migrations: Sequence[str]) -> set[str]:
-    """The tables a sequence of migrations leaves (created, minus dropped, renames followed)."""
-    have: set[str] = set()
-    for sql in migrations:
-        for m in re.finditer(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)|DROP TABLE (?:IF EXISTS )?(\w+)"
-                             r"|ALTER TABLE (\w+) RENAME TO (\w+)", sql, re.IGNORECASE):
-            if m[1]:
-                have.add(m[1])
-            elif m[2]:
-                have.discard(m[2])
-            else:
-                have.discard(m[3])
-                have.add(m[4])
-    return have
+def resolve_database(explicit: str | None = None) -> str | None:
+    """The catalog's database URL: the argument, then env XFID_DATABASE_URL; None: the store's own SQLite file."""
+    url = explicit or os.environ.get("XFID_DATABASE_URL") or None
+    if url and not sqlbackend.is_postgres(url):
+        raise StoreError(f"database {sqlbackend.mask(url)!r}: not a PostgreSQL URL; write "
+                         "postgresql://USER@HOST[:PORT]/DBNAME (the password from PGPASSWORD or ~/.pgpass), or "
+                         "leave it unset for the SQLite file inside the store")
+    return url
 
 
 @dataclass
@@ -261,10 +192,15 @@ class Store:
         StoreError: the database cannot be opened, is damaged, or the directory is unusable.
     """
 
-    def __init__(self, root: str | os.PathLike[str], *, create: bool = True, check: bool = True):
+    def __init__(self, root: str | os.PathLike[str], *, create: bool = True, check: bool = True,
+                 database: str | None = None, records: str | os.PathLike[str] | None = None):
         self.root = Path(root)
+        self.database_url = resolve_database(database)
+        self.team = self.database_url is not None
+        self.db_path = self.root / DB_NAME
+        self.db_label = sqlbackend.mask(self.database_url) if self.database_url else str(self.db_path)
         if not self.root.exists():
-            if not create:
+            if not create and not self.team:  # a team store's working directory is made on first use
                 raise StoreError(f"no store at {self.root} (run `xfid ingest` first, or pass --store DIR)")
             try:
                 self.root.mkdir(parents=True)
@@ -272,50 +208,76 @@ class Store:
                 raise StoreError(f"cannot create store {self.root}: {e.strerror}") from None
         elif not self.root.is_dir():
             raise StoreError(f"{self.root} is not a directory (pass --store DIR)")
-        self.records = self.root / RECORDS
-        self.db_path = self.root / DB_NAME
+        self.location = recloc.resolve(records, self.root)
+        if self.team and self.location.base == self.root / RECORDS and records is None \
+                and not os.environ.get("XFID_RECORDS_URL"):
+            raise StoreError(f"{self.db_label}: a team database needs a records location every machine shares: "
+                             "set XFID_RECORDS_URL or [store] records (a directory, file:///PATH or "
+                             "s3://BUCKET/PREFIX; see docs/team.md)")
+        self.fs = self.location.fs  # None: a local or network directory, renamed into place
+        self.records: Any = self.location.base
         self.store_id: str | None = None
         self._expected: dict[str, tuple[str, int]] = {}  # part path -> (manifest file, rows)
         self._touched = 0.0
-        has_db = self.db_path.exists()
-        self.readonly = not writable(self.root) or (has_db and not writable(self.db_path))
-        if not has_db:
-            if self.readonly:
-                raise StoreError(f"{self.db_path}: no store database, and the store is read-only "
-                                 "(run `xfid ingest` with write access first)")
-            if check and self._files_beside():
-                raise CatalogMismatch(f"{self.db_path}: the store database is missing, but "
-                                      f"{self._files_beside()} are here; " + REBUILD_HINT)
+        if self.team:
+            self.conn: Database = sqlbackend.connect(str(self.database_url))
+            self.readonly = self.fs is None and self.records.exists() and not writable(self.records)
+        else:
+            has_db = self.db_path.exists()
+            self.readonly = not writable(self.root) or (has_db and not writable(self.db_path))
+            if not has_db:
+                if self.readonly:
+                    raise StoreError(f"{self.db_path}: no store database, and the store is read-only "
+                                     "(run `xfid ingest` with write access first)")
+                if check and self._files_beside():
+                    raise CatalogMismatch(f"{self.db_path}: the store database is missing, but "
+                                          f"{self._files_beside()} are here; " + self.rebuild_hint)
+            try:
+                self.conn = connect(self.db_path, readonly=self.readonly)
+            except sqlbackend.ERRORS as e:
+                raise StoreError(f"{self.db_path}: cannot open the store database: {e} (run `xfid doctor`)") from None
         try:
-            if not self.readonly:
-                self.records.mkdir(exist_ok=True)
-            self.conn = connect(self.db_path, readonly=self.readonly)
-        except sqlite3.DatabaseError as e:
-            raise StoreError(f"{self.db_path}: cannot open the store database: {e} (run `xfid doctor`)") from None
-        try:
+            if not self.readonly and self.fs is None:
+                try:
+                    self.records.mkdir(parents=self.location.base != self.root / RECORDS, exist_ok=True)
+                except OSError as e:
+                    raise StoreError(f"{self.records}: cannot create the records directory: {e.strerror}") from None
             self._open(check)
         except BaseException:
             self.conn.close()
             raise
 
+    @property
+    def rebuild_hint(self) -> str:
+        if self.team:
+            return ("nothing was changed or deleted; point the database URL (XFID_DATABASE_URL or [store] database) "
+                    "at this store's database, or restore it from its backup (docs/team.md)")
+        return REBUILD_HINT
+
+    def describe(self) -> dict[str, str]:
+        """Where this store keeps its catalog and its records (passwords masked)."""
+        return {"store": str(self.root), "database": self.db_label, "records": self.location.label}
+
     def _open(self, check: bool) -> None:
         """Check the database's tables, apply migrations, read the store id, compare with the parts."""
         with self._db("open"):
-            tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            tables = self.conn.tables()
             version = 0
             if "schema_version" in tables:
                 row = self.conn.execute("SELECT version FROM schema_version WHERE component='manifest'").fetchone()
                 version = row[0] if row else 0
-            lost = sorted(created_tables(_MANIFEST_MIGRATIONS[:version]) - tables)
+            lost = sorted(created_tables(_MANIFEST_MIGRATIONS[:version], self.conn.dialect) - tables)
             if lost:
-                raise StoreError(f"{self.db_path}: the store database is damaged: table {lost[0]!r} is missing; "
-                                 + REBUILD_HINT)
+                raise StoreError(f"{self.db_label}: the store database is damaged: table {lost[0]!r} is missing; "
+                                 + self.rebuild_hint)
             if version == 0 and check and self._files_beside():
-                raise CatalogMismatch(f"{self.db_path}: the store database is empty, but "
-                                      f"{self._files_beside()} are here; " + REBUILD_HINT)
+                raise CatalogMismatch(f"{self.db_label}: the store database is empty, but "
+                                      f"{self._files_beside()} are here; " + self.rebuild_hint)
             if not self.readonly:  # a read-only store from an older xfid is read as it is
                 migrate(self.conn, "manifest", _MANIFEST_MIGRATIONS)
                 tables.add("store_meta")
+                if self.team and not self.conn.may_write():
+                    self.readonly = True  # a reader's role: SELECT only
             row = None
             if "store_meta" in tables:
                 row = self.conn.execute("SELECT value FROM store_meta WHERE key='store_id'").fetchone()
@@ -324,20 +286,22 @@ class Store:
             self.check_catalog()
         if self.store_id is None and not self.readonly and self._matches():  # new, or from before store ids
             with self._db("open"):
-                self.conn.execute("INSERT OR IGNORE INTO store_meta VALUES ('store_id', ?)", (uuid.uuid4().hex,))
+                self.conn.execute("INSERT INTO store_meta VALUES ('store_id', ?) ON CONFLICT (key) DO NOTHING",
+                                  (uuid.uuid4().hex,))
                 self.store_id = self.conn.execute("SELECT value FROM store_meta WHERE key='store_id'").fetchone()[0]
 
     @contextlib.contextmanager
     def _db(self, what: str) -> Iterator[None]:
-        """sqlite3 errors of the manifest as a StoreError naming the database."""
+        """Database errors of the manifest as a StoreError naming the database."""
         try:
             yield
-        except sqlite3.OperationalError as e:
-            if "readonly" in str(e) or "read-only" in str(e):
-                raise StoreError(f"{self.db_path}: the store is read-only: cannot {what}") from None
-            raise StoreError(f"{self.db_path}: cannot {what}: {e} (run `xfid doctor`)") from None
-        except sqlite3.DatabaseError as e:
-            raise StoreError(f"{self.db_path}: the store database is damaged ({e}); run `xfid doctor`") from None
+        except sqlbackend.ERRORS as e:
+            msg = sqlbackend.mask(e)
+            if "readonly" in msg or "read-only" in msg:
+                raise StoreError(f"{self.db_label}: the store is read-only: cannot {what}") from None
+            if isinstance(e, sqlite3.DatabaseError) and not isinstance(e, sqlite3.OperationalError):
+                raise StoreError(f"{self.db_label}: the store database is damaged ({msg}); run `xfid doctor`") from None
+            raise StoreError(f"{self.db_label}: cannot {what}: {msg} (run `xfid doctor`)") from None
 
     def close(self) -> None:
         self.conn.close()
@@ -350,8 +314,14 @@ class Store:
 
     # --- the catalog and the parts on disk ---------------------------------------------
     def committed_on_disk(self) -> list[str]:
-        """Every committed-looking part file (`part-*`), relative to records/, sorted."""
-        out = []
+        """Every committed-looking part file (`part-*`), relative to records/, sorted.
+
+        On a bucket a `part-*` object is uploaded before its commit, so its name proves
+        nothing: [] (the catalog is checked there by `xfid doctor`, against the listing).
+        """
+        out: list[str] = []
+        if self.fs is not None:
+            return out
         with contextlib.suppress(FileNotFoundError, NotADirectoryError):
             for d in os.scandir(self.records):
                 if d.name.startswith("fidelity=") and d.is_dir():
@@ -361,9 +331,13 @@ class Store:
 
     def _files_beside(self) -> str:
         """What only a database could have written here: committed parts, saved check rows ("" if none)."""
-        parts = len(self.committed_on_disk())
-        checks = len(list((self.root / "checks").glob("check-*.parquet"))) if (self.root / "checks").is_dir() else 0
-        found = [f"{parts} part files in {RECORDS}/" if parts else "",
+        if self.fs is not None:
+            parts = sum(1 for e in self.location.list() if e.rel.endswith(".parquet"))
+        else:
+            parts = len(self.committed_on_disk())
+        checks = len(list((self.root / "checks").glob("check-*.parquet"))) \
+            if (self.root / "checks").is_dir() and not self.team else 0
+        found = [f"{parts} part files in {self.location.label}" if parts else "",
                  f"{checks} check files in checks/" if checks else ""]
         return " and ".join(x for x in found if x)
 
@@ -396,7 +370,7 @@ class Store:
     def mismatch(self, unknown: Sequence[str], known: int) -> CatalogMismatch:
         """The error for committed parts the manifest does not know: what happened, and the fix."""
         first = self.records / unknown[0]
-        other = read_part_meta(first).get("store_id")
+        other = read_part_meta(first, self.location).get("store_id")
         n = f"{len(unknown)} part file(s) here, e.g. {first},"
         if other and self.store_id and other != self.store_id:
             why = (f"belongs to another store (id {self.store_id[:12]}): {n} were written by store {other[:12]} "
@@ -405,14 +379,24 @@ class Store:
             why = f"is empty: {n} are not in it"
         else:
             why = f"is older than the parts: {n} are not in it (was xfid.db restored from an older copy?)"
-        return CatalogMismatch(f"{self.db_path}: the store database {why}; " + REBUILD_HINT)
+        return CatalogMismatch(f"{self.db_label}: the store database {why}; " + self.rebuild_hint)
 
     def temp_path(self, fid: str) -> Path:
+        """Where a new part is written: a temp renamed after its commit, or on a bucket (no
+        rename) its final `part-<store id>-<part id>.parquet`, visible once registered."""
+        if self.fs is not None:
+            return self.records / f"fidelity={fid}" / f"part-{self.store_id}-{uuid.uuid4().hex}.parquet"
         return self.records / f"fidelity={fid}" / f"{TMP_PREFIX}{self.store_id}-{uuid.uuid4().hex}.parquet"
+
+    def final_name(self, tmp: Path) -> Path:
+        """The name a written part is registered under."""
+        if self.fs is not None:
+            return tmp
+        return tmp.with_name(f"part-{tmp.name.rsplit('-', 1)[1]}")
 
     def twin(self, part: Path) -> Path | None:
         """The temp a committed part is renamed from (present between COMMIT and the rename)."""
-        if not (part.name.startswith("part-") and self.store_id):
+        if not (part.name.startswith("part-") and self.store_id) or self.fs is not None:
             return None
         return part.with_name(f"{TMP_PREFIX}{self.store_id}-{part.name[5:]}")
 
@@ -445,10 +429,11 @@ class Store:
 
         def open_file(fid: str) -> Path:
             tmp = prep.temps[fid] = self.temp_path(fid)
-            tmp.parent.mkdir(exist_ok=True)
+            if self.fs is None:
+                tmp.parent.mkdir(exist_ok=True)
             return tmp
 
-        pw = PartWriter(open_file)
+        pw = PartWriter(open_file, filesystem=self.fs)
         try:
             for t in batches:
                 pw.add(t)
@@ -460,7 +445,7 @@ class Store:
             fault_point("store.temp_written")
             pw.close(self._part_meta(prep, pw.rows_of))
             try:
-                for tmp in prep.temps.values():
+                for tmp in prep.temps.values() if self.fs is None else ():  # a bucket's upload ends at close
                     with open(tmp, "rb+") as f:
                         os.fsync(f.fileno())
             except OSError as e:
@@ -490,8 +475,8 @@ class Store:
     def keep_alive(self, preps: Sequence[PreparedSource]) -> None:
         """Refresh the mtime of finished temps while later files are read, so no sweep takes them."""
         now = time.time()
-        if now - self._touched < temp_grace_s() / 8:
-            return
+        if now - self._touched < temp_grace_s() / 8 or self.fs is not None:
+            return  # an object's time is its upload's: a bucket's ingest commits within the grace period
         self._touched = now
         for p in preps:
             for tmp in p.temps.values():
@@ -500,13 +485,13 @@ class Store:
 
     def _write_error(self, e: BaseException) -> StoreError:
         why = getattr(e, "strerror", None) or str(e)
-        return StoreError(f"{self.root}: cannot write to the store: {why} "
+        return StoreError(f"{self.location.label}: cannot write to the store: {sqlbackend.mask(why)} "
                           "(free disk space or raise the file-size limit; nothing was written)")
 
     def discard(self, prep: PreparedSource) -> None:
         for tmp in prep.temps.values():
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
+            with contextlib.suppress(FileNotFoundError, StoreError):
+                self.location.delete(tmp)
         prep.temps.clear()
 
     def commit(self, preps: Sequence[PreparedSource]) -> None:
@@ -530,21 +515,25 @@ class Store:
                         self.discard(p)
                         continue
                     self.conn.execute(
-                        "INSERT INTO sources VALUES (?,?,?,?,?,?,?,?)",
+                        "INSERT INTO sources (source_id, path, adapter, options, content_hash, rows, ingested_at,"
+                        " summary) VALUES (?,?,?,?,?,?,?,?)",
                         (p.source_id, p.path, p.adapter, _options_json(p.options), p.content_hash, p.rows,
                          p.ingested_at or utc_now(), _summary_json(p.summary)),
                     )
                     for fid, tmp in p.temps.items():
-                        final = tmp.with_name(f"part-{tmp.name.rsplit('-', 1)[1]}")
+                        final = self.final_name(tmp)
                         try:
-                            rows = pq.ParquetFile(tmp).metadata.num_rows
+                            if self.fs is not None and not self.location.exists(tmp):
+                                raise FileNotFoundError(str(tmp))
+                            rows = pq.ParquetFile(self.location.open_input(tmp)).metadata.num_rows
                         except FileNotFoundError:
                             raise StoreError(f"{tmp}: this ingest's temp part vanished before its commit (was it "
                                              "removed by hand, or left untouched past the sweep's grace period?); "
                                              "nothing was committed, ingest again") from None
-                        self.conn.execute("INSERT INTO parts VALUES (?,?,?,?)",
+                        self.conn.execute("INSERT INTO parts (file, source_id, fidelity, rows) VALUES (?,?,?,?)",
                                           (str(final.relative_to(self.records)), p.source_id, fid, rows))
-                        renames.append((tmp, final))
+                        if final != tmp:
+                            renames.append((tmp, final))
                 fault_point("store.before_commit")
         except BaseException as e:
             for p in preps:
@@ -553,7 +542,7 @@ class Store:
                 raise self._write_error(e) from None
             if isinstance(e, sqlite3.OperationalError) and ("full" in str(e) or "disk" in str(e)):
                 raise self._write_error(e) from None
-            if isinstance(e, sqlite3.DatabaseError):
+            if isinstance(e, sqlbackend.ERRORS):
                 with self._db("commit the ingest"):
                     raise
             raise
@@ -576,6 +565,8 @@ class Store:
             {"renamed": [...], "removed": [...]}: what was done.
         """
         done: dict[str, list[Path]] = {"renamed": [], "removed": []}
+        if self.fs is not None:
+            return self._settle_objects(done)
         if not self.store_id or not self.records.is_dir():
             return done
         temps = list(self.records.glob(f"fidelity=*/{TMP_PREFIX}{self.store_id}-*.parquet"))
@@ -605,6 +596,23 @@ class Store:
                     done["removed"].append(tmp)
         return done
 
+    def _settle_objects(self, done: dict[str, list[Path]]) -> dict[str, list[Path]]:
+        """settle() on a bucket: this store's unregistered `part-<store id>-*` objects past the grace period go."""
+        if not self.store_id:
+            return done
+        mine = [e for e in self.location.list()
+                if (m := OBJECT_PART_NAME.fullmatch(e.rel.split("/", 1)[1])) and m[1] == self.store_id]
+        if not mine:
+            return done
+        known = self.manifest_files()
+        cutoff = time.time() - temp_grace_s()
+        for e in mine:
+            if e.rel not in known and e.mtime < cutoff:
+                obj = self.records / e.rel
+                self.location.delete(obj)
+                done["removed"].append(obj)
+        return done
+
     # --- reading -----------------------------------------------------------------------
     def part_files(self, fidelities: Sequence[str] | None = None) -> list[Path]:
         """The committed parts (of some fidelities), in commit order; a committed temp not yet
@@ -615,11 +623,11 @@ class Store:
             q += f" WHERE fidelity IN ({','.join('?' * len(fidelities))})"
             args = tuple(fidelities)
         with self._db("read the manifest"):
-            rows = self.conn.execute(q + " ORDER BY rowid", args).fetchall()
+            rows = self.conn.execute(q + f" ORDER BY {self.conn.rowid}", args).fetchall()
         out = []
         for file, n in rows:
             f = self.records / file
-            if not f.exists():
+            if self.fs is None and not f.exists():
                 twin = self.twin(f)
                 if twin is not None and twin.exists():
                     f = twin
@@ -631,7 +639,11 @@ class Store:
         files = self.part_files(fidelities)
         if not files:
             return None
-        missing = [f for f in files if not f.exists()]
+        if self.fs is None:
+            missing = [f for f in files if not f.exists()]
+        else:
+            listed = {e.rel for e in self.location.list()}
+            missing = [f for f in files if self._expected.get(str(f), ("",))[0] not in listed]
         if missing:
             raise StoreError(f"{missing[0]}: a part named in the manifest is missing (run `xfid doctor`)")
         return self.open_parts(files)
@@ -645,7 +657,7 @@ class Store:
             StoreError: a part whose footer does not hold the rows the manifest registered.
         """
         # a fresh partitioning factory per dataset: discovery mutates it (threads sharing one crash)
-        dset = ds.dataset([str(f) for f in files], format=fmt,
+        dset = ds.dataset([str(f) for f in files], format=fmt, filesystem=self.fs,
                           partitioning=ds.HivePartitioning.discover(infer_dictionary=True),
                           partition_base_dir=str(self.records))
         for frag in dset.get_fragments():
@@ -694,8 +706,8 @@ class Store:
         """The error for a failed read of `files`: the first part that fails a full read, and why
         (else the store and `error`)."""
         bad = self.find_unreadable(files)
-        return StoreError(f"{bad[0] if bad else self.records}: cannot read this part of the store: "
-                          f"{bad[1] if bad else error} (run `xfid doctor`)")
+        return StoreError(f"{bad[0] if bad else self.location.label}: cannot read this part of the store: "
+                          f"{sqlbackend.mask(bad[1] if bad else error)} (run `xfid doctor`)")
 
     def find_unreadable(self, files: Sequence[Path]) -> tuple[Path, str] | None:
         """The first part file that fails a full, checksum-verified read, and why.
@@ -706,7 +718,7 @@ class Store:
         for f in files:
             want = self._expected.get(str(f))
             try:
-                pf = pq.ParquetFile(f, page_checksum_verification=True)
+                pf = pq.ParquetFile(self.location.open_input(f), page_checksum_verification=True)
                 if want is not None and pf.metadata.num_rows != want[1]:
                     return f, f"its footer says {pf.metadata.num_rows} rows, the manifest registered {want[1]}"
                 for g in range(pf.num_row_groups):
@@ -723,7 +735,7 @@ class Store:
     def counts(self) -> dict[str, int]:
         with self._db("read the manifest"):
             q = "SELECT fidelity, SUM(rows) FROM parts GROUP BY fidelity ORDER BY fidelity"
-            return {r[0]: r[1] for r in self.conn.execute(q)}
+            return {r[0]: int(r[1]) for r in self.conn.execute(q)}
 
 
 def _options_json(options: dict[str, Any]) -> str:
@@ -734,10 +746,10 @@ def _summary_json(summary: dict[str, Any]) -> str:
     return json.dumps(summary, sort_keys=True, default=str)
 
 
-def read_part_meta(path: Path) -> dict[str, Any]:
+def read_part_meta(path: Path, location: recloc.Location | None = None) -> dict[str, Any]:
     """The provenance in a part's footer (PART_META), or {} when it has none or cannot be read."""
     try:
-        kv = pq.ParquetFile(path).metadata.metadata or {}
+        kv = pq.ParquetFile(path if location is None else location.open_input(path)).metadata.metadata or {}
         doc = json.loads(kv.get(PART_META.encode(), b"{}"))
     except (pa.ArrowInvalid, OSError, ValueError):
         return {}

@@ -1,16 +1,17 @@
 """The tracker's SQL: tables (versioned migrations), every statement, and value conversions.
 
-Nothing else in xfid.tracker writes SQL; a second database backend replaces this module's functions.
+Nothing else in xfid.tracker writes SQL. One SQL text serves both backends (xfid.sqlbackend:
+`?` placeholders, portable upserts, `RETURNING`); the DDL is translated for PostgreSQL there.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from xfid.sqlbackend import Database
 from xfid.store import migrate
 
 MIGRATIONS: list[str] = [
@@ -167,26 +168,26 @@ CHECK_COLUMNS = ("id", "time", "actor", "label", "config_hash", "rows_file", "n_
 CHECK_JSON = ("sources", "counts", "comparisons", "settings")
 
 
-def setup(conn: sqlite3.Connection) -> None:
+def setup(conn: Database) -> None:
     """Create or upgrade the tracker tables."""
     migrate(conn, "tracker", MIGRATIONS)
 
 
 # --- issues ------------------------------------------------------------------------------
-def next_issue_number(conn: sqlite3.Connection) -> int:
+def next_issue_number(conn: Database) -> int:
     """The next XF-N number (never reused, even after a deleted issue). Inside a write transaction."""
     return int(conn.execute("UPDATE tracker_seq SET value = value + 1 WHERE name='issue' RETURNING value")
                .fetchone()[0])
 
 
-def insert_issue(conn: sqlite3.Connection, values: dict[str, Any]) -> None:
+def insert_issue(conn: Database, values: dict[str, Any]) -> None:
     _check_columns(values, {"num", "fingerprint"})
     cols = list(values)
     conn.execute(f"INSERT INTO issues ({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})",
                  [values[c] for c in cols])
 
 
-def update_issue(conn: sqlite3.Connection, num: int, values: dict[str, Any]) -> None:
+def update_issue(conn: Database, num: int, values: dict[str, Any]) -> None:
     if not values:
         return
     _check_columns(values, set())
@@ -199,16 +200,16 @@ def _check_columns(values: dict[str, Any], extra: set[str]) -> None:
         raise ValueError(f"not issue columns: {sorted(bad)}")
 
 
-def issue_row(conn: sqlite3.Connection, num: int) -> dict[str, Any] | None:
+def issue_row(conn: Database, num: int) -> dict[str, Any] | None:
     r = conn.execute("SELECT * FROM issues WHERE num=?", (num,)).fetchone()
     return None if r is None else dict(r)
 
 
-def issues_by_fingerprint(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
+def issues_by_fingerprint(conn: Database) -> dict[str, dict[str, Any]]:
     return {r["fingerprint"]: dict(r) for r in conn.execute("SELECT * FROM issues")}
 
 
-def select_issues(conn: sqlite3.Connection, equal: dict[str, Any], severity_min: float | None) -> list[dict[str, Any]]:
+def select_issues(conn: Database, equal: dict[str, Any], severity_min: float | None) -> list[dict[str, Any]]:
     """Issues ordered by number where each given column equals its value (None: any)."""
     q, args = "SELECT * FROM issues WHERE 1=1", list[Any]()
     for col, v in equal.items():
@@ -223,30 +224,30 @@ def select_issues(conn: sqlite3.Connection, equal: dict[str, Any], severity_min:
     return [dict(r) for r in conn.execute(q + " ORDER BY num", args)]
 
 
-def count_in_states(conn: sqlite3.Connection, states: Sequence[str]) -> int:
+def count_in_states(conn: Database, states: Sequence[str]) -> int:
     return int(conn.execute(f"SELECT COUNT(*) FROM issues WHERE state IN ({','.join('?' * len(states))})",
                             tuple(states)).fetchone()[0])
 
 
-def number_range(conn: sqlite3.Connection) -> tuple[int | None, int | None, int]:
+def number_range(conn: Database) -> tuple[int | None, int | None, int]:
     """(lowest, highest, count) of the issue numbers."""
     r = conn.execute("SELECT MIN(num), MAX(num), COUNT(*) FROM issues").fetchone()
     return r[0], r[1], int(r[2])
 
 
-def waivers_due(conn: sqlite3.Connection, today: str) -> list[dict[str, Any]]:
+def waivers_due(conn: Database, today: str) -> list[dict[str, Any]]:
     """Waived issues whose expiry date is before `today` (YYYY-MM-DD)."""
     return [dict(r) for r in conn.execute(
         "SELECT * FROM issues WHERE state='waived' AND waiver_until < ? ORDER BY num", (today,))]
 
 
-def any_waiver_due(conn: sqlite3.Connection, today: str) -> bool:
+def any_waiver_due(conn: Database, today: str) -> bool:
     return conn.execute("SELECT 1 FROM issues WHERE state='waived' AND waiver_until < ? LIMIT 1",
                         (today,)).fetchone() is not None
 
 
 # --- transitions and observations -------------------------------------------------------
-def insert_transition(conn: sqlite3.Connection, num: int, check_id: int | None, time: str, actor: str,
+def insert_transition(conn: Database, num: int, check_id: int | None, time: str, actor: str,
                       action: str, from_state: str | None, to_state: str, extra: dict[str, Any]) -> None:
     conn.execute(
         "INSERT INTO transitions (issue_num, check_id, time, actor, action, from_state, to_state,"
@@ -254,25 +255,25 @@ def insert_transition(conn: sqlite3.Connection, num: int, check_id: int | None, 
         (num, check_id, time, actor, action, from_state, to_state, *(extra.get(k) for k in TRANSITION_EXTRA)))
 
 
-def history(conn: sqlite3.Connection, num: int) -> list[dict[str, Any]]:
+def history(conn: Database, num: int) -> list[dict[str, Any]]:
     return [{k: r[k] for k in HISTORY_COLUMNS}
             for r in conn.execute("SELECT * FROM transitions WHERE issue_num=? ORDER BY id", (num,))]
 
 
-def insert_observation(conn: sqlite3.Connection, num: int, check_id: int, time: str, row: dict[str, Any]) -> None:
+def insert_observation(conn: Database, num: int, check_id: int, time: str, row: dict[str, Any]) -> None:
     conn.execute(
         f"INSERT INTO observations (issue_num, check_id, time, {', '.join(OBSERVATION_FIELDS)})"
         f" VALUES ({','.join('?' * (3 + len(OBSERVATION_FIELDS)))})",
         (num, check_id, time, *observation_values(row)))
 
 
-def observations(conn: sqlite3.Connection, num: int) -> list[dict[str, Any]]:
+def observations(conn: Database, num: int) -> list[dict[str, Any]]:
     rows = conn.execute("SELECT o.*, c.label AS check_label FROM observations o JOIN checks c ON c.id = o.check_id"
                         " WHERE o.issue_num=? ORDER BY o.id", (num,))
     return [{k: v for k, v in dict(r).items() if k not in ("id", "issue_num")} for r in rows]
 
 
-def transitions_between(conn: sqlite3.Connection, since: str | None, until: str | None) -> list[dict[str, Any]]:
+def transitions_between(conn: Database, since: str | None, until: str | None) -> list[dict[str, Any]]:
     """Transitions with since <= time < until joined with their issue's key, oldest first."""
     q, args = _window("SELECT t.*, i.fingerprint, i.kind, i.target, i.workload, i.op, i.metric, i.stat,"
                       " i.candidate, i.reference FROM transitions t JOIN issues i ON i.num = t.issue_num"
@@ -281,21 +282,21 @@ def transitions_between(conn: sqlite3.Connection, since: str | None, until: str 
 
 
 # --- checks -------------------------------------------------------------------------------
-def insert_check(conn: sqlite3.Connection, time: str, actor: str, label: str | None, config_hash: str,
+def insert_check(conn: Database, time: str, actor: str, label: str | None, config_hash: str,
                  sources: Any, comparisons: Any, settings: Any, coverage: Any, n_rows: int) -> int:
-    cur = conn.execute(
+    row = conn.execute(
         "INSERT INTO checks (time, actor, label, config_hash, sources, counts, comparisons, settings,"
-        " rows_file, n_rows, coverage) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        " rows_file, n_rows, coverage) VALUES (?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
         (time, actor, label, config_hash, dumps(sources), "{}", dumps(comparisons), dumps(settings), None,
-         n_rows, None if coverage is None else dumps(coverage)))
-    return int(cur.lastrowid or 0)
+         n_rows, None if coverage is None else dumps(coverage))).fetchone()
+    return int(row[0])
 
 
-def finish_check(conn: sqlite3.Connection, check_id: int, counts: dict[str, int], rows_file: str) -> None:
+def finish_check(conn: Database, check_id: int, counts: dict[str, int], rows_file: str) -> None:
     conn.execute("UPDATE checks SET counts=?, rows_file=? WHERE id=?", (dumps(counts), rows_file, check_id))
 
 
-def select_checks(conn: sqlite3.Connection, since: str | None, until: str | None) -> list[dict[str, Any]]:
+def select_checks(conn: Database, since: str | None, until: str | None) -> list[dict[str, Any]]:
     """Checks with since <= time < until, oldest first; JSON columns decoded (coverage left out)."""
     q, args = _window("SELECT * FROM checks WHERE 1=1", "time", since, until)
     out = []
@@ -307,7 +308,7 @@ def select_checks(conn: sqlite3.Connection, since: str | None, until: str | None
     return out
 
 
-def check_field(conn: sqlite3.Connection, check_id: int, column: str) -> tuple[bool, Any]:
+def check_field(conn: Database, check_id: int, column: str) -> tuple[bool, Any]:
     """(the check exists, its `column`: rows_file or coverage)."""
     if column not in ("rows_file", "coverage"):
         raise ValueError(f"not a check column: {column!r}")
@@ -315,11 +316,11 @@ def check_field(conn: sqlite3.Connection, check_id: int, column: str) -> tuple[b
     return (False, None) if r is None else (True, r[0])
 
 
-def last_check_id(conn: sqlite3.Connection) -> int | None:
+def last_check_id(conn: Database) -> int | None:
     return conn.execute("SELECT MAX(id) FROM checks").fetchone()[0]
 
 
-def rows_files(conn: sqlite3.Connection) -> set[str]:
+def rows_files(conn: Database) -> set[str]:
     """The saved-rows file names of every committed check."""
     return {r[0] for r in conn.execute("SELECT rows_file FROM checks WHERE rows_file IS NOT NULL")}
 

@@ -6,7 +6,8 @@ import sqlite3
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
-from xfid.errors import TrackerError
+from xfid import sqlbackend
+from xfid.errors import StoreError, TrackerError
 from xfid.store import write_tx
 from xfid.tracker import checkfiles, db, lifecycle, transitions
 from xfid.tracker.lifecycle import FILING_KINDS, STATES, TransitionRefused, format_id, stamp, utc
@@ -56,8 +57,9 @@ class Tracker:
         try:
             db.setup(self.conn)
             known = db.rows_files(self.conn)
-        except sqlite3.DatabaseError as e:
-            raise TrackerError(f"{store.db_path}: cannot set up the tracker tables: {e} (run `xfid doctor`)") from None
+        except sqlbackend.ERRORS as e:
+            raise TrackerError(f"{store.db_label}: cannot set up the tracker tables: {sqlbackend.mask(e)} "
+                               "(run `xfid doctor`)") from None
         checkfiles.check_catalog(store, known, on_disk)
 
     # --- writing ---------------------------------------------------------------------
@@ -129,9 +131,9 @@ class Tracker:
         try:
             with write_tx(self.conn):
                 transitions.expire_waivers(self.conn, now, actor=SYSTEM_ACTOR)
-        except sqlite3.OperationalError as e:
-            if "readonly" not in str(e):  # a read-only store: report what is stored, expire later
-                raise
+        except (sqlite3.OperationalError, StoreError) as e:
+            if "readonly" not in str(e) and "may only read" not in str(e):  # a read-only store or role:
+                raise  # report what is stored, expire later
 
     def _unknown(self, iid: str) -> str:
         low, high, n = db.number_range(self.conn)

@@ -1,0 +1,236 @@
+"""Real servers for the team-store tests: a PostgreSQL and an S3-protocol server (moto) on 127.0.0.1.
+
+Each is taken from the environment when CI started it (XFID_TEST_PG_URL: a role that may
+CREATE DATABASE; XFID_TEST_S3_URL: http://HOST:PORT of an S3 endpoint, credentials in the AWS_*
+environment), else started here for the session and stopped at its end: PostgreSQL with
+Debian's `initdb`/`pg_ctl` as an unprivileged user (root may not run the server), moto's
+`moto_server`. Under CI=true a test that needs a server FAILS when it cannot be had; elsewhere
+it is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+PG_BIN_DIRS = ("/usr/lib/postgresql/17/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/15/bin")
+PG_PASSWORD = "s3cr3t-xfid-test"  # the test server's password: tests assert it is never printed
+PG_USER = "xfid"
+
+
+def unavailable(what: str, why: str) -> None:
+    """Fail under CI (a server test never skips silently there), skip elsewhere."""
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"{what} is needed and could not be started under CI: {why}", pytrace=False)
+    pytest.skip(f"{what} not available: {why}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _pg_bin(name: str) -> str | None:
+    for d in PG_BIN_DIRS:
+        if Path(d, name).exists():
+            return str(Path(d, name))
+    return shutil.which(name)
+
+
+class PgServer:
+    """A PostgreSQL server this session started (or was given): `admin_url`, `database()`, `stop()`/`start()`."""
+
+    def __init__(self, admin_url: str, data: Path | None = None, user: str | None = None):
+        self.admin_url = admin_url
+        self.data = data
+        self.user = user  # the OS user running it (None: not ours to stop or restart)
+
+    def url(self, dbname: str, password: bool = True) -> str:
+        u = urlsplit(self.admin_url)
+        netloc = u.netloc
+        if not password and "@" in netloc:
+            cred, host = netloc.rsplit("@", 1)
+            netloc = f"{cred.split(':', 1)[0]}@{host}"
+        return urlunsplit((u.scheme, netloc, f"/{dbname}", u.query, ""))
+
+    def database(self) -> str:
+        """A new, empty database; its URL (with the password)."""
+        import psycopg
+
+        name = f"xfid_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(self.admin_url, autocommit=True) as c:
+            c.execute(f'CREATE DATABASE "{name}"')
+        return self.url(name)
+
+    def _ctl(self, *args: str) -> subprocess.CompletedProcess[str]:
+        assert self.data is not None and self.user is not None
+        cmd = [_pg_bin("pg_ctl") or "pg_ctl", "-D", str(self.data), *args]
+        if os.geteuid() == 0:
+            cmd = ["runuser", "-u", self.user, "--", *cmd]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+    def stop(self, mode: str = "fast") -> None:
+        self._ctl("stop", "-m", mode, "-w")
+
+    def start(self) -> None:
+        r = self._ctl("start", "-w", "-l", str(self.data / "log.txt"))
+        if r.returncode:
+            raise RuntimeError(f"pg_ctl start failed: {r.stderr or r.stdout}")
+
+
+def start_pg() -> tuple[PgServer | None, str]:
+    """initdb + pg_ctl start on a free port; (server, "") or (None, why not)."""
+    initdb = _pg_bin("initdb")
+    if initdb is None or _pg_bin("pg_ctl") is None:
+        return None, "initdb/pg_ctl not found (install Debian's postgresql)"
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        return None, "psycopg is not installed (pip install -e '.[dev]')"
+    user = os.environ.get("XFID_TEST_PG_OS_USER") or ("nobody" if os.geteuid() == 0 else None)
+    top = Path(tempfile.mkdtemp(prefix="xfid-pg-"))
+    data = top / "data"
+    pwfile = top / "pw"
+    pwfile.write_text(PG_PASSWORD + "\n")
+    if user is not None:
+        shutil.chown(top, user)
+        shutil.chown(pwfile, user)
+        top.chmod(0o700)
+    port = free_port()
+
+    def as_user(cmd: list[str]) -> subprocess.CompletedProcess[str]:
+        if user is not None and os.geteuid() == 0:
+            cmd = ["runuser", "-u", user, "--", *cmd]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=180, cwd=top)
+
+    r = as_user([initdb, "-D", str(data), "-U", PG_USER, f"--pwfile={pwfile}", "--auth-local=trust",
+                 "--auth-host=scram-sha-256", "--locale=C", "-E", "UTF8", "--no-sync"])
+    if r.returncode:
+        return None, f"initdb failed: {(r.stderr or r.stdout).strip()[-400:]}"
+    with open(data / "postgresql.conf", "a") as f:
+        f.write(f"\nlisten_addresses = '127.0.0.1'\nport = {port}\nunix_socket_directories = '{top}'\n"
+                "fsync = off\nmax_connections = 200\n")
+    srv = PgServer(f"postgresql://{PG_USER}:{PG_PASSWORD}@127.0.0.1:{port}/postgres", data, user or "")
+    srv.user = user or os.environ.get("USER", "")
+    r = as_user([_pg_bin("pg_ctl") or "pg_ctl", "-D", str(data), "-l", str(data / "log.txt"), "-w", "start"])
+    if r.returncode:
+        return None, f"pg_ctl start failed: {(r.stderr or r.stdout).strip()[-400:]}"
+    return srv, ""
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    given = os.environ.get("XFID_TEST_PG_URL")
+    if given:
+        yield PgServer(given)
+        return
+    srv, why = start_pg()
+    if srv is None:
+        unavailable("PostgreSQL", why)
+        return
+    try:
+        yield srv
+    finally:
+        with contextlib.suppress(Exception):
+            srv.stop("immediate")
+        with contextlib.suppress(Exception):
+            assert srv.data is not None
+            shutil.rmtree(srv.data.parent, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_url(pg_server: PgServer) -> str:
+    """The URL (with its password) of a new, empty database on the session's server."""
+    return pg_server.database()
+
+
+class S3Server:
+    def __init__(self, endpoint: str, proc: subprocess.Popen[bytes] | None = None):
+        self.endpoint = endpoint  # http://HOST:PORT
+        self.proc = proc
+
+    def bucket(self) -> str:
+        """A new bucket; its records URL (s3://BUCKET/records?endpoint_override=...&scheme=http)."""
+        import pyarrow.fs as pafs
+
+        u = urlsplit(self.endpoint)
+        name = f"xfid-{uuid.uuid4().hex[:12]}"
+        fs = pafs.S3FileSystem(endpoint_override=u.netloc, scheme=u.scheme, region="us-east-1",
+                               allow_bucket_creation=True)
+        fs.create_dir(name)
+        return f"s3://{name}/records?endpoint_override={u.netloc}&scheme={u.scheme}&region=us-east-1"
+
+
+def _aws_env() -> None:
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "xfid-test")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "xfid-test-secret")
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    _aws_env()
+    given = os.environ.get("XFID_TEST_S3_URL")
+    if given:
+        yield S3Server(given.rstrip("/"))
+        return
+    exe = Path(sys.executable).with_name("moto_server")
+    if not exe.exists():
+        exe = Path(shutil.which("moto_server") or "moto_server")
+    if not exe.exists():
+        unavailable("an S3 server (moto_server)", "moto is not installed (pip install -e '.[dev]')")
+        return
+    port = free_port()
+    log = open(Path(tempfile.gettempdir()) / f"xfid-moto-{port}.log", "wb")  # noqa: SIM115 - lives as long as the server
+    proc = subprocess.Popen([str(exe), "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            break
+        if proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    else:
+        proc.kill()
+        unavailable("an S3 server (moto_server)", "it did not listen within 30 s")
+    if proc.poll() is not None:
+        unavailable("an S3 server (moto_server)", f"it exited with {proc.returncode}")
+    try:
+        yield S3Server(f"http://127.0.0.1:{port}", proc)
+    finally:
+        proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(10)
+        log.close()
+
+
+@pytest.fixture
+def s3_records(s3_server: S3Server) -> str:
+    """The records URL of a new bucket on the session's S3 server."""
+    return s3_server.bucket()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def catalog(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str | None:
+    """Run a test against each catalog backend: None (the store's SQLite file) or a new PostgreSQL
+    database, whose URL is also put in XFID_DATABASE_URL so every store the test opens uses it."""
+    if request.param == "sqlite":
+        monkeypatch.delenv("XFID_DATABASE_URL", raising=False)
+        return None
+    url = request.getfixturevalue("pg_server").database()
+    monkeypatch.setenv("XFID_DATABASE_URL", url)
+    return str(url)

@@ -1,0 +1,158 @@
+"""Where a store's Parquet parts live: a local or network directory, or a bucket (s3://, gs://).
+
+A local path (or file:///…) is read and written with the operating system, so parts are
+renamed into place after their commit. A bucket is reached through pyarrow's filesystems;
+it has no atomic rename, so a part is uploaded once under its unique final name and becomes
+visible only when the catalog registers it (xfid.store).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from xfid.errors import StoreError
+from xfid.sqlbackend import mask
+
+OBJECT_SCHEMES = ("s3", "gs", "gcs")
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One file under the records location: its path relative to it, its size and mtime (epoch s)."""
+
+    rel: str
+    size: int
+    mtime: float
+
+
+@dataclass
+class Location:
+    """The records location of a store.
+
+    Attributes:
+        base: the directory (Path) or the bucket/prefix (PurePosixPath) of the parts.
+        fs: the pyarrow filesystem of a bucket; None for a local or network directory.
+        label: where it is, for messages (credentials masked).
+    """
+
+    base: Path | PurePosixPath
+    fs: Any = None
+    label: str = ""
+
+    @property
+    def object_store(self) -> bool:
+        return self.fs is not None
+
+    def list(self) -> list[FileEntry]:
+        """Every file under `fidelity=*/` (one listing request on a bucket)."""
+        if self.fs is None:
+            return _list_local(Path(self.base))
+        import pyarrow.fs as pafs
+
+        try:
+            infos = self.fs.get_file_info(pafs.FileSelector(str(self.base), recursive=True, allow_not_found=True))
+        except OSError as e:
+            raise StoreError(f"{self.label}: cannot list the records: {mask(e)} (check the bucket, the endpoint "
+                             "and the credentials)") from None
+        base = str(self.base).rstrip("/") + "/"
+        out = []
+        for i in infos:
+            if i.type != pafs.FileType.File or not i.path.startswith(base):
+                continue
+            rel = i.path[len(base):]
+            if rel.count("/") == 1 and rel.startswith("fidelity="):
+                out.append(FileEntry(rel, int(i.size or 0), i.mtime.timestamp() if i.mtime else 0.0))
+        return sorted(out, key=lambda e: e.rel)
+
+    def open_input(self, path: Path | PurePosixPath) -> Any:
+        """A readable file for pyarrow (a local path as it is)."""
+        return path if self.fs is None else self.fs.open_input_file(str(path))
+
+    def exists(self, path: Path | PurePosixPath) -> bool:
+        if self.fs is None:
+            return Path(path).exists()
+        import pyarrow.fs as pafs
+
+        return bool(self.fs.get_file_info(str(path)).type == pafs.FileType.File)
+
+    def delete(self, path: Path | PurePosixPath) -> None:
+        """Remove one file; one already gone is no error."""
+        if self.fs is None:
+            Path(path).unlink(missing_ok=True)
+            return
+        try:
+            self.fs.delete_file(str(path))
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            if self.exists(path):
+                raise StoreError(f"{self.label}: cannot remove {path}: {mask(e)}") from None
+
+    def copy_in(self, src: Path, rel: str) -> None:
+        """Upload (or copy) a local file to `rel` under this location."""
+        import pyarrow.fs as pafs
+
+        dest = self.base / rel
+        if self.fs is None:
+            Path(dest).parent.mkdir(parents=True, exist_ok=True)
+            pafs.copy_files(str(src), str(dest))
+            return
+        pafs.copy_files(str(src), str(dest), destination_filesystem=self.fs)
+
+
+def _list_local(base: Path) -> list[FileEntry]:
+    out = []
+    try:
+        dirs = list(os.scandir(base))
+    except (FileNotFoundError, NotADirectoryError):
+        return out
+    for d in dirs:
+        if not (d.name.startswith("fidelity=") and d.is_dir()):
+            continue
+        for f in os.scandir(d.path):
+            try:
+                st = f.stat()
+            except FileNotFoundError:
+                continue
+            out.append(FileEntry(f"{d.name}/{f.name}", st.st_size, st.st_mtime))
+    return sorted(out, key=lambda e: e.rel)
+
+
+def resolve(explicit: str | os.PathLike[str] | None, root: Path) -> Location:
+    """The records location: the argument, then env XFID_RECORDS_URL, then `<root>/records`.
+
+    Accepts a path, `file:///path`, `s3://bucket/prefix` (options such as
+    `?endpoint_override=host:port&scheme=http` and credentials from the AWS environment, as
+    pyarrow's S3 filesystem takes them) or `gs://bucket/prefix`.
+
+    Raises:
+        StoreError: an unknown scheme, a bucket without a name, or a filesystem pyarrow cannot open.
+    """
+    value = explicit if explicit is not None else os.environ.get("XFID_RECORDS_URL") or None
+    if value is None:
+        return Location(root / "records", None, str(root / "records"))
+    text = str(value)
+    parts = urlsplit(text)
+    scheme = parts.scheme.lower()
+    if scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt"):
+        path = Path(unquote(parts.path)) if scheme == "file" else Path(text)
+        return Location(path, None, str(path))
+    if scheme not in OBJECT_SCHEMES:
+        raise StoreError(f"records {mask(text)!r}: unknown location scheme {scheme!r}; write a directory path, "
+                         "file:///PATH, s3://BUCKET/PREFIX or gs://BUCKET/PREFIX")
+    if not parts.hostname:
+        raise StoreError(f"records {mask(text)!r}: the bucket name is missing (s3://BUCKET/PREFIX)")
+    import pyarrow.fs as pafs
+
+    try:
+        fs, path = pafs.FileSystem.from_uri(text)
+    except (OSError, ValueError) as e:
+        raise StoreError(f"records {mask(text)!r}: cannot open this bucket: {mask(e)}") from None
+    return Location(PurePosixPath(path.rstrip("/")), fs, mask(text))
+
+
+__all__ = ["FileEntry", "Location", "resolve"]
