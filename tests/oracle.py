@@ -28,8 +28,7 @@ A pair that converts (`[[compare]] convert = "cycles->latency"`) turns either si
 target with a clock into latency (value / clock_hz; the other way value * clock_hz), a native
 number of the same key winning.
 
-Not modelled (tested elsewhere): derived fidelity labels in the default pairs, the bootstrap
-CIs (mape_ci, bias_ci).
+Not modelled: the bootstrap CIs (mape_ci, bias_ci).
 """
 
 from __future__ import annotations
@@ -231,9 +230,10 @@ def coverage(df: pd.DataFrame, config: Config) -> pd.DataFrame:
     return cov.sort_values(["source", "matched", "raw_op"], kind="stable").reset_index(drop=True)
 
 
-def resolve_pairs(pairs: list[OraclePair] | None, config: Config) -> list[OraclePair]:
+def resolve_pairs(pairs: list[OraclePair] | None, config: Config, present: set[str]) -> list[OraclePair]:
     """Explicit pairs (with the convert and bounds of a matching [[compare]] entry), else the
-    [[compare]] entries, else the defaults in fidelity order."""
+    [[compare]] entries, else the defaults, and each derived label present (`roofline-cal`) with
+    the references of its base, in fidelity order."""
     entries = [OraclePair(c["candidate"], c["reference"], c.get("bounds"), c.get("convert"))
                for c in config.raw.get("compare", [])]
     if pairs is not None:
@@ -242,7 +242,9 @@ def resolve_pairs(pairs: list[OraclePair] | None, config: Config) -> list[Oracle
                            p.convert or getattr(conf.get((p.candidate, p.reference)), "convert", None)) for p in pairs]
     if entries:
         return entries
-    ordered = sorted(DEFAULT_PAIRS, key=lambda p: (fidelity_rank(p[0]), p[0], fidelity_rank(p[1])))
+    derived = [(d, r) for d in sorted(present - {"roofline", "archmodel", "rtl", "measured"})
+               for c, r in DEFAULT_PAIRS if c == d.split("-", 1)[0]]
+    ordered = sorted(DEFAULT_PAIRS + derived, key=lambda p: (fidelity_rank(p[0]), p[0], fidelity_rank(p[1])))
     return [OraclePair(c, r) for c, r in ordered]
 
 
@@ -472,7 +474,7 @@ def aggregate(rows: pd.DataFrame, by: list[str]) -> list[dict[str, Any]]:
 
 
 def correlate(store: Store, config: Config, *, pairs: list[OraclePair] | None = None, run: dict[str, str] | None = None,
-              as_of: str | None = None, include_missing: bool = False) -> Result:
+              as_of: str | None = None, include_missing: bool = False, targets: list[str] | None = None) -> Result:
     """Rows, discrepancies and comparisons (without CIs) as docs/engine.md defines them."""
     s = config.settings
     settings = {"bound_tolerance": float(s.get("bound_tolerance", 0.02)),
@@ -484,6 +486,8 @@ def correlate(store: Store, config: Config, *, pairs: list[OraclePair] | None = 
     limit = as_of_limit(as_of)
     if limit is not None:
         df = df[df["timestamp"].notna() & (df["timestamp"] <= limit)]
+    if targets:
+        df = df[df["target"].isin(targets)]
     df = df.assign(raw_op=df["op"])
     df["op"] = [canonical_op(o, src, config) for o, src in zip(df["raw_op"], df["source"], strict=True)]
     chosen = choose_runs(df, run) if len(df) else df
@@ -494,7 +498,7 @@ def correlate(store: Store, config: Config, *, pairs: list[OraclePair] | None = 
     present = set(df["fidelity"])
     rows: list[dict[str, Any]] = []
     comps: list[dict[str, Any]] = []
-    for p in resolve_pairs(pairs, config):
+    for p in resolve_pairs(pairs, config, present):
         if p.candidate not in present or p.reference not in present:
             continue
         pr = pd.DataFrame(align(p, entries, config, settings))
