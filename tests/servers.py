@@ -86,6 +86,8 @@ class PgServer:
         self._ctl("stop", "-m", mode, "-w")
 
     def start(self) -> None:
+        if self._ctl("status").returncode == 0:
+            return
         r = self._ctl("start", "-w", "-l", str(self.data / "log.txt"))
         if r.returncode:
             raise RuntimeError(f"pg_ctl start failed: {r.stderr or r.stdout}")

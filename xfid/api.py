@@ -157,6 +157,13 @@ class XfidStore:
 
         return resolve_store_path(self._path_arg, self.config.store)
 
+    def locations(self) -> dict[str, str | None]:
+        """Where the catalog and the records are: env XFID_DATABASE_URL / XFID_RECORDS_URL, else
+        `[store] database` / `[store] records` (None: the store's own SQLite file and records/)."""
+        cfg = self.config
+        return {"database": os.environ.get("XFID_DATABASE_URL") or cfg.database,
+                "records": os.environ.get("XFID_RECORDS_URL") or cfg.records}
+
     def backend(self, create: bool = False) -> Store:
         """The underlying `xfid.store.Store` (opened once; `create` makes a missing store).
 
@@ -166,10 +173,7 @@ class XfidStore:
         if self._backend is None:
             from xfid.store import Store
 
-            cfg = self.config  # env XFID_DATABASE_URL / XFID_RECORDS_URL override [store] database / records
-            self._backend = Store(self.path, create=create,
-                                  database=os.environ.get("XFID_DATABASE_URL") or cfg.database,
-                                  records=os.environ.get("XFID_RECORDS_URL") or cfg.records)
+            self._backend = Store(self.path, create=create, **self.locations())
         return self._backend
 
     @property
@@ -450,7 +454,7 @@ class XfidStore:
         from xfid.doctor import examine
 
         self.close()  # the doctor opens the store itself
-        return examine(self.path, repair=repair)
+        return examine(self.path, repair=repair, **self.locations())
 
     def rebuild_catalog(self) -> RebuildReport:
         """Rebuild the catalog from the parts' footers (`xfid doctor --rebuild-catalog`); the old

@@ -13,17 +13,19 @@ import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from xfid.errors import StoreError
+from xfid.records import Location
 from xfid.store import (
     _MANIFEST_MIGRATIONS,
     COMMITTED_GLOB,
     DB_NAME,
     LEGACY_TEMP_NAME,
+    OBJECT_PART_NAME,
     RECORDS,
     TEMP_NAME,
     TMP_PREFIX,
@@ -31,6 +33,7 @@ from xfid.store import (
     Store,
     connect_readonly,
     created_tables,
+    resolve_database,
     temp_grace_s,
     write_tx,
 )
@@ -92,7 +95,8 @@ def _db_problem(db: Path) -> Problem | None:
     return None
 
 
-def examine(root: Path, repair: bool = False) -> DoctorReport:
+def examine(root: Path, repair: bool = False, *, database: str | None = None,
+            records: str | None = None) -> DoctorReport:
     """Check (and with `repair`, fix) the store at `root`.
 
     Checks: the database (readable, whole, every table), the catalog against the parts on
@@ -107,6 +111,8 @@ def examine(root: Path, repair: bool = False) -> DoctorReport:
     check names are quarantined. Good sources are never touched.
     """
     rep = DoctorReport(str(root))
+    if resolve_database(database) is not None:
+        return _examine_team(root, rep, repair, database, records)
     if not root.is_dir():
         raise StoreError(f"no store at {root} (pass --store DIR)")
     db = root / DB_NAME
@@ -134,7 +140,10 @@ def examine(root: Path, repair: bool = False) -> DoctorReport:
             rep.problems.append(Problem("catalog_mismatch", str(db), str(e), ""))
             return rep  # nothing else is judged against a catalog that is not this store's
         _check_parts(store, rep)
-        _check_temps(store, rep)
+        if store.fs is None:
+            _check_temps(store, rep)
+        else:
+            _check_objects(store, rep)
         _check_checkfiles(store, rep)
         if repair and rep.problems:
             if store.readonly:
@@ -143,13 +152,78 @@ def examine(root: Path, repair: bool = False) -> DoctorReport:
     return rep
 
 
+def _examine_team(root: Path, rep: DoctorReport, repair: bool, database: str | None,
+                  records: str | None) -> DoctorReport:
+    """examine() for a store whose catalog is on a PostgreSQL server: the tables its migrations
+    made, the catalog against the listing of the records (local, network or bucket), each part."""
+    try:
+        store = Store(root, create=False, check=False, database=database, records=records)
+    except CatalogMismatch as e:
+        rep.problems.append(Problem("catalog_mismatch", str(root), str(e), ""))
+        return rep
+    except StoreError as e:
+        rep.problems.append(Problem("db_corrupt", str(root), str(e), ""))
+        return rep
+    with store:
+        rep.store = f"{root} (database {store.db_label}, records {store.location.label})"
+        tables = store.conn.tables()
+        versions = dict(store.conn.execute("SELECT component, version FROM schema_version").fetchall())
+        for comp, migrations in _components().items():
+            lost = sorted(created_tables(migrations[: versions.get(comp, 0)], store.conn.dialect) - tables)
+            if lost:
+                rep.problems.append(Problem("db_corrupt", store.db_label, f"the {comp} table {lost[0]!r} is "
+                                            "missing; restore the database from its backup (docs/team.md)", ""))
+                return rep
+        try:
+            store.check_catalog()
+        except CatalogMismatch as e:
+            rep.problems.append(Problem("catalog_mismatch", store.db_label, str(e), ""))
+            return rep
+        _check_parts(store, rep)
+        if store.fs is None:
+            _check_temps(store, rep)
+        else:
+            _check_objects(store, rep)
+        if repair and rep.problems:
+            if store.readonly:
+                raise StoreError(f"{root}: the store is read-only: `xfid doctor --repair` cannot change it")
+            _repair(store, rep)
+    return rep
+
+
+def _check_objects(store: Store, rep: DoctorReport) -> None:
+    """Objects in a bucket the catalog does not register: this store's past the grace period are
+    abandoned uploads; younger ones may be a writer's about to commit; others are left alone."""
+    known = store.manifest_files()
+    now = time.time()
+    for e in store.location.list():
+        if e.rel in known:
+            continue
+        m = OBJECT_PART_NAME.fullmatch(e.rel.split("/", 1)[1])
+        age = now - e.mtime
+        path = str(store.records / e.rel)
+        if m and m[1] == store.store_id:
+            if age > temp_grace_s():
+                rep.problems.append(Problem("stale_temp", path, f"a part uploaded but never registered (a writer "
+                                            f"that did not finish, {age / 3600:.1f} h ago)", "quarantine it"))
+        else:
+            rep.problems.append(Problem("foreign_temp", path, "present but registered by no catalog of this "
+                                        "store; xfid leaves it alone", ""))
+
+
 def _check_parts(store: Store, rep: DoctorReport) -> None:
-    rows = store.conn.execute("SELECT file, source_id, fidelity, rows FROM parts ORDER BY rowid").fetchall()
+    rows = store.conn.execute(f"SELECT file, source_id, fidelity, rows FROM parts ORDER BY {store.conn.rowid}"
+                              ).fetchall()
     for file, sid, _fid, n in rows:
         f = store.records / file
         rep.parts_checked += 1
         twin = store.twin(f)
-        if not f.exists() and twin is not None and twin.exists():
+        if store.fs is not None:
+            if not store.location.exists(f):
+                rep.problems.append(Problem("missing_part", str(f), "named in the manifest but not in the bucket",
+                                            "drop the source from the manifest (re-ingest it)", source_id=sid))
+                continue
+        elif not f.exists() and twin is not None and twin.exists():
             rep.problems.append(Problem("unfinished_rename", str(twin), f"committed as {file}, not yet renamed "
                                         "(readers use it as it is)", "rename it to its part name", source_id=sid))
             f = twin
@@ -157,7 +231,7 @@ def _check_parts(store: Store, rep: DoctorReport) -> None:
             rep.problems.append(Problem("missing_part", str(f), "named in the manifest but not on disk",
                                         "drop the source from the manifest (re-ingest it)", source_id=sid))
             continue
-        bad = part_problem(f, n)
+        bad = part_problem(f, n, store.location)
         if bad is not None:
             kind, detail = bad
             rep.problems.append(Problem(kind, str(f), detail, "quarantine the source's parts and drop it from "
@@ -166,11 +240,11 @@ def _check_parts(store: Store, rep: DoctorReport) -> None:
         rep.rows_checked += n
 
 
-def part_problem(f: Path, rows: int) -> tuple[str, str] | None:
+def part_problem(f: Path, rows: int, location: Location | None = None) -> tuple[str, str] | None:
     """(kind, detail) when a part fails: its footer's row count first (so a part claiming
     far more rows than registered is never read whole), then every page's checksum."""
     try:
-        pf = pq.ParquetFile(f, page_checksum_verification=True)
+        pf = pq.ParquetFile(f if location is None else location.open_input(f), page_checksum_verification=True)
         if pf.metadata.num_rows != rows:
             return "row_mismatch", f"its footer says {pf.metadata.num_rows} rows, the manifest says {rows}"
         for g in range(pf.num_row_groups):
@@ -260,6 +334,11 @@ def _repair(store: Store, rep: DoctorReport) -> None:
                 if f.exists() and not final.exists() and _registered(store, f, final.stem[5:]):
                     os.replace(f, final)
                 p.repaired = not f.exists() and final.exists()
+            elif p.kind == "stale_temp" and store.fs is not None:
+                rel = str(PurePosixPath(p.path).relative_to(store.records))
+                if rel not in store.manifest_files() and store.location.exists(PurePosixPath(p.path)):
+                    quarantine_object(store, PurePosixPath(p.path), "uploaded, never registered")
+                p.repaired = not store.location.exists(PurePosixPath(p.path))
             elif p.kind == "stale_temp":
                 m = TEMP_NAME.fullmatch(f.name)
                 still = f.exists() and time.time() - f.stat().st_mtime > temp_grace_s() and \
@@ -276,6 +355,15 @@ def _repair(store: Store, rep: DoctorReport) -> None:
 
 def _still_bad(store: Store, p: Problem) -> bool:
     """Whether a part problem found outside the lock still holds (its row, its file)."""
+    if store.fs is not None:
+        rows = store.conn.execute("SELECT file, rows FROM parts WHERE source_id=?", (p.source_id,)).fetchall()
+        for rel, n in rows:
+            obj = store.records / rel
+            if str(obj) == p.path:
+                if p.kind == "missing_part":
+                    return not store.location.exists(obj)
+                return store.location.exists(obj) and part_problem(obj, n, store.location) is not None
+        return False
     f = Path(p.path)
     rows = store.conn.execute("SELECT file, rows FROM parts WHERE source_id=?", (p.source_id,)).fetchall()
     for rel, n in rows:
@@ -292,12 +380,29 @@ def _drop_source(store: Store, sid: str, why: str) -> None:
     """Quarantine every part of a source and remove it from the manifest (it can be ingested again)."""
     for (rel,) in store.conn.execute("SELECT file FROM parts WHERE source_id=?", (sid,)).fetchall():
         f = store.records / rel
+        if store.fs is not None:
+            if store.location.exists(f):
+                quarantine_object(store, f, f"part of source {sid[:12]}, dropped from the manifest ({why})")
+            continue
         twin = store.twin(f)
         for g in (f, twin):
             if g is not None and g.exists():
                 quarantine(store.root, g, f"part of source {sid[:12]}, dropped from the manifest ({why})")
     store.conn.execute("DELETE FROM parts WHERE source_id=?", (sid,))
     store.conn.execute("DELETE FROM sources WHERE source_id=?", (sid,))
+
+
+def quarantine_object(store: Store, obj: PurePosixPath, why: str) -> Path:
+    """Download an object of the bucket into `root/quarantine/` (noted why), then remove it there."""
+    import pyarrow.fs as pafs
+
+    rel = Path(str(obj.relative_to(store.records)))
+    tmp = store.root / QUARANTINE / ".incoming" / rel.name
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    pafs.copy_files(str(obj), str(tmp), source_filesystem=store.fs)
+    dest = quarantine(store.root, tmp, f"{store.location.label}/{rel}: {why}")
+    store.location.delete(obj)
+    return dest
 
 
 def quarantine(root: Path, f: Path, why: str) -> Path:

@@ -66,6 +66,9 @@ def rebuild_catalog(root: Path) -> RebuildReport:
     Raises:
         StoreError: no parts, parts of several stores mixed, or the store cannot be written.
     """
+    if os.environ.get("XFID_DATABASE_URL"):
+        raise StoreError("--rebuild-catalog rebuilds a store's own SQLite catalog; a team store's catalog on "
+                         "PostgreSQL is restored from its database backup (docs/team.md); nothing was changed")
     records = root / RECORDS
     parts = sorted(records.glob(COMMITTED_GLOB)) if records.is_dir() else []
     if not parts and not (root / "checks").is_dir():

@@ -333,7 +333,8 @@ def migrate(conn: Database, component: str, migrations: Sequence[Migration],
     Args:
         on_lost: called with the first table a recorded migration made that is gone; it raises.
     """
-    conn.execute("CREATE TABLE IF NOT EXISTS schema_version (component TEXT PRIMARY KEY, version INTEGER NOT NULL)")
+    if "schema_version" not in conn.tables():  # (a reader's role may not create tables)
+        conn.execute("CREATE TABLE IF NOT EXISTS schema_version (component TEXT PRIMARY KEY, version INTEGER NOT NULL)")
     row = conn.execute("SELECT version FROM schema_version WHERE component=?", (component,)).fetchone()
     have = row[0] if row else 0
     if have:

@@ -508,7 +508,7 @@ class Store:
         try:
             with write_tx(self.conn):
                 self.check_catalog()
-                self.settle()
+                self.settle(keep={tmp for p in preps for tmp in p.temps.values()})
                 for p in preps:
                     if self.has_source(p.source_id):
                         p.already = True
@@ -554,19 +554,22 @@ class Store:
         for p in preps:
             p.temps.clear()
 
-    def settle(self) -> dict[str, list[Path]]:
+    def settle(self, keep: set[Path] | frozenset[Path] = frozenset()) -> dict[str, list[Path]]:
         """Finish the renames of committed temps and remove this store's abandoned temps.
 
         Only call under the write lock. A temp is removed only when its name carries this
         store's id, the manifest does not register its part, and it is older than the grace
         period; temps of other stores, of old versions, and every `part-*` are left alone.
 
+        Args:
+            keep: the temps of the commit calling it (never removed, however old).
+
         Returns:
             {"renamed": [...], "removed": [...]}: what was done.
         """
         done: dict[str, list[Path]] = {"renamed": [], "removed": []}
         if self.fs is not None:
-            return self._settle_objects(done)
+            return self._settle_objects(done, keep)
         if not self.store_id or not self.records.is_dir():
             return done
         temps = list(self.records.glob(f"fidelity=*/{TMP_PREFIX}{self.store_id}-*.parquet"))
@@ -580,6 +583,8 @@ class Store:
             if not m:
                 continue
             final = tmp.with_name(f"part-{m[2]}.parquet")
+            if tmp in keep:
+                continue
             if str(final.relative_to(self.records)) in known:
                 if not final.exists():
                     with contextlib.suppress(FileNotFoundError):
@@ -596,7 +601,8 @@ class Store:
                     done["removed"].append(tmp)
         return done
 
-    def _settle_objects(self, done: dict[str, list[Path]]) -> dict[str, list[Path]]:
+    def _settle_objects(self, done: dict[str, list[Path]], keep: set[Path] | frozenset[Path]
+                        ) -> dict[str, list[Path]]:
         """settle() on a bucket: this store's unregistered `part-<store id>-*` objects past the grace period go."""
         if not self.store_id:
             return done
@@ -607,8 +613,8 @@ class Store:
         known = self.manifest_files()
         cutoff = time.time() - temp_grace_s()
         for e in mine:
-            if e.rel not in known and e.mtime < cutoff:
-                obj = self.records / e.rel
+            obj = self.records / e.rel
+            if e.rel not in known and e.mtime < cutoff and obj not in keep:
                 self.location.delete(obj)
                 done["removed"].append(obj)
         return done

@@ -34,7 +34,7 @@ def cli(app: App, repair, rebuild, fmt) -> None:
             raise click.UsageError("--rebuild-catalog and --repair are separate steps: rebuild first")
         _rebuild(app, fmt)
         return
-    rep = examine(app.store_path, repair=repair)
+    rep = examine(app.store_path, repair=repair, **app.api.locations())
     if fmt == "json":
         click.echo(json.dumps({**asdict(rep), "ok": rep.ok}, indent=2))
     else:
