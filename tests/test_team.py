@@ -113,8 +113,7 @@ def test_sixteen_writers_at_once(pg_url, tmp_path):
     for kind, out, rc in outs:
         assert rc == 0, f"{kind}: {out}"
         assert "locked" not in out and "Error" not in out and PG_PASSWORD not in out
-    srcs = [json.loads(x) for x in run(a, env, "sources", "--format", "json").splitlines()] \
-        if False else json.loads(run(a, env, "sources", "--format", "json"))
+    srcs = json.loads(run(a, env, "sources", "--format", "json"))
     ids = [s["source_id"] for s in srcs]
     assert len(ids) == len(set(ids)) == 2 + 4 + 1  # seeds, distinct ingests, one copy of the re-ingested file
     want = 4 + sum(2000 + i for i in range(0, 16, 4)) + 3000
@@ -271,3 +270,26 @@ def test_reader_role_reads_but_cannot_write(pg_url, pg_server, tmp_path):
     assert "XF-1" in run(cli, r_env, "issues", "list")
     out = run(cli, r_env, "ingest", big(tmp_path / "x.csv", 5, "x"), ok=False)
     assert out.startswith("Error: ") and "read-only" in out and "reader-pw" not in out
+
+
+@pytest.mark.parametrize("to_s3", [False, True], ids=["dir", "s3"])
+def test_store_copy_to_team(pg_url, tmp_path, to_s3, request):
+    """A local SQLite store copied into PostgreSQL (+ a shared directory or a bucket): the same rows,
+    sources, issues and history; verified; a second run copies nothing; new work continues the ids."""
+    local = Cli(tmp_path / "local", tmp_path)
+    run(local, {}, "ingest", records(tmp_path / "rtl.csv", "rtl", "r", (1000, 2000)))
+    run(local, {}, "ingest", records(tmp_path / "arch.csv", "archmodel", "m1", (1250, 2010)))
+    run(local, {}, "check")
+    run(local, {}, "issues", "ack", "XF-1", "--owner", "bob")
+    dest = request.getfixturevalue("s3_records") if to_s3 else str(tmp_path / "team-records")
+    out = run(local, {}, "store", "copy", "--to-database", pg_url, "--to-records", dest)
+    assert "sources: 2 copied" in out and "parts: 2 copied, 2 verified" in out and PG_PASSWORD not in out
+    again = run(local, {}, "store", "copy", "--to-database", pg_url, "--to-records", dest)
+    assert "sources: 0 copied, 2 already there" in again and "tracker: already there, identical" in again
+    team, env = machine(tmp_path, "other-machine", pg_url, dest)
+    assert run(team, env, "export") == run(local, {}, "export")
+    assert run(team, env, "issues", "show", "XF-1") == run(local, {}, "issues", "show", "XF-1")
+    assert "healthy" in run(team, env, "doctor")
+    run(team, env, "ingest", records(tmp_path / "arch2.csv", "archmodel", "m2", (1000, 3000)))
+    s = json.loads(run(team, env, "check", "--format", "json"))
+    assert s["new"] == ["XF-2"] and s["check_id"] == 2

@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "rtl": "xfid.commands.rtl",
     "snapshot": "xfid.commands.snapshot",
     "sources": "xfid.commands.sources",
+    "store": "xfid.commands.store",
     "summary": "xfid.commands.store_summary",
 }
 """Command name -> the module whose `cli` it is (imported when the command runs or help lists it).
