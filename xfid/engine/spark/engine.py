@@ -37,8 +37,8 @@ from xfid.engine.spark.groups import (
     STATS_SCHEMA,
     AlignContext,
     StatsContext,
-    align_group,
-    stats_group,
+    align_arrow,
+    stats_arrow,
 )
 from xfid.engine.spark.select import select_spark
 from xfid.engine.spark.session import quiet, spark_session
@@ -95,7 +95,7 @@ def _correlate(spark: Any, store: Store, config: Config, settings: dict[str, Any
             raise ConfigError(f"[[compare]] {p.label}: convert = {p.convert!r} is not known; "
                               f"use one of {', '.join(CONVERSIONS)}")
     ctx = AlignContext(config, settings, pair_list, sel.fidelities)
-    aligned = (sel.entries.groupBy("target", "workload").applyInPandas(_bound(align_group, ctx), ROW_SCHEMA)
+    aligned = (sel.entries.groupBy("target", "workload").applyInArrow(_bound(align_arrow, ctx), ROW_SCHEMA)
                .persist(StorageLevel.MEMORY_AND_DISK))
     try:
         counts = _pair_counts(aligned.filter(F.col("counts").isNotNull()).select("pair_index", "counts").collect())
@@ -113,7 +113,7 @@ def _correlate(spark: Any, store: Store, config: Config, settings: dict[str, Any
                   .select(*STATS_GROUP, "workload", "op", "rel_error", "log_ratio", "candidate_value",
                           "reference_value", "within"))
         sctx = StatsContext(settings, kendall, bootstrap)
-        stats = usable.groupBy(*STATS_GROUP).applyInPandas(_bound(stats_group, sctx), STATS_SCHEMA).toPandas()
+        stats = usable.groupBy(*STATS_GROUP).applyInArrow(_bound(stats_arrow, sctx), STATS_SCHEMA).toPandas()
     finally:
         aligned.unpersist()
         if sel.persisted is not None:
@@ -152,11 +152,11 @@ def _correlate(spark: Any, store: Store, config: Config, settings: dict[str, Any
 
 
 def _bound(fn: Any, ctx: Any) -> Any:
-    """`fn` with its context bound, as a plain function of one pandas DataFrame (pyspark reads
-    the UDF's type from its hints)."""
+    """`fn` with its context bound, as a plain function of one Arrow table."""
+    import pyarrow as pa
 
-    def run(pdf: pd.DataFrame) -> pd.DataFrame:
-        return fn(pdf, ctx)
+    def run(table: pa.Table) -> pa.Table:
+        return fn(table, ctx)
 
     return run
 

@@ -8,7 +8,7 @@ metric, stat) -> its target-level and workload-level aggregates by
 `xfid.engine.stats.grouped_stats` (Kendall tau-b and the seeded bootstrap CIs included), the
 rows in the local engine's order so the CIs are the same numbers.
 
-Nothing here imports pyspark: the functions take and return pandas DataFrames.
+Nothing here imports pyspark: the functions take and return Arrow tables (Spark's applyInArrow).
 """
 
 from __future__ import annotations
@@ -66,6 +66,54 @@ def _codes(values: np.ndarray, names: list[str]) -> np.ndarray:
 def _text(a: Any) -> np.ndarray:
     return np.array([None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else v for v in a],
                     dtype=object)
+
+
+def _arrow_type(name: str) -> pa.DataType:
+    return {"string": pa.string(), "double": pa.float64(), "int": pa.int32(), "long": pa.int64(),
+            "boolean": pa.bool_()}[name]
+
+
+def arrow_schema(ddl: str) -> pa.Schema:
+    """The Arrow schema of a Spark DDL string like ROW_SCHEMA."""
+    return pa.schema([(p.split()[0], _arrow_type(p.split()[1])) for p in ddl.split(",")])
+
+
+def to_arrow(df: pd.DataFrame, ddl: str) -> pa.Table:
+    """`df` as an Arrow table of exactly the schema `ddl` (None and NaN in text columns are null)."""
+    schema = arrow_schema(ddl)
+    cols = []
+    for f in schema:
+        v = df[f.name] if f.name in df.columns else pd.Series([None] * len(df), dtype=object)
+        if pa.types.is_string(f.type):
+            cols.append(pa.array([None if x is None or x is pd.NA or (isinstance(x, float) and x != x) else str(x)
+                                  for x in v.tolist()], pa.string()))
+        elif pa.types.is_boolean(f.type):
+            cols.append(pa.array([None if x is None or x is pd.NA else bool(x) for x in v.tolist()], pa.bool_()))
+        elif pa.types.is_integer(f.type):
+            cols.append(pa.array([None if x is None or x is pd.NA or (isinstance(x, float) and x != x) else int(x)
+                                  for x in v.tolist()], f.type))
+        else:
+            cols.append(pa.array(pd.to_numeric(v, errors="coerce").to_numpy(np.float64), pa.float64()))
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def from_arrow(table: pa.Table) -> pd.DataFrame:
+    """An Arrow table as a DataFrame with text columns as object arrays (str or None)."""
+    out = {}
+    for name in table.column_names:
+        col = table.column(name)
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            out[name] = np.array(col.to_pylist(), dtype=object)
+        elif pa.types.is_boolean(col.type):
+            out[name] = np.array(col.fill_null(False).to_pylist(), dtype=bool)
+        else:
+            out[name] = col.to_numpy()
+    return pd.DataFrame(out)
+
+
+def align_arrow(table: pa.Table, ctx: AlignContext) -> pa.Table:
+    """align_group on Arrow tables (ENTRY_SCHEMA in, ROW_SCHEMA out)."""
+    return to_arrow(align_group(from_arrow(table), ctx), ROW_SCHEMA)
 
 
 def align_group(pdf: pd.DataFrame, ctx: AlignContext) -> pd.DataFrame:
@@ -175,6 +223,11 @@ class StatsContext:
     settings: dict[str, Any]
     kendall: bool
     bootstrap: bool
+
+
+def stats_arrow(table: pa.Table, ctx: StatsContext) -> pa.Table:
+    """stats_group on Arrow tables (STATS_SCHEMA out)."""
+    return to_arrow(stats_group(from_arrow(table), ctx), STATS_SCHEMA)
 
 
 def stats_group(pdf: pd.DataFrame, ctx: StatsContext) -> pd.DataFrame:

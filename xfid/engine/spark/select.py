@@ -77,14 +77,21 @@ def read_records(spark: Any, store: Store, files: Sequence[Path], *, targets: Se
                   F.col("_metadata.row_index").alias("row_index")))
     if not source_loc:
         df = df.withColumn("source_loc", F.lit(None).cast("string"))
-    index = spark.createDataFrame([(_rel(f, store), i) for i, f in enumerate(files)], "rel string, file_index long")
-    df = (df.withColumn("rel", F.regexp_extract("_file", r"([^/]+/[^/]+)$", 1))
-          .join(F.broadcast(index), "rel").drop("rel", "_file"))
     if targets:
         df = df.filter(F.col("target").isin(list(targets)))
     if as_of is not None:
         df = df.filter(F.unix_micros("timestamp") <= F.lit(_micros(as_of)))
     return df
+
+
+def with_file_index(spark: Any, df: Any, store: Store, files: Sequence[Path]) -> Any:
+    """`file_index`: each record's part in catalog order (with `row_index`, the local engine's
+    record order, which breaks ties between equal duplicates)."""
+    from pyspark.sql import functions as F
+
+    index = spark.createDataFrame([(_rel(f, store), i) for i, f in enumerate(files)], "rel string, file_index long")
+    return (df.withColumn("rel", F.regexp_extract("_file", r"([^/]+/[^/]+)$", 1))
+            .join(F.broadcast(index), "rel").drop("rel", "_file"))
 
 
 def _micros(t: datetime) -> int:
@@ -153,7 +160,7 @@ def select_spark(spark: Any, store: Store, config: Config, *, targets: Sequence[
         return _empty(spark, config)
     nan = F.lit(float("nan"))
     df = df.select(
-        *[c for c in READ if c not in ("value", "timestamp", "flags")], "file_index", "row_index",
+        *[c for c in READ if c not in ("value", "timestamp", "flags")], "_file", "row_index",
         F.coalesce(F.col("run"), F.lit("")).alias("run_key"),
         F.coalesce(F.unix_micros("timestamp"), F.lit(0)).alias("ts"),
         F.when(F.col("value").isNull(), nan).otherwise(F.col("value")).alias("value"),
@@ -170,7 +177,7 @@ def select_spark(spark: Any, store: Store, config: Config, *, targets: Sequence[
     ops = [(r[0], r[1], int(r[2])) for r in df.groupBy("source", "raw_op").count().collect()]
     coverage, renames = coverage_and_map(ops, config)
     ranks = spark.createDataFrame(run_ranks(runs, run), "fidelity string, run_key string, rank int")
-    df = df.join(F.broadcast(ranks), ["fidelity", "run_key"])
+    df = with_file_index(spark, df, store, files).join(F.broadcast(ranks), ["fidelity", "run_key"])
     if renames:
         ren = spark.createDataFrame(renames, "source string, raw_op string, op string")
         df = df.join(F.broadcast(ren), ["source", "raw_op"], "left").withColumn(

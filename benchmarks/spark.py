@@ -1,0 +1,234 @@
+"""Benchmark the local engine against `--engine spark` on this machine.
+
+Builds a synthetic store with `benchmarks/correlate.py`'s generator (4 fidelities, ~200
+workloads per 10M records x 500 ops x 6 metrics, older runs, duplicates), then runs the default
+`correlate()` (Kendall tau, bootstrap CIs, every fingerprint, source_loc) once per engine, each
+in its own subprocess:
+
+* local: `xfid.engine.correlate`;
+* spark: `xfid.engine.spark.correlate` with `--master` (default local[2]).
+
+Printed per engine: wall time, the Python driver's peak RSS (VmHWM), for Spark the JVM's peak
+RSS (in local mode the JVM is driver and executors in one process) and the peak of the summed
+RSS of the executors' Python workers (sampled every 0.2 s), and the shuffle bytes written (from
+Spark's status REST API); then spark / local wall time. The local engine refuses a selection
+that will not fit in memory: that run is reported as refused, with its error.
+
+    python benchmarks/spark.py --records 10000000
+    python benchmarks/spark.py --records 100000000 --engines spark --workdir /var/tmp/xfid-bench --keep
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def _status(pid: int) -> dict[str, str]:
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return {}
+    return dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+
+
+def _kb(v: str | None) -> int:
+    return int(v.split()[0]) if v else 0
+
+
+def _children(pid: int) -> list[int]:
+    """Every descendant of pid (from /proc/*/stat)."""
+    parent: dict[int, int] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                stat = Path(f"/proc/{d}/stat").read_text()
+                parent[int(d)] = int(stat.rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parent.items() if pp == p]
+        out += kids
+        todo += kids
+    return out
+
+
+class Sampler:
+    """Peak RSS of the JVM (its own VmHWM) and of the summed Python workers under it."""
+
+    def __init__(self) -> None:
+        self.jvm_kb = 0
+        self.workers_kb = 0
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _run(self) -> None:
+        me = os.getpid()
+        while not self._stop.is_set():
+            total = 0
+            for c in _children(me):
+                st = _status(c)
+                name = st.get("Name", "").strip()
+                if name == "java":
+                    self.jvm_kb = max(self.jvm_kb, _kb(st.get("VmHWM")))
+                elif name.startswith("python"):
+                    total += _kb(st.get("VmRSS"))
+            self.workers_kb = max(self.workers_kb, total)
+            self._stop.wait(0.2)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._t.join()
+
+
+def _shuffle_bytes(spark) -> int | None:
+    """Shuffle bytes written by every stage of this application (Spark's status REST API)."""
+    url = spark.sparkContext.uiWebUrl
+    if not url:
+        return None
+    app = spark.sparkContext.applicationId
+    try:
+        with urllib.request.urlopen(f"{url}/api/v1/applications/{app}/stages?status=complete", timeout=30) as r:
+            stages = json.load(r)
+    except OSError:
+        return None
+    return sum(int(s.get("shuffleWriteBytes", 0)) for s in stages)
+
+
+def child(engine: str, store_dir: str, master: str, memory: str, partitions: int) -> None:
+    from xfid.config import load_config
+    from xfid.errors import XfidError
+    from xfid.store import Store
+
+    cfg = load_config(None)
+    out: dict = {"engine": engine}
+    if engine == "local":
+        from xfid.engine import correlate
+
+        t = time.perf_counter()
+        try:
+            c = correlate(Store(store_dir), cfg)
+        except XfidError as e:
+            out.update(refused=str(e), wall_s=time.perf_counter() - t)
+            c = None
+    else:
+        from xfid.engine.spark import correlate
+        from xfid.engine.spark.session import spark_session
+
+        t = time.perf_counter()
+        sampler = Sampler()
+        spark = spark_session(None, master, {"spark.driver.memory": memory, "spark.ui.enabled": "true",
+                                             "spark.sql.shuffle.partitions": str(partitions),
+                                             "spark.executor.processTreeMetrics.enabled": "true"})
+        out["session_s"] = time.perf_counter() - t
+        c = correlate(Store(store_dir), cfg, spark=spark)
+        out["wall_s"] = time.perf_counter() - t
+        out["shuffle_bytes"] = _shuffle_bytes(spark)
+        sampler.stop()
+        out["jvm_peak_rss_mb"] = sampler.jvm_kb / 1024
+        out["workers_peak_rss_mb"] = sampler.workers_kb / 1024
+        out["rows_aligned"] = c.settings["spark"]["rows"]
+    if c is not None:
+        if engine == "local":
+            out["wall_s"] = time.perf_counter() - t
+            out["rows_aligned"] = len(c.rows)
+        out.update(discrepancies=len(c.discrepancies), comparisons=len(c.comparisons),
+                   discrepancy_fingerprints=sorted(c.discrepancies["fingerprint"].astype(str))[:5])
+    out["driver_peak_rss_mb"] = _kb(_status(os.getpid()).get("VmHWM")) / 1024
+    print(json.dumps(out))
+
+
+def _once(engine: str, store: Path, args: argparse.Namespace) -> dict | None:
+    cmd = [sys.executable, __file__, "--child", engine, str(store), "--master", args.master, "--memory",
+           args.memory, "--partitions", str(args.partitions)]
+    p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+    if p.returncode:
+        print(f"  {engine}: failed (exit {p.returncode})\n{p.stderr[-3000:]}")
+        return None
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def measure(n: int, workdir: Path, args: argparse.Namespace) -> None:
+    from correlate import build_store
+
+    store = workdir / f"store-{n}"
+    if not (store / "xfid.db").exists():
+        t = time.perf_counter()
+        shape = build_store(store, n)
+        print(f"\n{shape['records']:,} records ({shape['workloads']} workloads x {shape['ops']} ops x "
+              f"{shape['metrics']} metrics, 4 fidelities); store built in {time.perf_counter() - t:.1f} s", flush=True)
+    else:
+        print(f"\nstore {store} (reused)", flush=True)
+    size = sum(f.stat().st_size for f in (store / "records").rglob("*.parquet"))
+    print(f"  parquet on disk: {size / 1e9:.2f} GB; load average before: {_load()}", flush=True)
+    res = {}
+    for e in args.engines.split(","):
+        r = _once(e, store, args)
+        if r is None:
+            continue
+        res[e] = r
+        line = f"  {e:<6} {r['wall_s']:8.1f} s  driver peak RSS {r['driver_peak_rss_mb']:7.0f} MB"
+        if "refused" in r:
+            line += f"  refused: {r['refused']}"
+        if e == "spark":
+            sb = r.get("shuffle_bytes")
+            line += (f"  JVM (driver+executors) peak RSS {r['jvm_peak_rss_mb']:7.0f} MB  executor Python workers "
+                     f"peak RSS {r['workers_peak_rss_mb']:7.0f} MB  shuffle written "
+                     f"{'n/a' if sb is None else f'{sb / 1e9:.2f} GB'}  (session start {r['session_s']:.1f} s)")
+        if "rows_aligned" in r:
+            line += f"  rows {r['rows_aligned']:,} discrepancies {r['discrepancies']:,} comparisons {r['comparisons']:,}"
+        print(line + f"  load after: {_load()}", flush=True)
+    if "local" in res and "spark" in res and "refused" not in res["local"]:
+        lo, sp = res["local"], res["spark"]
+        print(f"  spark / local wall time: {sp['wall_s'] / lo['wall_s']:.2f}; same discrepancies and comparisons "
+              f"counts: {lo['discrepancies'] == sp['discrepancies'] and lo['comparisons'] == sp['comparisons']}")
+    if not args.keep:
+        shutil.rmtree(store, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--child", nargs=2, metavar=("ENGINE", "STORE"), help=argparse.SUPPRESS)
+    ap.add_argument("--records", type=int, nargs="*", help="record counts (default 10M and 100M)")
+    ap.add_argument("--engines", default="local,spark")
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--memory", default="6g", help="spark.driver.memory (in local mode: the executors' heap too)")
+    ap.add_argument("--partitions", type=int, default=32, help="spark.sql.shuffle.partitions")
+    ap.add_argument("--workdir", help="where the stores are built (default: a temporary directory)")
+    ap.add_argument("--keep", action="store_true", help="keep the stores (reused by the next run in --workdir)")
+    args = ap.parse_args()
+    if args.child:
+        child(*args.child, args.master, args.memory, args.partitions)
+        return
+    sizes = args.records or [10_000_000, 100_000_000]
+    if args.workdir:
+        Path(args.workdir).mkdir(parents=True, exist_ok=True)
+        for n in sizes:
+            measure(n, Path(args.workdir), args)
+        return
+    with tempfile.TemporaryDirectory(prefix="xfid-bench-spark-") as d:
+        for n in sizes:
+            measure(n, Path(d), args)
+
+
+if __name__ == "__main__":
+    main()
