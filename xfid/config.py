@@ -174,7 +174,8 @@ def load_config(explicit: str | os.PathLike[str] | None = None, *, bundled: bool
     return build_config(base, user, path)
 
 
-SECTIONS = ("store", "settings", "targets", "tolerance", "op_map", "compare", "drift", "tracker", "report", "rtl")
+SECTIONS = ("store", "settings", "targets", "tolerance", "op_map", "compare", "drift", "tracker", "report", "rtl",
+            "engine")
 
 TARGET_KEYS = ("peak_flops", "mem_bw", "clock_hz", "interconnect_bw", "sram_bw", "tdp_w", "invented", "note", "blocks",
                "interconnect_latency_s", "energy", "memory")
@@ -242,6 +243,31 @@ def _records_url(v: Any, key: str, where: str) -> str:
     return v
 
 
+ENGINES = ("local", "spark")
+SPARK_KEYS = ("master", "conf")
+
+
+def _spark(v: Any, key: str, where: str) -> dict[str, Any]:
+    """`[engine.spark]`: master = "local[2]" | "spark://HOST:7077" | "yarn" | ..., conf = { "spark.x" = ... }."""
+    if not isinstance(v, dict):
+        raise ConfigError(f"{where}: {key} must be a table: write [engine.spark] with master = ... under it")
+    for k, x in v.items():
+        if k not in SPARK_KEYS:
+            raise _unknown(k, SPARK_KEYS, "[engine.spark]", where)
+    if "master" in v and (not isinstance(v["master"], str) or not v["master"].strip()):
+        raise ConfigError(f"{where}: [engine.spark] master must be a Spark master URL like \"local[2]\", "
+                          f"\"spark://host:7077\" or \"yarn\", got {v['master']!r}")
+    conf = v.get("conf", {})
+    if not isinstance(conf, dict):
+        raise ConfigError(f"{where}: [engine.spark] conf must be a table like {{ \"spark.executor.memory\" = \"8g\" }}, "
+                          f"got {conf!r}")
+    for k, x in conf.items():
+        if not str(k).startswith("spark.") or isinstance(x, (dict, list)):
+            raise ConfigError(f"{where}: [engine.spark] conf: {k!r} = {x!r} must be a spark.* key with a string, "
+                              "number or boolean value")
+    return v
+
+
 SCHEMA: dict[str, dict[str, Any]] = {
     "store": {"path": _text, "database": _database_url, "records": _records_url},
     "settings": {
@@ -254,6 +280,7 @@ SCHEMA: dict[str, dict[str, Any]] = {
     "tracker": {"resolve_after": _integer(1)},
     "report": {},
     "rtl": {"default_target": _text},  # the target of a cocotb results.xml that does not say
+    "engine": {"name": _choice(*ENGINES), "spark": _spark},  # which engine correlates; Spark's master and conf
 }
 """Every key of the plain sections, with the check its value must pass."""
 
