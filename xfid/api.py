@@ -259,7 +259,8 @@ class XfidStore:
 
     # --- correlation ------------------------------------------------------------------
     def correlate(self, targets: Sequence[str] | None = None, pairs: Sequence[str] | None = None, run: Runs = None,
-                  as_of: Any = None, *, include_missing: bool = False, fingerprints: str = "all") -> CorrelationResult:
+                  as_of: Any = None, *, include_missing: bool = False, fingerprints: str = "all",
+                  engine: str | None = None, track: Sequence[str] | None = None) -> CorrelationResult:
         """Align the fidelities and compute errors, aggregates and discrepancies.
 
         Args:
@@ -269,6 +270,8 @@ class XfidStore:
             as_of: ignore records newer than this date (the whole day) or ISO date-time.
             include_missing: list keys without a reference among the discrepancies.
             fingerprints: "all" rows, or only "discrepancies" (faster on huge stores).
+            engine: "local" or "spark" (default `[engine] name`, else local); Spark's rows are the
+                discrepancies and the rows of the fingerprints in `track`.
 
         Returns:
             The result: `.rows`, `.comparisons`, `.discrepancies`, `.coverage` DataFrames, `.to_json()`.
@@ -276,18 +279,20 @@ class XfidStore:
         Raises:
             EngineError, ConfigError: a malformed pair, run or date, an unknown target.
         """
-        import xfid.engine as engine
+        from xfid.engine.engines import correlate_with
 
-        corr = engine.correlate(self.backend(), self.config, run=_runs(run), as_of=as_of,
-                                targets=list(targets or []) or None, pairs=list(pairs or []) or None,
-                                include_missing=include_missing, fingerprints=fingerprints)
+        corr = correlate_with(self.backend(), self.config, engine, track=track, run=_runs(run), as_of=as_of,
+                              targets=list(targets or []) or None, pairs=list(pairs or []) or None,
+                              include_missing=include_missing, fingerprints=fingerprints)
         from xfid.correlation import CorrelationResult
 
         return CorrelationResult.of(corr)
 
     def calibrate(self, candidate: str, reference: str, target: str, *, label: str | None = None, run: Runs = None,
-                  as_of: Any = None) -> CalibrationResult:
+                  as_of: Any = None, engine: str | None = None) -> CalibrationResult:
         """Fit `candidate`'s efficiency factors against `reference` on one target (cross-validated).
+
+        With engine "spark" the cluster aligns the pair and brings back only the rows the fit reads.
 
         Raises:
             EngineError: a malformed pair or label, nothing to fit.
@@ -300,8 +305,11 @@ class XfidStore:
         parse_pair(f"{candidate}->{reference}", "--candidate/--reference")
         if label is not None and (not is_valid_fidelity(label) or label == label.split("-", 1)[0]):
             raise EngineError(f"--label {label!r} must be a derived label like roofline-cal")
+        from xfid.engine.engines import calibration_rows
+
+        rows = calibration_rows(self.backend(), self.config, engine, candidate, reference, target, _runs(run), as_of)
         return engine.calibrate(self.backend(), self.config, candidate, reference, target, run=_runs(run),
-                                as_of=as_of, label=label)
+                                as_of=as_of, label=label, rows=rows)
 
     def write_back(self, result: CalibrationResult) -> IngestReport:
         """Ingest a calibration's predictions as their own fidelity label (idempotent)."""
@@ -313,7 +321,7 @@ class XfidStore:
     # --- the tracker ------------------------------------------------------------------
     def check(self, targets: Sequence[str] | None = None, run: Runs = None, as_of: Any = None, *,
               actor: str | None = None, label: str | None = None, resolve_after: int | None = None,
-              correlation: Correlation | None = None) -> CheckSummary:
+              correlation: Correlation | None = None, engine: str | None = None) -> CheckSummary:
         """Correlate (or take `correlation`) and update the tracker: file, reopen and resolve issues.
 
         Args:
@@ -322,6 +330,7 @@ class XfidStore:
             label: kept with the check (a commit, "nightly", ...).
             resolve_after: consecutive clean checks that resolve an issue (default `[tracker] resolve_after`, else 1).
             correlation: record this correlation instead of correlating now.
+            engine: as for `correlate()`; Spark also brings back the rows of the open issues.
 
         Returns:
             The check summary: ids new, reopened, resolved, still open, waived; counts.
@@ -331,7 +340,13 @@ class XfidStore:
         """
         k = self.resolve_after(resolve_after)
         tracker = self.tracker
-        corr = correlation if correlation is not None else self.correlate(targets, None, run, as_of)
+        if correlation is None:
+            from xfid.engine.engines import engine_name, open_fingerprints
+
+            spark = engine_name(self.config, engine) == "spark"
+            correlation = self.correlate(targets, None, run, as_of, engine=engine,
+                                         track=open_fingerprints(tracker) if spark else None)
+        corr = correlation
         return tracker.record_check(corr, actor=who_acts(actor), label=label, clean_checks_to_resolve=k)
 
     def resolve_after(self, override: int | None = None) -> int:
@@ -393,11 +408,13 @@ class XfidStore:
 
     # --- baselines and reports --------------------------------------------------------
     def snapshot(self, output: PathLike | None = None, targets: Sequence[str] | None = None, run: Runs = None,
-                 as_of: Any = None, label: str | None = None) -> dict[str, Any]:
-        """The current correlation as a baseline snapshot (written to `output` when given)."""
+                 as_of: Any = None, label: str | None = None, engine: str | None = None) -> dict[str, Any]:
+        """The current correlation as a baseline snapshot (written to `output` when given).
+
+        With engine "spark" the snapshot holds the aggregates and the discrepancies' keys."""
         from xfid.drift.snapshot import make_snapshot, write_snapshot
 
-        snap = make_snapshot(self.correlate(targets, None, run, as_of), label=label)
+        snap = make_snapshot(self.correlate(targets, None, run, as_of, engine=engine), label=label)
         if output is not None:
             write_snapshot(snap, output)
         return snap

@@ -251,7 +251,7 @@ def _spark(v: Any, key: str, where: str) -> dict[str, Any]:
     """`[engine.spark]`: master = "local[2]" | "spark://HOST:7077" | "yarn" | ..., conf = { "spark.x" = ... }."""
     if not isinstance(v, dict):
         raise ConfigError(f"{where}: {key} must be a table: write [engine.spark] with master = ... under it")
-    for k, x in v.items():
+    for k in v:
         if k not in SPARK_KEYS:
             raise _unknown(k, SPARK_KEYS, "[engine.spark]", where)
     if "master" in v and (not isinstance(v["master"], str) or not v["master"].strip()):

@@ -59,8 +59,9 @@ def render_json(res, spread=None) -> str:
 @click.option("--write-back", is_flag=True, help="Ingest the calibrated predictions as a new fidelity label.")
 @options.output_format("table", "json")
 @options.output()
+@options.engine
 @click.pass_obj
-def cli(app: App, candidate, reference, target, label, runs, as_of, write_back, fmt, output) -> None:
+def cli(app: App, candidate, reference, target, label, runs, as_of, write_back, fmt, output, engine) -> None:
     """Fit model efficiency factors and report transfer error.
 
     Factors are geometric means of reference/candidate per op class and limiter; the error
@@ -69,7 +70,7 @@ def cli(app: App, candidate, reference, target, label, runs, as_of, write_back, 
     """
     from xfid.profile.spread import reference_spread
 
-    res = app.api.calibrate(candidate, reference, target, label=label, run=runs, as_of=as_of)
+    res = app.api.calibrate(candidate, reference, target, label=label, run=runs, as_of=as_of, engine=engine)
     spread = reference_spread(app.store(create=False), reference, target)
     write_output(render_json(res, spread) if fmt == "json" else render_text(res, spread), output)
     if write_back:

@@ -17,8 +17,9 @@ from xfid.commands import options
 @click.option("--resolve-after", "resolve_after", type=int, metavar="K",
               help="Consecutive clean checks that resolve an issue (default [tracker] resolve_after, else 1).")
 @options.output_format("text", "json")
+@options.engine
 @click.pass_obj
-def cli(app: App, targets, runs, as_of, actor_opt, label, resolve_after, fmt) -> None:
+def cli(app: App, targets, runs, as_of, actor_opt, label, resolve_after, fmt, engine) -> None:
     """Correlate the store and file, reopen and resolve tracked discrepancies.
 
     Over-tolerance, bound-violation and config-mismatch rows file issues (XF-N); missing
@@ -26,5 +27,6 @@ def cli(app: App, targets, runs, as_of, actor_opt, label, resolve_after, fmt) ->
     """
     from xfid.tracker.render import check_text
 
-    summary = app.api.check(targets, runs, as_of, actor=actor_opt, label=label, resolve_after=resolve_after)
+    summary = app.api.check(targets, runs, as_of, actor=actor_opt, label=label, resolve_after=resolve_after,
+                            engine=engine)
     click.echo(json.dumps(summary.to_dict(), indent=2) if fmt == "json" else check_text(summary))

@@ -36,8 +36,9 @@ def write_output(text: str | Iterable[str], output: str | None) -> None:
 @options.runs
 @options.as_of
 @click.option("--include-missing", is_flag=True, help="List keys without a reference among the discrepancies.")
+@options.engine
 @click.pass_obj
-def cli(app: App, fmt, output, targets, pairs, runs, as_of, include_missing) -> None:
+def cli(app: App, fmt, output, targets, pairs, runs, as_of, include_missing, engine) -> None:
     """Align fidelities and report errors and discrepancies.
 
     For every fidelity and key the latest run that has the key is used; each candidate
@@ -48,5 +49,5 @@ def cli(app: App, fmt, output, targets, pairs, runs, as_of, include_missing) -> 
 
     # only the CSV lists every aligned row: the other formats show the discrepancies' fingerprints
     corr = app.api.correlate(targets, pairs, runs, as_of, include_missing=include_missing,
-                             fingerprints="all" if fmt == "csv" else "discrepancies")
+                             fingerprints="all" if fmt == "csv" else "discrepancies", engine=engine)
     write_output(render_pieces(corr, fmt), output)

@@ -39,6 +39,24 @@ def selection(f: F) -> F:
     return targets(runs(as_of(f)))
 
 
+def _master(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value:  # the flag beats env XFID_SPARK_MASTER, which beats [engine.spark] master
+        import os
+
+        os.environ["XFID_SPARK_MASTER"] = value
+
+
+def engine(f: F) -> F:
+    """`--engine local|spark` -> `engine: str | None` (default `[engine] name`, else local), and
+    `--master URL` (Spark's master: local[2], spark://HOST:7077, yarn, ...; not passed on)."""
+    f = click.option("--master", metavar="URL", callback=_master, expose_value=False,
+                     help="Spark master for --engine spark (default env XFID_SPARK_MASTER, else "
+                          "[engine.spark] master, else local[*]).")(f)
+    return click.option("--engine", type=click.Choice(["local", "spark"]), default=None,
+                        help="Correlate in this process (local) or on Apache Spark (default [engine] name, "
+                             "else local; spark needs pip install 'xfid[spark]').")(f)
+
+
 def actor(f: F) -> F:
     """`--actor NAME` -> `actor_opt`: who is recorded as acting (on commands that change the tracker)."""
     return click.option("--actor", "actor_opt", metavar="NAME",

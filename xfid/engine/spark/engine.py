@@ -54,11 +54,15 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
               as_of: Any = None, targets: Iterable[str] | None = None, pairs: Iterable[Any] | None = None,
               include_missing: bool = False, kendall: bool = True, bootstrap: bool = True,
               fingerprints: str = "all", provenance: bool = True, track: Iterable[str] | None = None,
-              master: str | None = None, conf: Mapping[str, str] | None = None, spark: Any = None) -> Correlation:
+              keep: Mapping[str, Sequence[str]] | None = None, master: str | None = None,
+              conf: Mapping[str, str] | None = None, spark: Any = None) -> Correlation:
     """`xfid.engine.correlate` on Spark (same arguments, same result contract).
 
     Args:
         track: fingerprints whose rows come back whatever their kind (the tracker's open issues).
+        keep: rows whose columns hold one of the given values come back too (`{"target": ["t"],
+            "candidate": ["roofline"], "reference": ["measured"], "metric": ["latency"]}`: the rows
+            a calibration fits).
         master, conf: the Spark master and settings (default: `[engine.spark]`, env XFID_SPARK_MASTER).
         spark: an existing SparkSession to use instead.
 
@@ -78,12 +82,13 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
     with quiet():
         session = spark or spark_session(config, master=master, conf=conf)
         return _correlate(session, store, config, settings, prefer, when, targets, pairs, include_missing, kendall,
-                          bootstrap, fingerprints, provenance, sorted(set(track or ())))
+                          bootstrap, fingerprints, provenance, sorted(set(track or ())), keep)
 
 
 def _correlate(spark: Any, store: Store, config: Config, settings: dict[str, Any], prefer: Any, when: Any,
                targets: list[str], pairs: Any, include_missing: bool, kendall: bool, bootstrap: bool,
-               fingerprints: str, provenance: bool, track: list[str]) -> Correlation:
+               fingerprints: str, provenance: bool, track: list[str],
+               keep: Mapping[str, Sequence[str]] | None) -> Correlation:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -106,6 +111,12 @@ def _correlate(spark: Any, store: Store, config: Config, settings: dict[str, Any
             tdf = spark.createDataFrame([(fp,) for fp in track], "fingerprint string").withColumn("_t", F.lit(True))
             rows = rows.join(F.broadcast(tdf), "fingerprint", "left")
             wanted = wanted | F.col("_t").isNotNull()
+        if keep:
+            also = None
+            for col, values in keep.items():
+                e = F.col(col).isin([str(v) for v in values])
+                also = e if also is None else also & e
+            wanted = wanted | also
         back = _local_rows(rows.filter(wanted).drop("_t").toPandas())
         finite = lambda c: F.col(c).isNotNull() & ~F.isnan(c) & (F.abs(F.col(c)) < float("inf"))  # noqa: E731
         usable = (aligned.filter(F.col("counts").isNull() & (kind != "missing_reference") & finite("rel_error")

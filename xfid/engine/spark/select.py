@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,12 +50,23 @@ def committed_parts(store: Store) -> list[Path]:
         StoreError: a listed part is missing or its footer disagrees with the catalog.
     """
     files = store.part_files()
-    missing = [f for f in files if not f.exists()]
-    if missing:
-        raise StoreError(f"{missing[0]}: a part named in the manifest is missing (run `xfid doctor`)")
     if files:
-        store.open_parts(files)  # compares each footer's row count with the manifest's
+        store.dataset()  # a listed part missing, or a footer that disagrees with the catalog: StoreError
     return files
+
+
+SCHEMES = {"s3": "s3a", "gcs": "gs"}
+"""pyarrow filesystem type -> the Hadoop filesystem scheme Spark reads it through."""
+
+
+def spark_path(store: Store, path: Any) -> str:
+    """Where Spark reads a part (or the records base): the local path, or s3a:// / gs:// for a bucket."""
+    if store.fs is None:
+        return str(path)
+    kind = getattr(store.fs, "type_name", "")
+    if kind not in SCHEMES:
+        raise StoreError(f"{store.location.label}: Spark cannot read records on a {kind!r} filesystem")
+    return f"{SCHEMES[kind]}://{str(path).lstrip('/')}"
 
 
 def _rel(path: Path, store: Store) -> str:
@@ -72,7 +83,8 @@ def read_records(spark: Any, store: Store, files: Sequence[Path], *, targets: Se
     if not files:
         return None
     cols = [c for c in READ if c != "fidelity" and (source_loc or c != "source_loc")]
-    df = (spark.read.option("basePath", str(store.records)).parquet(*[str(f) for f in files])
+    df = (spark.read.option("basePath", spark_path(store, store.records))
+          .parquet(*[spark_path(store, f) for f in files])
           .select(*cols, "fidelity", F.col("_metadata.file_path").alias("_file"),
                   F.col("_metadata.row_index").alias("row_index")))
     if not source_loc:
@@ -95,9 +107,8 @@ def with_file_index(spark: Any, df: Any, store: Store, files: Sequence[Path]) ->
 
 
 def _micros(t: datetime) -> int:
-    from datetime import timezone
 
-    epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
     d = t - epoch
     return (d.days * 86400 + d.seconds) * 1_000_000 + d.microseconds
 

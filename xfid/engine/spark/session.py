@@ -31,10 +31,10 @@ def require_pyspark() -> None:
 
 def spark_settings(config: Config | None, master: str | None = None,
                    conf: Mapping[str, Any] | None = None) -> tuple[str | None, dict[str, str]]:
-    """(master, conf): env XFID_SPARK_MASTER over `master` over `[engine.spark] master`; `conf`
-    over `[engine.spark] conf` over DEFAULTS."""
+    """(master, conf): `master` over env XFID_SPARK_MASTER over `[engine.spark] master` (the
+    --master flag sets the env); `conf` over `[engine.spark] conf` over DEFAULTS."""
     section = ((config.raw.get("engine") or {}).get("spark") or {}) if config is not None else {}
-    chosen = os.environ.get("XFID_SPARK_MASTER") or master or section.get("master")
+    chosen = master or os.environ.get("XFID_SPARK_MASTER") or section.get("master")
     out = dict(DEFAULTS)
     out.update({str(k): str(v) for k, v in (section.get("conf") or {}).items()})
     out.update({str(k): str(v) for k, v in (conf or {}).items()})
