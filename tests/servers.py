@@ -21,6 +21,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -226,6 +227,16 @@ def s3_records(s3_server: S3Server) -> str:
     return s3_server.bucket()
 
 
+def sqlite_only(why: str) -> Any:
+    """Mark a test of a module parametrized by `catalog` that applies to the SQLite catalog only."""
+
+    def mark(fn: Any) -> Any:
+        fn.sqlite_only = why
+        return fn
+
+    return mark
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def catalog(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str | None:
     """Run a test against each catalog backend: None (the store's SQLite file) or a new PostgreSQL
@@ -233,6 +244,9 @@ def catalog(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     if request.param == "sqlite":
         monkeypatch.delenv("XFID_DATABASE_URL", raising=False)
         return None
+    why = getattr(request.function, "sqlite_only", None)
+    if why:
+        pytest.skip(f"SQLite catalog only: {why}")
     url = request.getfixturevalue("pg_server").database()
     monkeypatch.setenv("XFID_DATABASE_URL", url)
     return str(url)

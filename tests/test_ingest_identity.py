@@ -9,6 +9,8 @@ import pytest
 from xfid.ingest import IngestOptions, ingest
 from xfid.store import Store
 
+pytestmark = pytest.mark.usefixtures("catalog")  # each test on SQLite and on PostgreSQL (tests/servers.py)
+
 HEADER = "fidelity,target,workload,op,metric,stat,value,unit,run\n"
 
 

@@ -14,8 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.servers import sqlite_only
 from xfid.ingest import IngestOptions, ingest
 from xfid.store import Store
+
+pytestmark = pytest.mark.usefixtures("catalog")  # each test on SQLite and on PostgreSQL (tests/servers.py)
 
 HEADER = "fidelity,target,workload,op,metric,stat,value,unit,run\n"
 
@@ -110,7 +113,8 @@ def test_sigkill_mid_ingest_leaves_store_as_before(tmp_path, point):
         t = s.read()
         assert t.num_rows == 20  # no partial rows: only the earlier ingest is visible
         assert [r["path"] for r in s.sources()] == [str(first)]
-        assert s.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        if s.conn.dialect == "sqlite":
+            assert s.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         # the next ingest succeeds; the killed one's temp is left to the sweep's grace period
         ingest(s, [f], IngestOptions())
         assert s.read().num_rows == 2020
@@ -153,6 +157,7 @@ def test_sigkill_at_a_random_time(tmp_path):
 _text = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=0, max_size=12)
 
 
+@sqlite_only("every example opens a new store directory; on PostgreSQL they would share the test's database")
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.sampled_from(["roofline", "archmodel", "rtl", "measured"]), _text.filter(bool), _text,
                           st.sampled_from(["latency", "cycles", "bytes", "power"]),

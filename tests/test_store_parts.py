@@ -12,6 +12,8 @@ from xfid import parts
 from xfid.ingest import IngestOptions, ingest
 from xfid.store import Store
 
+pytestmark = pytest.mark.usefixtures("catalog")  # each test on SQLite and on PostgreSQL (tests/servers.py)
+
 FIDS = np.array(["measured", "rtl", "roofline"])
 METRICS = np.array(["latency", "cycles", "bytes"])
 UNITS = np.array(["ms", "cycles", "B"])

@@ -11,6 +11,8 @@ from xfid.errors import TrackerError
 from xfid.store import Store
 from xfid.tracker import STATES, Tracker
 
+pytestmark = pytest.mark.usefixtures("catalog")  # each test on SQLite and on PostgreSQL (tests/servers.py)
+
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 # Written out by hand (not derived from xfid.tracker.ACTIONS): None = refused.

@@ -10,6 +10,8 @@ import pytest
 
 from tests.test_tracker_helpers import corr, row
 
+pytestmark = pytest.mark.usefixtures("catalog")  # each test on SQLite and on PostgreSQL (tests/servers.py)
+
 PROCS = 8
 ROUNDS = 4
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)

@@ -334,7 +334,9 @@ def migrate(conn: Database, component: str, migrations: Sequence[Migration],
         on_lost: called with the first table a recorded migration made that is gone; it raises.
     """
     if "schema_version" not in conn.tables():  # (a reader's role may not create tables)
-        conn.execute("CREATE TABLE IF NOT EXISTS schema_version (component TEXT PRIMARY KEY, version INTEGER NOT NULL)")
+        with conn.write_tx():  # under the lock: PostgreSQL's CREATE TABLE IF NOT EXISTS races with itself
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (component TEXT PRIMARY KEY, "
+                         "version INTEGER NOT NULL)")
     row = conn.execute("SELECT version FROM schema_version WHERE component=?", (component,)).fetchone()
     have = row[0] if row else 0
     if have:

@@ -208,19 +208,17 @@ class Store:
                 raise StoreError(f"cannot create store {self.root}: {e.strerror}") from None
         elif not self.root.is_dir():
             raise StoreError(f"{self.root} is not a directory (pass --store DIR)")
-        self.location = recloc.resolve(records, self.root)
-        if self.team and self.location.base == self.root / RECORDS and records is None \
-                and not os.environ.get("XFID_RECORDS_URL"):
-            raise StoreError(f"{self.db_label}: a team database needs a records location every machine shares: "
-                             "set XFID_RECORDS_URL or [store] records (a directory, file:///PATH or "
-                             "s3://BUCKET/PREFIX; see docs/team.md)")
+        given = records if records is not None else os.environ.get("XFID_RECORDS_URL") or None
+        if self.team:
+            self.conn: Database = sqlbackend.connect(str(self.database_url))
+            given = given if given is not None else self._stored_records()
+        self.location = recloc.resolve(given, self.root)
         self.fs = self.location.fs  # None: a local or network directory, renamed into place
         self.records: Any = self.location.base
         self.store_id: str | None = None
         self._expected: dict[str, tuple[str, int]] = {}  # part path -> (manifest file, rows)
         self._touched = 0.0
         if self.team:
-            self.conn: Database = sqlbackend.connect(str(self.database_url))
             self.readonly = self.fs is None and self.records.exists() and not writable(self.records)
         else:
             has_db = self.db_path.exists()
@@ -246,6 +244,24 @@ class Store:
         except BaseException:
             self.conn.close()
             raise
+
+    def _stored_records(self) -> str | None:
+        """The records location a team store was created with (kept in its catalog), for a machine
+        that names none; None for a new store (it keeps `<store>/records`, a shared path then)."""
+        try:
+            if "store_meta" not in self.conn.tables():
+                return None
+            row = self.conn.execute("SELECT value FROM store_meta WHERE key='records'").fetchone()
+        except StoreError:
+            self.conn.close()
+            raise
+        if row is None:
+            return None
+        if "***" in row[0]:
+            self.conn.close()
+            raise StoreError(f"{self.db_label}: this store's records are at {row[0]}; give their URL with its "
+                             "credentials in XFID_RECORDS_URL or [store] records (see docs/team.md)")
+        return str(row[0])
 
     @property
     def rebuild_hint(self) -> str:
@@ -288,6 +304,9 @@ class Store:
             with self._db("open"):
                 self.conn.execute("INSERT INTO store_meta VALUES ('store_id', ?) ON CONFLICT (key) DO NOTHING",
                                   (uuid.uuid4().hex,))
+                if self.team:  # where its parts are, for the machines that do not say
+                    self.conn.execute("INSERT INTO store_meta VALUES ('records', ?) ON CONFLICT (key) DO NOTHING",
+                                      (self.location.label if self.fs else str(Path(self.records).absolute()),))
                 self.store_id = self.conn.execute("SELECT value FROM store_meta WHERE key='store_id'").fetchone()[0]
 
     @contextlib.contextmanager
