@@ -297,7 +297,7 @@ class XfidStore:
         Raises:
             EngineError: a malformed pair or label, nothing to fit.
         """
-        import xfid.engine as engine
+        from xfid.engine import calibrate
         from xfid.engine.pairs import parse_pair
         from xfid.errors import EngineError
         from xfid.schema import is_valid_fidelity
@@ -308,8 +308,8 @@ class XfidStore:
         from xfid.engine.engines import calibration_rows
 
         rows = calibration_rows(self.backend(), self.config, engine, candidate, reference, target, _runs(run), as_of)
-        return engine.calibrate(self.backend(), self.config, candidate, reference, target, run=_runs(run),
-                                as_of=as_of, label=label, rows=rows)
+        return calibrate(self.backend(), self.config, candidate, reference, target, run=_runs(run),
+                         as_of=as_of, label=label, rows=rows)
 
     def write_back(self, result: CalibrationResult) -> IngestReport:
         """Ingest a calibration's predictions as their own fidelity label (idempotent)."""
