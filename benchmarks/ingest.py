@@ -8,6 +8,11 @@ the Arrow size of the data.
 
     python benchmarks/ingest.py              # 1M rows
     python benchmarks/ingest.py --rows 1000000 --rows 10000000
+    python benchmarks/ingest.py --database postgresql://USER@HOST/DB   # + SQLite vs PostgreSQL catalog
+
+With --database, each file is also ingested into a store whose catalog is a new database on
+that server (created per measurement, dropped after; the role needs CREATEDB), alternating with
+the SQLite store, and the median of the per-pair time ratios PostgreSQL / SQLite is printed.
 
 Measured 2026-12-01 (final code) on the 2-core dev VM while another engineer's benchmarks kept
 about one core busy (load average 2.6-3.8); medians, ratio = median of the per-pair ratios:
@@ -41,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -105,12 +111,45 @@ def make_data(rows: int, d: Path) -> tuple[Path, Path, float]:
     return pqf, csvf, plain.nbytes / 2**20
 
 
-def once(mode: str, path: Path) -> dict:
-    with tempfile.TemporaryDirectory() as out:
-        p = subprocess.run([sys.executable, "-c", CHILD, mode, str(path), out], capture_output=True, text=True)
-        if p.returncode:
-            raise SystemExit(p.stderr)
-        return json.loads(p.stdout.strip().splitlines()[-1])
+def once(mode: str, path: Path, database: str | None = None) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("XFID_DATABASE_URL", "XFID_RECORDS_URL")}
+    name = None
+    if database:
+        import uuid
+        from urllib.parse import urlsplit, urlunsplit
+
+        import psycopg
+
+        name = f"xfid_bench_{uuid.uuid4().hex[:10]}"
+        with psycopg.connect(database, autocommit=True) as c:
+            c.execute(f'CREATE DATABASE "{name}"')
+        u = urlsplit(database)
+        env["XFID_DATABASE_URL"] = urlunsplit((u.scheme, u.netloc, f"/{name}", u.query, ""))
+    try:
+        with tempfile.TemporaryDirectory() as out:
+            if database:
+                env["XFID_RECORDS_URL"] = str(Path(out) / "records")
+            p = subprocess.run([sys.executable, "-c", CHILD, mode, str(path), out], capture_output=True, text=True,
+                               env=env)
+            if p.returncode:
+                raise SystemExit(p.stderr)
+            return json.loads(p.stdout.strip().splitlines()[-1])
+    finally:
+        if name:
+            import psycopg
+
+            with psycopg.connect(database, autocommit=True) as c:
+                c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def run_team(path: Path, repeat: int, database: str) -> tuple[float, float, float]:
+    """The SQLite store and the PostgreSQL-catalog store alternately; medians and the median ratio."""
+    sq, pg = [], []
+    for i in range(repeat):
+        for which in (("sqlite", "pg") if i % 2 == 0 else ("pg", "sqlite")):
+            (sq if which == "sqlite" else pg).append(once("xfid", path, database if which == "pg" else None)["s"])
+    ratio = statistics.median(p / s for p, s in zip(pg, sq, strict=True))
+    return statistics.median(sq), statistics.median(pg), ratio
 
 
 def run(path: Path, repeat: int) -> tuple[dict, dict, float]:
@@ -131,6 +170,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, action="append", help="row counts (default 1000000)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--database", metavar="URL", help="also ingest into a PostgreSQL catalog on this server")
     a = ap.parse_args()
     print(f"{'data':<22} {'xfid s':>8} {'rows/s':>12} {'bare s':>8} {'ratio':>6} {'RSS MB':>8} {'arrow MB':>9} {'RSS/arrow':>9}")
     with tempfile.TemporaryDirectory() as d:
@@ -141,6 +181,10 @@ def main() -> None:
                 assert x["rows"] == rows, x
                 print(f"{f.suffix[1:] + ' ' + format(rows, ','):<22} {x['s']:>8.2f} {rows / x['s']:>12,.0f} {bare['s']:>8.2f} "
                       f"{ratio:>6.2f} {x['rss_mb']:>8.0f} {arrow_mb:>9.0f} {x['rss_mb'] / arrow_mb:>9.2f}", flush=True)
+                if a.database:
+                    sq, pg, r = run_team(f, a.repeat, a.database)
+                    print(f"  catalog on PostgreSQL: {pg:.2f} s vs SQLite {sq:.2f} s, ratio {r:.2f} "
+                          f"(median of {a.repeat} alternating pairs)", flush=True)
 
 
 if __name__ == "__main__":

@@ -119,8 +119,13 @@ class Database:
     def __init__(self, raw: sqlite3.Connection, label: str):
         self.raw = raw
         self.label = label
+        self.tx_values: dict[str, Any] = {}  # what the current write transaction has learnt (emptied at BEGIN)
         self.execute = raw.execute  # the hot path: no wrapper per statement on SQLite
         self.executemany = raw.executemany
+
+    def defer(self, sql: str, params: Sequence[Any] = (), rank: int = 0) -> None:
+        """See PostgresDatabase.defer; SQLite runs the statement at once."""
+        self.raw.execute(sql, params)
 
     @property
     def in_transaction(self) -> bool:
@@ -133,6 +138,7 @@ class Database:
     def write_tx(self) -> Iterator[Database]:
         """BEGIN IMMEDIATE ... COMMIT (one writer at a time), rolled back on any exception."""
         _retry(lambda: self.raw.execute("BEGIN IMMEDIATE"))
+        self.tx_values = {}
         try:
             yield self
         except BaseException:
@@ -222,6 +228,8 @@ class PostgresDatabase(Database):
         self.label = mask(url)
         self.raw = self._connect()
         self._tx = False
+        self.tx_values = {}
+        self._pending: dict[tuple[int, str], list[tuple[Any, ...]]] = {}
 
     def _connect(self) -> Any:
         psycopg = require_psycopg()
@@ -238,6 +246,8 @@ class PostgresDatabase(Database):
         psycopg = require_psycopg()
         if self.raw.closed and not self._tx:
             self.raw = self._connect()  # the server came back: a new session for a new statement
+        if self._pending:
+            self._flush()
         try:
             if params:
                 return self.raw.execute(_pg_sql(sql), tuple(params))
@@ -247,6 +257,23 @@ class PostgresDatabase(Database):
         except psycopg.errors.InsufficientPrivilege as e:
             raise StoreError(f"{self.label}: {_first_line(e)}: this database role may only read (a writer needs "
                              "INSERT and UPDATE on the xfid tables: see docs/team.md); nothing was changed") from None
+
+    def defer(self, sql: str, params: Sequence[Any] = (), rank: int = 0) -> None:
+        """A statement whose result nobody reads, sent with the others of the same text as one
+        batch, before any statement that is not deferred runs and before COMMIT.
+
+        Batches go by `rank`, then in the order their text first came, each in its own order:
+        the caller ranks a table's INSERTs after those of the tables its rows refer to.
+        """
+        if not self._tx:
+            self.execute(sql, params)
+            return
+        self._pending.setdefault((rank, sql), []).append(tuple(params))
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, {}
+        for (_rank, sql), rows in sorted(pending.items(), key=lambda kv: kv[0][0]):
+            self.executemany(sql, rows)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> Any:  # type: ignore[override]
         psycopg = require_psycopg()
@@ -276,11 +303,18 @@ class PostgresDatabase(Database):
             self.raw = self._connect()
         self.execute("BEGIN")
         self._tx = True
+        self.tx_values = {}
+        self._pending = {}
         try:
-            self.execute("SELECT pg_advisory_xact_lock(?)", (LOCK_KEY,))
-            yield self
+            # pipeline mode: statements whose results are not read go out without a round trip
+            # each (a check's thousands of INSERTs); a fetch, and the end of the block, wait for them
+            with self._pipeline():
+                self.execute("SELECT pg_advisory_xact_lock(?)", (LOCK_KEY,))
+                yield self
+                self._flush()
         except BaseException:
             self._tx = False
+            self._pending = {}
             with contextlib.suppress(*ERRORS, StoreError):
                 self.execute("ROLLBACK")
             raise
@@ -290,6 +324,18 @@ class PostgresDatabase(Database):
         except ServerLost as e:
             raise ServerLost(str(e).replace("between statements", "at COMMIT, so it may or may not have "
                                             "been committed")) from None
+
+    @contextlib.contextmanager
+    def _pipeline(self) -> Iterator[None]:
+        psycopg = require_psycopg()
+        try:
+            with self.raw.pipeline():
+                yield
+        except psycopg.OperationalError as e:
+            raise self.lost(e) from None
+        except psycopg.errors.InsufficientPrivilege as e:
+            raise StoreError(f"{self.label}: {_first_line(e)}: this database role may only read (a writer needs "
+                             "INSERT and UPDATE on the xfid tables: see docs/team.md); nothing was changed") from None
 
     def may_write(self) -> bool:
         """Whether this role may register parts (INSERT on parts)."""

@@ -175,16 +175,28 @@ def setup(conn: Database) -> None:
 
 # --- issues ------------------------------------------------------------------------------
 def next_issue_number(conn: Database) -> int:
-    """The next XF-N number (never reused, even after a deleted issue). Inside a write transaction."""
-    return int(conn.execute("UPDATE tracker_seq SET value = value + 1 WHERE name='issue' RETURNING value")
-               .fetchone()[0])
+    """The next XF-N number (never reused, even after a deleted issue). Inside a write transaction.
+
+    The counter row is read once per transaction; later numbers of the same transaction are
+    counted on from it (the write lock is held: no other writer can move it meanwhile), so
+    PostgreSQL's pipeline does not wait for the server once per new issue.
+    """
+    last = conn.tx_values.get("issue_seq")
+    if last is None:
+        num = int(conn.execute("UPDATE tracker_seq SET value = value + 1 WHERE name='issue' RETURNING value")
+                  .fetchone()[0])
+    else:
+        num = int(last) + 1
+        conn.defer("UPDATE tracker_seq SET value = ? WHERE name='issue'", (num,), rank=0)
+    conn.tx_values["issue_seq"] = num
+    return num
 
 
 def insert_issue(conn: Database, values: dict[str, Any]) -> None:
     _check_columns(values, {"num", "fingerprint"})
     cols = list(values)
-    conn.execute(f"INSERT INTO issues ({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})",
-                 [values[c] for c in cols])
+    conn.defer(f"INSERT INTO issues ({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})",
+               [values[c] for c in cols], rank=1)  # before the transitions and observations naming it
 
 
 def update_issue(conn: Database, num: int, values: dict[str, Any]) -> None:
@@ -249,10 +261,11 @@ def any_waiver_due(conn: Database, today: str) -> bool:
 # --- transitions and observations -------------------------------------------------------
 def insert_transition(conn: Database, num: int, check_id: int | None, time: str, actor: str,
                       action: str, from_state: str | None, to_state: str, extra: dict[str, Any]) -> None:
-    conn.execute(
+    conn.defer(
         "INSERT INTO transitions (issue_num, check_id, time, actor, action, from_state, to_state,"
         f" {', '.join(TRANSITION_EXTRA)}) VALUES ({','.join('?' * (7 + len(TRANSITION_EXTRA)))})",
-        (num, check_id, time, actor, action, from_state, to_state, *(extra.get(k) for k in TRANSITION_EXTRA)))
+        (num, check_id, time, actor, action, from_state, to_state, *(extra.get(k) for k in TRANSITION_EXTRA)),
+        rank=2)
 
 
 def history(conn: Database, num: int) -> list[dict[str, Any]]:
@@ -261,10 +274,10 @@ def history(conn: Database, num: int) -> list[dict[str, Any]]:
 
 
 def insert_observation(conn: Database, num: int, check_id: int, time: str, row: dict[str, Any]) -> None:
-    conn.execute(
+    conn.defer(
         f"INSERT INTO observations (issue_num, check_id, time, {', '.join(OBSERVATION_FIELDS)})"
         f" VALUES ({','.join('?' * (3 + len(OBSERVATION_FIELDS)))})",
-        (num, check_id, time, *observation_values(row)))
+        (num, check_id, time, *observation_values(row)), rank=2)
 
 
 def observations(conn: Database, num: int) -> list[dict[str, Any]]:
