@@ -68,6 +68,11 @@ def test_two_machines_share_rows_sources_and_issues(pg_url, tmp_path):
     assert (shown["state"], shown["owner"]) == ("acknowledged", "alice")
     assert [h["action"] for h in shown["history"]] == ["detected", "ack"]
     assert run(a, ea, "issues", "list") == run(b, eb, "issues", "list")
+    report = tmp_path / "weekly.html"  # the lead's report on a third machine reads the CI runner's check
+    c, ec = machine(tmp_path, "lead", pg_url, shared)
+    run(c, ec, "report", "--html", "-o", str(report), "--since", "2026-01-01")
+    assert "XF-1" in report.read_text() and "alice" in report.read_text()
+    assert list((tmp_path / "nfs" / "checks").glob("check-1.parquet")) and not (tmp_path / "ci-runner" / "checks").exists()
     out = run(b, eb, "doctor")
     assert "healthy" in out and "***@" in out  # the URL is shown, its password masked
     assert not (tmp_path / "laptop" / "xfid.db").exists()  # nothing of the catalog is local
@@ -212,6 +217,10 @@ def test_s3_records_ingest_correlate_check_report(catalog, s3_records, tmp_path)
     run(cli, env, "report", "--html", "-o", str(out), "--since", "2026-01-01")
     assert "XF-1" in out.read_text()
     assert "healthy" in run(cli, env, "doctor")
+    if catalog:  # another machine of the team store reads the check's rows from the bucket
+        other = Cli(tmp_path / "lead", tmp_path)
+        run(other, env, "report", "--html", "-o", str(tmp_path / "r2.html"), "--since", "2026-01-01")
+        assert "XF-1" in (tmp_path / "r2.html").read_text()
     # an upload no commit registered: young, left alone; past the grace period, swept by the next writer
     p = xfid(tmp_path / "m", {**env, "XFID_FAULT": "store.before_commit"}, "ingest",
              str(big(tmp_path / "k.csv", 100, "k")))

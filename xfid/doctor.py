@@ -285,7 +285,7 @@ def _check_checks_catalog(store: Store) -> None:
     """CatalogMismatch when a saved `check-N` file is named by no check (see xfid.tracker.checkfiles)."""
     from xfid.tracker import checkfiles
 
-    on_disk = checkfiles.committed_on_disk(store.root)
+    on_disk = checkfiles.committed_on_disk(store.checks_root)
     if on_disk:
         checkfiles.check_catalog(store, _check_files(store), on_disk)
 
@@ -300,7 +300,7 @@ def _check_files(store: Store) -> set[str]:
 
 
 def _check_checkfiles(store: Store, rep: DoctorReport) -> None:
-    checks_dir = store.root / "checks"
+    checks_dir = store.checks_root / "checks"
     if not checks_dir.is_dir():
         return
     for f in sorted(checks_dir.glob("*.parquet")):

@@ -56,6 +56,8 @@ LEGACY_TEMP_NAME = re.compile(r"\.tmp-([0-9a-f]{32})\.parquet")
 OBJECT_PART_NAME = re.compile(r"part-([0-9a-f]{32})-([0-9a-f]{32})\.parquet")
 """`part-<store id>-<part id>.parquet`: a part in a bucket, uploaded once, visible when registered."""
 COMMITTED_GLOB = "fidelity=*/part-*.parquet"
+CHECKS_IN_BUCKET = "_checks"
+"""Where a bucket's store keeps the committed checks' rows (beside, never inside, fidelity=*)."""
 REBUILD_HINT = ("nothing was changed or deleted; rebuild the catalog from the parts with "
                 "`xfid doctor --rebuild-catalog` (it moves any xfid.db here into a backup folder, never deletes it)")
 
@@ -269,6 +271,38 @@ class Store:
             return ("nothing was changed or deleted; point the database URL (XFID_DATABASE_URL or [store] database) "
                     "at this store's database, or restore it from its backup (docs/team.md)")
         return REBUILD_HINT
+
+    @property
+    def checks_root(self) -> Path:
+        """The folder whose `checks/` holds the saved rows of each check: beside the records when
+        they are in a directory (so every machine of a team store reads them), else the store."""
+        return Path(self.records).parent if self.fs is None else self.root
+
+    def share_check_file(self, local: Path) -> None:
+        """Upload a committed check's rows to the bucket (`<records>/_checks/`), for the other machines."""
+        if self.fs is None:
+            return
+        try:
+            self.location.copy_in(local, f"{CHECKS_IN_BUCKET}/{local.name}")
+        except OSError as e:
+            raise StoreError(f"{self.location.label}: the check is recorded, but its rows could not be uploaded "
+                             f"({sqlbackend.mask(e)}): other machines cannot show them until "
+                             f"{local} is copied to {CHECKS_IN_BUCKET}/ there") from None
+
+    def fetch_check_file(self, name: str) -> None:
+        """Download a check's rows from the bucket when this machine does not have them."""
+        local = self.checks_root / "checks" / name
+        if self.fs is None or local.exists():
+            return
+        import pyarrow.fs as pafs
+
+        src = str(self.records / CHECKS_IN_BUCKET / name)
+        if not self.location.exists(self.records / CHECKS_IN_BUCKET / name):
+            return  # checkfiles.read names what is missing
+        local.parent.mkdir(parents=True, exist_ok=True)
+        tmp = local.with_name(f"{TMP_PREFIX}download-{uuid.uuid4().hex}.parquet")
+        pafs.copy_files(src, str(tmp), source_filesystem=self.fs)
+        os.replace(tmp, local)
 
     def describe(self) -> dict[str, str]:
         """Where this store keeps its catalog and its records (passwords masked)."""

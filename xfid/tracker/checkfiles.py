@@ -117,11 +117,11 @@ def check_catalog(store: Store, known: set[str], on_disk: list[str] | None = Non
     Pass `on_disk` listed before `known` was read (outside the lock): a check file is
     renamed into place only after its commit, so a concurrent check is never a stranger.
     """
-    files = committed_on_disk(store.root) if on_disk is None else on_disk
+    files = committed_on_disk(store.checks_root) if on_disk is None else on_disk
     unknown = [f for f in files if f not in known]
     if not unknown:
         return
-    first = checks_dir(store.root) / unknown[0]
+    first = checks_dir(store.checks_root) / unknown[0]
     other = _footer_store(first)
     n = f"{len(unknown)} check file(s) in {CHECKS_DIR}/, e.g. {first},"
     if other and store.store_id and other != store.store_id:
@@ -155,7 +155,7 @@ def sweep(store: Store, known: set[str]) -> dict[str, list[Path]]:
         {"renamed": [...], "removed": [...]}: what was done.
     """
     done: dict[str, list[Path]] = {"renamed": [], "removed": []}
-    d = checks_dir(store.root)
+    d = checks_dir(store.checks_root)
     if not store.store_id or not d.is_dir():
         return done
     for f in d.glob(f"{TMP_PREFIX}{store.store_id}-*.parquet"):

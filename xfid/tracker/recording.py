@@ -89,7 +89,7 @@ def _coverage(corr: Correlation) -> dict[str, Any] | None:
 def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label: str | None,
            k: int) -> CheckSummary:
     """Record one check (the body of Tracker.record_check: see there)."""
-    conn, root = store.conn, store.root
+    conn, root = store.conn, store.checks_root
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise TrackerError(f"resolve_after (clean checks to resolve) must be an integer >= 1, got {k!r}")
     rows = _frame(corr)
@@ -143,7 +143,9 @@ def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label:
         raise
     assert staged is not None
     fault_point("check.before_rename")
-    checkfiles.publish(staged, summary.check_id)
+    final = checkfiles.publish(staged, summary.check_id)
+    if final is not None:
+        store.share_check_file(final)  # a bucket's store: the other machines read the rows from there
     return summary
 
 

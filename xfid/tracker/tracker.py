@@ -53,7 +53,7 @@ class Tracker:
     def __init__(self, store: Store):
         self.store = store
         self.conn = store.conn
-        on_disk = checkfiles.committed_on_disk(store.root)  # listed first: see checkfiles.check_catalog
+        on_disk = checkfiles.committed_on_disk(store.checks_root)  # listed first: see checkfiles.check_catalog
         try:
             db.setup(self.conn)
             known = db.rows_files(self.conn)
@@ -192,8 +192,10 @@ class Tracker:
         Raises:
             TrackerError: an unknown check id, or its file is missing.
         """
-        return checkfiles.read(self.store.root, int(check_id), self._check_field(check_id, "rows_file"),
-                               self.store.store_id)
+        rows_file = self._check_field(check_id, "rows_file")
+        if rows_file:
+            self.store.fetch_check_file(rows_file)  # saved by another machine into the bucket
+        return checkfiles.read(self.store.checks_root, int(check_id), rows_file, self.store.store_id)
 
     def check_coverage(self, check_id: int) -> pd.DataFrame | None:
         """The op-map coverage table (Correlation.coverage) one check saw; None for a check recorded
