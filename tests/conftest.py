@@ -69,4 +69,4 @@ def snapshot():
 
 
 # real PostgreSQL / S3 servers for the team-store tests (started once per session when asked for)
-from tests.servers import catalog, pg_server, pg_url, s3_records, s3_server  # noqa: E402, F401
+from tests.servers import catalog, own_pg_server, pg_server, pg_url, s3_records, s3_server  # noqa: E402, F401

@@ -58,6 +58,7 @@ class PgServer:
         self.admin_url = admin_url
         self.data = data
         self.user = user  # the OS user running it (None: not ours to stop or restart)
+        self.created: list[str] = []
 
     def url(self, dbname: str, password: bool = True) -> str:
         u = urlsplit(self.admin_url)
@@ -74,7 +75,19 @@ class PgServer:
         name = f"xfid_{uuid.uuid4().hex[:12]}"
         with psycopg.connect(self.admin_url, autocommit=True) as c:
             c.execute(f'CREATE DATABASE "{name}"')
+        self.created.append(name)
         return self.url(name)
+
+    def drop_all(self) -> None:
+        """Drop the databases and roles this session made (on a server CI keeps between runs too)."""
+        import psycopg
+
+        with contextlib.suppress(Exception), psycopg.connect(self.admin_url, autocommit=True) as c:
+            for name in self.created:
+                c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                for role in (f"{name}_reader", f"{name}_writer"):
+                    c.execute(f'DROP ROLE IF EXISTS "{role}"')
+        self.created.clear()
 
     def _ctl(self, *args: str) -> subprocess.CompletedProcess[str]:
         assert self.data is not None and self.user is not None
@@ -138,11 +151,36 @@ def start_pg() -> tuple[PgServer | None, str]:
 def pg_server() -> Iterator[PgServer]:
     given = os.environ.get("XFID_TEST_PG_URL")
     if given:
-        yield PgServer(given)
+        srv = PgServer(given)
+        try:
+            import psycopg
+
+            psycopg.connect(given, connect_timeout=10).close()
+        except Exception as e:
+            unavailable("PostgreSQL (XFID_TEST_PG_URL)", f"cannot connect: {type(e).__name__}")
+        yield srv
+        srv.drop_all()
         return
     srv, why = start_pg()
     if srv is None:
         unavailable("PostgreSQL", why)
+        return
+    try:
+        yield srv
+    finally:
+        with contextlib.suppress(Exception):
+            srv.stop("immediate")
+        with contextlib.suppress(Exception):
+            assert srv.data is not None
+            shutil.rmtree(srv.data.parent, ignore_errors=True)
+
+
+@pytest.fixture
+def own_pg_server() -> Iterator[PgServer]:
+    """A PostgreSQL server of this test's own (started even when CI gave one), for tests that stop it."""
+    srv, why = start_pg()
+    if srv is None:
+        unavailable("PostgreSQL (a server of the test's own)", why)
         return
     try:
         yield srv

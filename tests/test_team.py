@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Cli
-from tests.servers import PG_PASSWORD
+from tests.servers import PG_PASSWORD, PG_USER
 
 HEAD = "fidelity,target,workload,op,metric,stat,value,unit,run,timestamp\n"
 OPS = ('"gemm_tile[m=128,n=128,k=256]"', '"gemm_tile[m=256,n=128,k=256]"')
@@ -163,11 +163,10 @@ def test_kill9_during_ingest_and_check(pg_url, tmp_path, kills):
     _consistent(cli, env)
 
 
-def test_server_restart_mid_ingest(pg_server, tmp_path, monkeypatch):
+def test_server_restart_mid_ingest(own_pg_server, tmp_path, monkeypatch):
     """The server stops inside the ingest's transaction: a clear Error, nothing committed; after
     the restart the same ingest succeeds once."""
-    if pg_server.data is None:
-        pytest.skip("the server was started by CI (XFID_TEST_PG_URL): this test may not restart it")
+    pg_server = own_pg_server
     url = pg_server.database()
     shared = str(tmp_path / "records")
     cli, env = machine(tmp_path, "m", url, shared)
@@ -269,16 +268,33 @@ def test_reader_role_reads_but_cannot_write(pg_url, pg_server, tmp_path):
     run(cli, env, "ingest", records(tmp_path / "rtl.csv", "rtl", "r", (1000, 2000)))
     run(cli, env, "ingest", records(tmp_path / "arch.csv", "archmodel", "m1", (1250, 2010)))
     run(cli, env, "check")
+    tag = pg_url.rsplit("/", 1)[1]  # roles are the server's: one pair per test database
     with psycopg.connect(pg_url, autocommit=True) as c:
-        c.execute("DROP ROLE IF EXISTS xfid_reader")
-        c.execute("CREATE ROLE xfid_reader LOGIN PASSWORD 'reader-pw'")
-        c.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO xfid_reader")
-    reader_url = pg_url.replace(f"xfid:{PG_PASSWORD}@", "xfid_reader:reader-pw@")
+        c.execute(f"CREATE ROLE {tag}_reader LOGIN PASSWORD 'reader-pw'")
+        c.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {tag}_reader")
+    reader_url = pg_url.replace(f"{PG_USER}:{PG_PASSWORD}@", f"{tag}_reader:reader-pw@")
     r_env = {**env, "XFID_DATABASE_URL": reader_url}
     assert run(cli, r_env, "export") == run(cli, env, "export")
     assert "XF-1" in run(cli, r_env, "issues", "list")
+    run(cli, r_env, "report", "--html", "-o", str(tmp_path / "r.html"), "--since", "2026-01-01")
     out = run(cli, r_env, "ingest", big(tmp_path / "x.csv", 5, "x"), ok=False)
     assert out.startswith("Error: ") and "read-only" in out and "reader-pw" not in out
+    out = run(cli, r_env, "issues", "ack", "XF-1", "--owner", "me", ok=False)
+    assert out.startswith("Error: ") and "read-only" in out
+    # a writer with the GRANTs of docs/team.md ingests, checks and acts
+    with psycopg.connect(pg_url, autocommit=True) as c:
+        c.execute(f"CREATE ROLE {tag}_writer LOGIN PASSWORD 'writer-pw'")
+        for grant in ("GRANT USAGE ON SCHEMA public TO {}",
+                      "GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA public TO {}",
+                      "GRANT DELETE ON parts, sources TO {}",
+                      "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {}"):
+            c.execute(grant.format(f"{tag}_writer"))
+    w_env = {**env, "XFID_DATABASE_URL": pg_url.replace(f"{PG_USER}:{PG_PASSWORD}@", f"{tag}_writer:writer-pw@")}
+    run(cli, w_env, "ingest", big(tmp_path / "w.csv", 5, "w"))
+    run(cli, w_env, "ingest", records(tmp_path / "arch2.csv", "archmodel", "m2", (1000, 4000)))
+    s = json.loads(run(cli, w_env, "check", "--format", "json"))
+    assert s["new"] == ["XF-2"]
+    run(cli, w_env, "issues", "ack", "XF-2", "--owner", "me")
 
 
 @pytest.mark.parametrize("to_s3", [False, True], ids=["dir", "s3"])
