@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -65,7 +66,7 @@ class DoctorReport:
         return not [p for p in self.problems if not p.repaired]
 
 
-def _components() -> dict[str, Sequence[str]]:
+def _components() -> dict[str, Sequence[Any]]:
     from xfid.tracker.db import MIGRATIONS as TRACKER
 
     return {"manifest": _MANIFEST_MIGRATIONS, "tracker": TRACKER}
@@ -116,9 +117,9 @@ def examine(root: Path, repair: bool = False, *, database: str | None = None,
     if not root.is_dir():
         raise StoreError(f"no store at {root} (pass --store DIR)")
     db = root / DB_NAME
-    records = root / RECORDS
+    records_dir = root / RECORDS
     if not db.exists():
-        n = len(list(records.glob(COMMITTED_GLOB))) if records.is_dir() else 0
+        n = len(list(records_dir.glob(COMMITTED_GLOB))) if records_dir.is_dir() else 0
         if n:
             rep.problems.append(Problem("catalog_mismatch", str(db), f"the store database is missing, but {n} part "
                                         "files are in records/; run `xfid doctor --rebuild-catalog`", ""))
@@ -128,7 +129,7 @@ def examine(root: Path, repair: bool = False, *, database: str | None = None,
         rep.problems.append(p)
         return rep
     try:
-        store = Store(root, create=False, check=False)
+        store = Store(root, create=False, check=False, records=records)
     except StoreError as e:
         rep.problems.append(Problem("db_corrupt", str(db), str(e), ""))
         return rep

@@ -105,7 +105,7 @@ class Location:
 
 
 def _list_local(base: Path) -> list[FileEntry]:
-    out = []
+    out: list[FileEntry] = []
     try:
         dirs = list(os.scandir(base))
     except (FileNotFoundError, NotADirectoryError):

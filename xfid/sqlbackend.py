@@ -115,6 +115,7 @@ class Database:
 
     dialect = SQLITE
     rowid = "rowid"
+    raw: Any  # sqlite3.Connection, or psycopg.Connection
 
     def __init__(self, raw: sqlite3.Connection, label: str):
         self.raw = raw

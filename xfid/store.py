@@ -221,7 +221,7 @@ class Store:
         self._expected: dict[str, tuple[str, int]] = {}  # part path -> (manifest file, rows)
         self._touched = 0.0
         if self.team:
-            self.readonly = self.fs is None and self.records.exists() and not writable(self.records)
+            self.readonly = self.fs is None and Path(self.records).exists() and not writable(Path(self.records))
         else:
             has_db = self.db_path.exists()
             self.readonly = not writable(self.root) or (has_db and not writable(self.db_path))
@@ -239,7 +239,7 @@ class Store:
         try:
             if not self.readonly and self.fs is None:
                 try:
-                    self.records.mkdir(parents=self.location.base != self.root / RECORDS, exist_ok=True)
+                    Path(self.records).mkdir(parents=self.location.base != self.root / RECORDS, exist_ok=True)
                 except OSError as e:
                     raise StoreError(f"{self.records}: cannot create the records directory: {e.strerror}") from None
             self._open(check)

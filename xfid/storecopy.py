@@ -186,14 +186,14 @@ def _verify(src: Store, dst: Store, rep: CopyReport) -> None:
                              f"{len(b)} rows); run the copy again")
         rep.counts[t] = len(a)
     for file, *_ in _rows(src.conn, "parts")[1]:
-        a = src.records / file
-        if src.fs is None and not Path(a).exists():
-            a = src.twin(a) or a
-        b = dst.records / file
-        if dst.fs is None and not Path(b).exists():
-            b = dst.twin(b) or b
-        if _sha256(src, a) != _sha256(dst, b):
-            raise StoreError(f"{b}: differs from {a} after the copy; run the copy again")
+        mine = src.records / file
+        if src.fs is None and not Path(mine).exists():
+            mine = src.twin(mine) or mine
+        theirs = dst.records / file
+        if dst.fs is None and not Path(theirs).exists():
+            theirs = dst.twin(theirs) or theirs
+        if _sha256(src, mine) != _sha256(dst, theirs):
+            raise StoreError(f"{theirs}: differs from {mine} after the copy; run the copy again")
         rep.parts_verified += 1
 
 

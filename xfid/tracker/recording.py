@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from xfid.errors import TrackerError
+from xfid.sqlbackend import Database
 from xfid.store import fault_point, write_tx
 from xfid.tracker import checkfiles, db, transitions
 from xfid.tracker.db import KEY_COLUMNS, LATEST_COLUMNS, as_float, as_text, plain
@@ -149,7 +149,7 @@ def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label:
     return summary
 
 
-def _observe(conn: sqlite3.Connection, cid: int, now: datetime, actor: str, row: dict[str, Any],
+def _observe(conn: Database, cid: int, now: datetime, actor: str, row: dict[str, Any],
              iss: dict[str, Any] | None, summary: CheckSummary, unwaived: set[int]) -> None:
     """File or update the issue of one discrepancy row, and add its observation."""
     t = stamp(now)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as dtime
 from typing import Any, NamedTuple
 
+from xfid.sqlbackend import Database
 from xfid.tracker import db, lifecycle
 from xfid.tracker.lifecycle import stamp
 
@@ -19,7 +19,7 @@ class Transition(NamedTuple):
     to_state: str
 
 
-def write(conn: sqlite3.Connection, issue: dict[str, Any] | None, event: str, *, actor: str, now: datetime,
+def write(conn: Database, issue: dict[str, Any] | None, event: str, *, actor: str, now: datetime,
           check_id: int | None = None, values: dict[str, Any] | None = None, note: str | None = None,
           owner: str | None = None, reason: str | None = None, until: str | None = None,
           max_error: float | None = None) -> Transition:
@@ -62,7 +62,7 @@ def write(conn: sqlite3.Connection, issue: dict[str, Any] | None, event: str, *,
     return Transition(num, old, new)
 
 
-def expire_waivers(conn: sqlite3.Connection, now: datetime, *, actor: str, check_id: int | None = None) -> list[int]:
+def expire_waivers(conn: Database, now: datetime, *, actor: str, check_id: int | None = None) -> list[int]:
     """Waivers whose expiry date has passed go back to open; returns their numbers. Inside a write transaction."""
     out = []
     for r in db.waivers_due(conn, now.date().isoformat()):
