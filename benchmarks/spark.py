@@ -96,18 +96,29 @@ class Sampler:
         self._t.join()
 
 
-def _shuffle_bytes(spark) -> int | None:
-    """Shuffle bytes written by every stage of this application (Spark's status REST API)."""
+def _stages(spark) -> list[dict] | None:
+    """Every completed stage of this application (Spark's status REST API)."""
     url = spark.sparkContext.uiWebUrl
     if not url:
         return None
     app = spark.sparkContext.applicationId
     try:
         with urllib.request.urlopen(f"{url}/api/v1/applications/{app}/stages?status=complete", timeout=30) as r:
-            stages = json.load(r)
+            return json.load(r)
     except OSError:
         return None
-    return sum(int(s.get("shuffleWriteBytes", 0)) for s in stages)
+
+
+def _stage_lines(stages: list[dict]) -> list[str]:
+    """Per stage: tasks, summed executor run time, input/shuffle records and bytes (the per-partition costs)."""
+    out = []
+    for s in sorted(stages, key=lambda s: s["stageId"]):
+        out.append(f"    stage {s['stageId']:>3} {s['numTasks']:>4} tasks  run {s['executorRunTime'] / 1000:8.1f} s  "
+                   f"in {s.get('inputRecords', 0):>11,} rec {s.get('inputBytes', 0) / 1e6:8.1f} MB  "
+                   f"shuffle read {s.get('shuffleReadRecords', 0):>11,} rec {s.get('shuffleReadBytes', 0) / 1e6:8.1f} MB  "
+                   f"write {s.get('shuffleWriteRecords', 0):>11,} rec {s.get('shuffleWriteBytes', 0) / 1e6:8.1f} MB  "
+                   f"peak exec mem {s.get('peakExecutionMemory', 0) / 1e6:7.1f} MB  {s['name'][:40]}")
+    return out
 
 
 def child(engine: str, store_dir: str, master: str, memory: str, partitions: int) -> None:
@@ -138,7 +149,9 @@ def child(engine: str, store_dir: str, master: str, memory: str, partitions: int
         out["session_s"] = time.perf_counter() - t
         c = correlate(Store(store_dir), cfg, spark=spark)
         out["wall_s"] = time.perf_counter() - t
-        out["shuffle_bytes"] = _shuffle_bytes(spark)
+        stages = _stages(spark)
+        out["shuffle_bytes"] = None if stages is None else sum(int(s.get("shuffleWriteBytes", 0)) for s in stages)
+        out["stages"] = [] if stages is None else _stage_lines(stages)
         sampler.stop()
         out["jvm_peak_rss_mb"] = sampler.jvm_kb / 1024
         out["workers_peak_rss_mb"] = sampler.workers_kb / 1024
@@ -197,6 +210,8 @@ def measure(n: int, workdir: Path, args: argparse.Namespace) -> None:
         if "rows_aligned" in r:
             line += f"  rows {r['rows_aligned']:,} discrepancies {r['discrepancies']:,} comparisons {r['comparisons']:,}"
         print(line + f"  load after: {_load()}", flush=True)
+        for st in r.get("stages", []):
+            print(st, flush=True)
     if "local" in res and "spark" in res and "refused" not in res["local"]:
         lo, sp = res["local"], res["spark"]
         print(f"  spark / local wall time: {sp['wall_s'] / lo['wall_s']:.2f}; same discrepancies and comparisons "

@@ -64,8 +64,9 @@ def _codes(values: np.ndarray, names: list[str]) -> np.ndarray:
 
 
 def _text(a: Any) -> np.ndarray:
-    return np.array([None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else v for v in a],
-                    dtype=object)
+    out = np.asarray(a, dtype=object).copy()
+    out[pd.isna(out)] = None
+    return out
 
 
 def _arrow_type(name: str) -> pa.DataType:
@@ -83,17 +84,20 @@ def to_arrow(df: pd.DataFrame, ddl: str) -> pa.Table:
     schema = arrow_schema(ddl)
     cols = []
     for f in schema:
-        v = df[f.name] if f.name in df.columns else pd.Series([None] * len(df), dtype=object)
-        if pa.types.is_string(f.type):
-            cols.append(pa.array([None if x is None or x is pd.NA or (isinstance(x, float) and x != x) else str(x)
-                                  for x in v.tolist()], pa.string()))
-        elif pa.types.is_boolean(f.type):
-            cols.append(pa.array([None if x is None or x is pd.NA else bool(x) for x in v.tolist()], pa.bool_()))
-        elif pa.types.is_integer(f.type):
-            cols.append(pa.array([None if x is None or x is pd.NA or (isinstance(x, float) and x != x) else int(x)
-                                  for x in v.tolist()], f.type))
-        else:
+        if f.name not in df.columns:
+            cols.append(pa.nulls(len(df), f.type))
+            continue
+        v = df[f.name]
+        if pa.types.is_floating(f.type):
             cols.append(pa.array(pd.to_numeric(v, errors="coerce").to_numpy(np.float64), pa.float64()))
+        elif pa.types.is_string(f.type):
+            cols.append(pa.array(v.to_numpy(dtype=object), pa.string(), from_pandas=True))
+        else:  # bool and integer columns, nullable (the counts rows carry none)
+            mask = np.array(v.isna().to_numpy(), dtype=bool)
+            data = np.array(v.to_numpy(dtype=object), dtype=object)
+            data[mask] = 0
+            np_type = bool if pa.types.is_boolean(f.type) else np.int64
+            cols.append(pa.array(data.astype(np_type), f.type, mask=mask))
     return pa.Table.from_arrays(cols, schema=schema)
 
 
@@ -103,9 +107,9 @@ def from_arrow(table: pa.Table) -> pd.DataFrame:
     for name in table.column_names:
         col = table.column(name)
         if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-            out[name] = np.array(col.to_pylist(), dtype=object)
+            out[name] = col.to_numpy(zero_copy_only=False).astype(object, copy=False)
         elif pa.types.is_boolean(col.type):
-            out[name] = np.array(col.fill_null(False).to_pylist(), dtype=bool)
+            out[name] = col.fill_null(False).to_numpy(zero_copy_only=False)
         else:
             out[name] = col.to_numpy()
     return pd.DataFrame(out)

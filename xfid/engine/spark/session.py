@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 import warnings
+from pathlib import Path
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -57,6 +58,9 @@ def spark_session(config: Config | None, master: str | None = None, conf: Mappin
     if chosen and chosen.startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName("xfid")
+    log = Path(__file__).with_name("log4j2.properties")
+    if "spark.driver.extraJavaOptions" not in settings and log.exists():  # the JVM logs errors only
+        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={log.as_uri()}"
     if chosen:
         builder = builder.master(chosen)
     for k, v in settings.items():
