@@ -6,8 +6,8 @@ import contextlib
 import os
 import sys
 import warnings
-from pathlib import Path
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from xfid.config import Config
