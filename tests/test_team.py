@@ -318,3 +318,25 @@ def test_store_copy_to_team(pg_url, tmp_path, to_s3, request):
     run(team, env, "ingest", records(tmp_path / "arch2.csv", "archmodel", "m2", (1000, 3000)))
     s = json.loads(run(team, env, "check", "--format", "json"))
     assert s["new"] == ["XF-2"] and s["check_id"] == 2
+
+
+def test_locations_from_config_and_env_are_checked_and_masked(tmp_path, pg_url):
+    """[store] database/records are validated like every key; env overrides config; no password shown."""
+    cli = Cli(tmp_path / "m", tmp_path)
+    cfg = tmp_path / "xfid.toml"
+    cfg.write_text('[store]\ndatabase = "mysql://me:hunter2@db/x"\n')
+    r = cli("--config", cfg, "sources")
+    assert r.exit_code == 2 and "[store] database must be a PostgreSQL URL" in r.output and "hunter2" not in r.output
+    cfg.write_text('[store]\nrecords = "ftp://me:hunter2@host/p"\n')
+    r = cli("--config", cfg, "sources")
+    assert r.exit_code == 2 and "[store] records must be" in r.output and "hunter2" not in r.output
+    r = cli("sources", env={"XFID_DATABASE_URL": "mysql://me:hunter2@db/x"})
+    assert r.exit_code == 2 and "not a PostgreSQL URL" in r.output and "hunter2" not in r.output
+    shared = tmp_path / "shared"
+    cfg.write_text(f'[store]\ndatabase = "{pg_url}"\nrecords = "file://{shared}"\n')
+    run(cli, {}, "--config", str(cfg), "ingest", records(tmp_path / "rtl.csv", "rtl", "r", (1000, 2000)))
+    assert list(shared.rglob("part-*.parquet")) and not (tmp_path / "m" / "xfid.db").exists()
+    from xfid.api import open_store
+
+    with open_store(tmp_path / "elsewhere", cfg) as s:  # the Python API reads the same keys
+        assert len(s.sources()) == 1

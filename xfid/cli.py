@@ -11,6 +11,7 @@ import click
 from xfid import __version__
 from xfid.app import App
 from xfid.errors import XfidError
+from xfid.sqlbackend import mask
 from xfid.textsafe import terminal
 
 COMMANDS: dict[str, str] = {
@@ -54,7 +55,8 @@ class LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except XfidError as e:
-            raise UserError(terminal(str(e))) from None  # names and excerpts from files: escaped
+            # names and excerpts from files escaped; any password of a database or bucket URL masked
+            raise UserError(terminal(mask(str(e)))) from None
         except KeyboardInterrupt:
             raise click.exceptions.Abort() from None
 

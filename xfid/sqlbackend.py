@@ -12,6 +12,7 @@ import contextlib
 import functools
 import re
 import sqlite3
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -88,16 +89,11 @@ def _row_factory(cursor: Any) -> Any:
     return lambda values: cls(values)
 
 
-def _db_errors() -> tuple[type[BaseException], ...]:
-    try:
-        import psycopg
-    except ImportError:
-        return (sqlite3.DatabaseError,)
-    return (sqlite3.DatabaseError, psycopg.Error)
-
-
-ERRORS = _db_errors()
-"""What a failed statement raises on either backend (sqlite3.DatabaseError, psycopg.Error)."""
+def errors() -> tuple[type[BaseException], ...]:
+    """What a failed statement raises on either backend: sqlite3.DatabaseError, and psycopg.Error
+    once psycopg is loaded (only a PostgreSQL store loads it: a SQLite store's start stays fast)."""
+    pg = sys.modules.get("psycopg")
+    return (sqlite3.DatabaseError,) if pg is None else (sqlite3.DatabaseError, pg.Error)
 
 
 class ServerLost(StoreError):
@@ -258,6 +254,9 @@ class PostgresDatabase(Database):
         except psycopg.errors.InsufficientPrivilege as e:
             raise StoreError(f"{self.label}: {_first_line(e)}: this database role may only read (a writer needs "
                              "INSERT and UPDATE on the xfid tables: see docs/team.md); nothing was changed") from None
+        except psycopg.errors.UndefinedTable as e:
+            raise StoreError(f"{self.label}: the store database is damaged: {_first_line(e)} (restore it from its "
+                             "backup, or run `xfid doctor`)") from None
 
     def defer(self, sql: str, params: Sequence[Any] = (), rank: int = 0) -> None:
         """A statement whose result nobody reads, sent with the others of the same text as one
@@ -316,7 +315,7 @@ class PostgresDatabase(Database):
         except BaseException:
             self._tx = False
             self._pending = {}
-            with contextlib.suppress(*ERRORS, StoreError):
+            with contextlib.suppress(*errors(), StoreError):
                 self.execute("ROLLBACK")
             raise
         self._tx = False
@@ -423,5 +422,19 @@ def created_tables(migrations: Sequence[Migration], dialect: str = SQLITE) -> se
     return have
 
 
-__all__ = ["ERRORS", "POSTGRESQL", "SQLITE", "Database", "PostgresDatabase", "ServerLost", "connect",
-           "connect_sqlite", "created_tables", "ddl", "is_postgres", "mask", "migrate", "sqlite_readonly"]
+__all__ = [
+    "POSTGRESQL",
+    "SQLITE",
+    "Database",
+    "PostgresDatabase",
+    "ServerLost",
+    "connect",
+    "connect_sqlite",
+    "created_tables",
+    "ddl",
+    "errors",
+    "is_postgres",
+    "mask",
+    "migrate",
+    "sqlite_readonly",
+]

@@ -234,7 +234,7 @@ class Store:
                                           f"{self._files_beside()} are here; " + self.rebuild_hint)
             try:
                 self.conn = connect(self.db_path, readonly=self.readonly)
-            except sqlbackend.ERRORS as e:
+            except sqlbackend.errors() as e:
                 raise StoreError(f"{self.db_path}: cannot open the store database: {e} (run `xfid doctor`)") from None
         try:
             if not self.readonly and self.fs is None:
@@ -348,7 +348,7 @@ class Store:
         """Database errors of the manifest as a StoreError naming the database."""
         try:
             yield
-        except sqlbackend.ERRORS as e:
+        except sqlbackend.errors() as e:
             msg = sqlbackend.mask(e)
             if "readonly" in msg or "read-only" in msg:
                 raise StoreError(f"{self.db_label}: the store is read-only: cannot {what}") from None
@@ -595,7 +595,7 @@ class Store:
                 raise self._write_error(e) from None
             if isinstance(e, sqlite3.OperationalError) and ("full" in str(e) or "disk" in str(e)):
                 raise self._write_error(e) from None
-            if isinstance(e, sqlbackend.ERRORS):
+            if isinstance(e, sqlbackend.errors()):
                 with self._db("commit the ingest"):
                     raise
             raise

@@ -57,7 +57,7 @@ class Tracker:
         try:
             db.setup(self.conn)
             known = db.rows_files(self.conn)
-        except sqlbackend.ERRORS as e:
+        except sqlbackend.errors() as e:
             raise TrackerError(f"{store.db_label}: cannot set up the tracker tables: {sqlbackend.mask(e)} "
                                "(run `xfid doctor`)") from None
         checkfiles.check_catalog(store, known, on_disk)
