@@ -117,7 +117,7 @@ def _correlate(spark: Any, store: Store, config: Config, settings: dict[str, Any
                 e = F.col(col).isin([str(v) for v in values])
                 also = e if also is None else also & e
             wanted = wanted | also
-        back = _local_rows(rows.filter(wanted).drop("_t").toPandas())
+        back = _local_rows(_to_pandas(rows.filter(wanted).drop("_t")))
         finite = lambda c: F.col(c).isNotNull() & ~F.isnan(c) & (F.abs(F.col(c)) < float("inf"))  # noqa: E731
         usable = (aligned.filter(F.col("counts").isNull() & (kind != "missing_reference") & finite("rel_error")
                                  & finite("log_ratio"))
@@ -181,20 +181,27 @@ def _pair_counts(rows: list[Any]) -> dict[int, dict[str, int]]:
     return out
 
 
+def _to_pandas(df: Any) -> pd.DataFrame:
+    """The collected rows through Arrow, repeated strings as categories (one str object per
+    distinct value: millions of discrepancies share few targets, ops, runs, paths and configs)."""
+    if hasattr(df, "toArrow"):  # pyspark >= 4.0
+        return df.toArrow().to_pandas(strings_to_categorical=True)
+    return df.toPandas()
+
+
 def _local_rows(df: pd.DataFrame) -> pd.DataFrame:
     """The collected rows in the local engine's order (pair, then key) and dtypes."""
     cols = [*ROW_COLUMNS, *ROW_EXTRA]
     if not len(df):
         return pd.DataFrame({c: pd.Series(dtype=object) for c in cols}).assign(
             kind=pd.Categorical([], categories=list(KINDS)))
-    for c in ("target", "workload", "op", "metric", "stat"):
-        df[c] = df[c].astype(object)
-    df = df.sort_values(["pair_index", "target", "metric", "stat", "workload", "op"], kind="stable")
-    df = df.reset_index(drop=True)
+    for c in CATEGORICAL:  # categories sorted (their codes then sort as the strings do), as object
+        col = df[c] if isinstance(df[c].dtype, pd.CategoricalDtype) else df[c].astype("category")
+        df[c] = col.cat.set_categories(pd.Index(sorted(str(x) for x in col.cat.categories), dtype=object))
+    order = ["pair_index", "target", "metric", "stat", "workload", "op"]
+    keys = [df[c].cat.codes.to_numpy() if c != "pair_index" else df[c].to_numpy() for c in order]
+    df = df.iloc[np.lexsort(keys[::-1])].reset_index(drop=True)
     out = df[cols].copy()
-    for c in CATEGORICAL:
-        vals = out[c].astype(object).where(out[c].notna(), None)
-        out[c] = pd.Categorical(vals, categories=sorted({v for v in vals if v is not None}))
     out["kind"] = pd.Categorical(out["kind"].astype(object), categories=list(KINDS))
     out["reference_n"] = out["reference_n"].astype("Int64")
     out["candidate_n"] = out["candidate_n"].astype(np.int64)
