@@ -112,10 +112,9 @@ def _correlate(spark: Any, store: Store, config: Config, settings: dict[str, Any
             rows = rows.join(F.broadcast(tdf), "fingerprint", "left")
             wanted = wanted | F.col("_t").isNotNull()
         if keep:
-            also = None
+            also = F.lit(True)
             for col, values in keep.items():
-                e = F.col(col).isin([str(v) for v in values])
-                also = e if also is None else also & e
+                also = also & F.col(col).isin([str(v) for v in values])
             wanted = wanted | also
         back = _local_rows(_to_pandas(rows.filter(wanted).drop("_t")))
         finite = lambda c: F.col(c).isNotNull() & ~F.isnan(c) & (F.abs(F.col(c)) < float("inf"))  # noqa: E731
