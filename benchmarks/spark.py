@@ -129,11 +129,11 @@ def child(engine: str, store_dir: str, master: str, memory: str, partitions: int
     cfg = load_config(None)
     out: dict = {"engine": engine}
     if engine == "local":
-        from xfid.engine import correlate
+        from xfid.engine.engines import correlate_with
 
         t = time.perf_counter()
-        try:
-            c = correlate(Store(store_dir), cfg)
+        try:  # as the command line runs it: refused before reading when the store will not fit
+            c = correlate_with(Store(store_dir), cfg, "local")
         except XfidError as e:
             out.update(refused=str(e), wall_s=time.perf_counter() - t)
             c = None
