@@ -178,7 +178,7 @@ def test_tracked_fingerprints_come_back_whatever_their_kind(spark, tmp_path):
     store, cfg = rule_store(tmp_path)
     want = correlate(store, cfg)
     ok = want.rows[want.rows["kind"] == "ok"]
-    track = list(ok["fingerprint"][:2]) + ["0123456789abcdef"]  # two clean rows and one nobody has
+    track = [*ok["fingerprint"][:2], "0123456789abcdef"]  # two clean rows and one nobody has
     got = spark_correlate(store, cfg, spark, track=track)
     back = got.rows[got.rows["fingerprint"].isin(track)].reset_index(drop=True)
     assert_frames_equal(back, ok[ok["fingerprint"].isin(track)].reset_index(drop=True), COMPARED_ROW_COLUMNS,
