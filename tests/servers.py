@@ -51,6 +51,19 @@ def _pg_bin(name: str) -> str | None:
     return shutil.which(name)
 
 
+def with_user(url: str, user: str, password: str) -> str:
+    """`url` with another user and password."""
+    u = urlsplit(url)
+    host = u.netloc.rsplit("@", 1)[-1]
+    return urlunsplit((u.scheme, f"{user}:{password}@{host}", u.path, u.query, u.fragment))
+
+
+def password_of(url: str) -> str:
+    pw = urlsplit(url).password
+    assert pw, url
+    return pw
+
+
 class PgServer:
     """A PostgreSQL server this session started (or was given): `admin_url`, `database()`, `stop()`/`start()`."""
 
@@ -60,13 +73,12 @@ class PgServer:
         self.user = user  # the OS user running it (None: not ours to stop or restart)
         self.created: list[str] = []
 
-    def url(self, dbname: str, password: bool = True) -> str:
+    def url(self, dbname: str) -> str:
+        """The URL of a database on this server, always with a password in it (the server's, else
+        PGPASSWORD, else a stand-in a trust-authenticated server ignores): tests check it is never shown."""
         u = urlsplit(self.admin_url)
-        netloc = u.netloc
-        if not password and "@" in netloc:
-            cred, host = netloc.rsplit("@", 1)
-            netloc = f"{cred.split(':', 1)[0]}@{host}"
-        return urlunsplit((u.scheme, netloc, f"/{dbname}", u.query, ""))
+        pw = u.password or os.environ.get("PGPASSWORD") or PG_PASSWORD
+        return with_user(urlunsplit((u.scheme, u.netloc, f"/{dbname}", u.query, "")), u.username or PG_USER, pw)
 
     def database(self) -> str:
         """A new, empty database; its URL (with the password)."""
@@ -262,7 +274,11 @@ def s3_server() -> Iterator[S3Server]:
 @pytest.fixture
 def s3_records(s3_server: S3Server) -> str:
     """The records URL of a new bucket on the session's S3 server."""
-    return s3_server.bucket()
+    try:
+        return s3_server.bucket()
+    except OSError as e:
+        unavailable(f"an S3 server at {s3_server.endpoint}", f"cannot create a bucket: {e}")
+        raise
 
 
 def sqlite_only(why: str) -> Any:

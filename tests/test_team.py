@@ -11,11 +11,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 from tests.conftest import Cli
-from tests.servers import PG_PASSWORD, PG_USER
+from tests.servers import password_of, with_user
 
 HEAD = "fidelity,target,workload,op,metric,stat,value,unit,run,timestamp\n"
 OPS = ('"gemm_tile[m=128,n=128,k=256]"', '"gemm_tile[m=256,n=128,k=256]"')
@@ -43,7 +44,10 @@ def run(cli: Cli, env: dict[str, str], *args: str, ok: bool = True) -> str:
     r = cli(*args, env=env)
     if ok:
         assert r.exit_code == 0, r.output
-    assert PG_PASSWORD not in r.output
+    url = env.get("XFID_DATABASE_URL") or os.environ.get("XFID_DATABASE_URL")
+    for secret in (urlsplit(url).password if url else None, env.get("PGPASSWORD")):
+        if secret:
+            assert secret not in r.output
     return r.output
 
 
@@ -117,7 +121,7 @@ def test_sixteen_writers_at_once(pg_url, tmp_path):
     outs = [(k, p.communicate(timeout=300)[0], p.returncode) for k, p in procs]
     for kind, out, rc in outs:
         assert rc == 0, f"{kind}: {out}"
-        assert "locked" not in out and "Error" not in out and PG_PASSWORD not in out
+        assert "locked" not in out and "Error" not in out and password_of(pg_url) not in out
     srcs = json.loads(run(a, env, "sources", "--format", "json"))
     ids = [s["source_id"] for s in srcs]
     assert len(ids) == len(set(ids)) == 2 + 4 + 1  # seeds, distinct ingests, one copy of the re-ingested file
@@ -187,7 +191,7 @@ def test_server_restart_mid_ingest(own_pg_server, tmp_path, monkeypatch):
         monkeypatch.setattr(Store, "settle", settle)
         pg_server.start()
     assert r.exit_code == 2 and r.output.startswith("Error: ") and "Traceback" not in r.output
-    assert "run the command again" in r.output and PG_PASSWORD not in r.output and "***@" in r.output
+    assert "run the command again" in r.output and password_of(url) not in r.output and "***@" in r.output
     assert len(run(cli, env, "export").splitlines()) == 2  # nothing half-committed
     assert "5000 new rows from 1 file(s)" in run(cli, env, "ingest", tmp_path / "b.csv")
     assert _consistent(cli, env) == 5002
@@ -197,7 +201,7 @@ def test_server_down_is_a_clear_error(pg_server, tmp_path):
     cli, env = machine(tmp_path, "m", pg_server.url("no_such_db"), str(tmp_path / "r"))
     r = cli("sources", env=env)
     assert r.exit_code == 2 and r.output.startswith("Error: ") and "cannot connect" in r.output
-    assert PG_PASSWORD not in r.output
+    assert password_of(env["XFID_DATABASE_URL"]) not in r.output
 
 
 def test_s3_records_ingest_correlate_check_report(catalog, s3_records, tmp_path):
@@ -245,19 +249,19 @@ def test_passwords_masked_everywhere(pg_url, tmp_path):
             run(cli, env, "check", "--format", "json"), run(cli, env, "doctor"),
             run(cli, env, "doctor", "--format", "json"), run(cli, env, "summary"),
             run(cli, env, "issues", "show", "XF-1", "--format", "json")]
-    bad = machine(tmp_path, "m", pg_url.replace(PG_PASSWORD, PG_PASSWORD + "x"), shared)
+    bad = machine(tmp_path, "m", pg_url.replace(f":{password_of(pg_url)}@", f":{password_of(pg_url)}x@"), shared)
     outs.append(run(bad[0], bad[1], "sources", ok=False))
     report = tmp_path / "r.html"
     run(cli, env, "report", "--html", "-o", str(report), "--since", "2026-01-01")
     outs.append(report.read_text())
     for o in outs:
-        assert PG_PASSWORD not in o
+        assert password_of(pg_url) not in o
     import psycopg
 
     with psycopg.connect(pg_url) as c:  # nor in anything stored: check records, settings, sources
         for table in ("checks", "sources", "transitions", "observations", "store_meta"):
             for row in c.execute(f"SELECT * FROM {table}"):
-                assert PG_PASSWORD not in repr(row), table
+                assert password_of(pg_url) not in repr(row), table
 
 
 def test_reader_role_reads_but_cannot_write(pg_url, pg_server, tmp_path):
@@ -273,7 +277,7 @@ def test_reader_role_reads_but_cannot_write(pg_url, pg_server, tmp_path):
     with psycopg.connect(pg_url, autocommit=True) as c:
         c.execute(f"CREATE ROLE {tag}_reader LOGIN PASSWORD 'reader-pw'")
         c.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {tag}_reader")
-    reader_url = pg_url.replace(f"{PG_USER}:{PG_PASSWORD}@", f"{tag}_reader:reader-pw@")
+    reader_url = with_user(pg_url, f"{tag}_reader", "reader-pw")
     r_env = {**env, "XFID_DATABASE_URL": reader_url}
     assert run(cli, r_env, "export") == run(cli, env, "export")
     assert "XF-1" in run(cli, r_env, "issues", "list")
@@ -290,7 +294,7 @@ def test_reader_role_reads_but_cannot_write(pg_url, pg_server, tmp_path):
                       "GRANT DELETE ON parts, sources TO {}",
                       "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {}"):
             c.execute(grant.format(f"{tag}_writer"))
-    w_env = {**env, "XFID_DATABASE_URL": pg_url.replace(f"{PG_USER}:{PG_PASSWORD}@", f"{tag}_writer:writer-pw@")}
+    w_env = {**env, "XFID_DATABASE_URL": with_user(pg_url, f"{tag}_writer", "writer-pw")}
     run(cli, w_env, "ingest", big(tmp_path / "w.csv", 5, "w"))
     run(cli, w_env, "ingest", records(tmp_path / "arch2.csv", "archmodel", "m2", (1000, 4000)))
     s = json.loads(run(cli, w_env, "check", "--format", "json"))
@@ -309,7 +313,7 @@ def test_store_copy_to_team(pg_url, tmp_path, to_s3, request):
     run(local, {}, "issues", "ack", "XF-1", "--owner", "bob")
     dest = request.getfixturevalue("s3_records") if to_s3 else str(tmp_path / "team-records")
     out = run(local, {}, "store", "copy", "--to-database", pg_url, "--to-records", dest)
-    assert "sources: 2 copied" in out and "parts: 2 copied, 2 verified" in out and PG_PASSWORD not in out
+    assert "sources: 2 copied" in out and "parts: 2 copied, 2 verified" in out and password_of(pg_url) not in out
     again = run(local, {}, "store", "copy", "--to-database", pg_url, "--to-records", dest)
     assert "sources: 0 copied, 2 already there" in again and "tracker: already there, identical" in again
     team, env = machine(tmp_path, "other-machine", pg_url, dest)
@@ -341,3 +345,16 @@ def test_locations_from_config_and_env_are_checked_and_masked(tmp_path, pg_url):
 
     with open_store(tmp_path / "elsewhere", cfg) as s:  # the Python API reads the same keys
         assert len(s.sources()) == 1
+
+
+def test_password_from_pgpassword_or_pgpass(pg_url, tmp_path, monkeypatch):
+    """A URL without a password: libpq reads PGPASSWORD, else ~/.pgpass (as for psql)."""
+    u = urlsplit(pg_url)
+    bare = pg_url.replace(f":{u.password}@", "@")
+    cli, env = machine(tmp_path, "m", bare, str(tmp_path / "records"))
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    run(cli, {**env, "PGPASSWORD": str(u.password)}, "ingest", records(tmp_path / "rtl.csv", "rtl", "r", (1, 2)))
+    pgpass = tmp_path / "pgpass"
+    pgpass.write_text(f"{u.hostname}:{u.port}:*:{u.username}:{u.password}\n")
+    pgpass.chmod(0o600)
+    assert "1 already ingested" in run(cli, {**env, "PGPASSFILE": str(pgpass)}, "ingest", tmp_path / "rtl.csv")
