@@ -358,3 +358,14 @@ def test_password_from_pgpassword_or_pgpass(pg_url, tmp_path, monkeypatch):
     pgpass.write_text(f"{u.hostname}:{u.port}:*:{u.username}:{u.password}\n")
     pgpass.chmod(0o600)
     assert "1 already ingested" in run(cli, {**env, "PGPASSFILE": str(pgpass)}, "ingest", tmp_path / "rtl.csv")
+
+
+def test_rebuild_catalog_refuses_a_team_catalog(pg_url, tmp_path):
+    cli, env = machine(tmp_path, "m", pg_url, str(tmp_path / "records"))
+    run(cli, env, "ingest", records(tmp_path / "rtl.csv", "rtl", "r", (1, 2)))
+    cfg = tmp_path / "xfid.toml"
+    cfg.write_text(f'[store]\ndatabase = "{pg_url}"\n')
+    for e, args in ((env, ()), ({}, ("--config", str(cfg)))):
+        out = run(cli, e, *args, "doctor", "--rebuild-catalog", ok=False)
+        assert out.startswith("Error: ") and "restored from its database backup" in out
+    assert len(run(cli, env, "export").splitlines()) == 2

@@ -483,7 +483,7 @@ class XfidStore:
         from xfid.rebuild import rebuild_catalog
 
         self.close()
-        return rebuild_catalog(self.path)
+        return rebuild_catalog(self.path, self.locations()["database"])
 
 
 def who_acts(explicit: str | None = None) -> str:

@@ -60,13 +60,13 @@ class _Source:
     parts: list[tuple[str, str, int]] = field(default_factory=list)  # (file, fidelity, rows)
 
 
-def rebuild_catalog(root: Path) -> RebuildReport:
+def rebuild_catalog(root: Path, database: str | None = None) -> RebuildReport:
     """Rebuild `root`'s manifest from its part files; run it with no other xfid using the store.
 
     Raises:
         StoreError: no parts, parts of several stores mixed, or the store cannot be written.
     """
-    if os.environ.get("XFID_DATABASE_URL"):
+    if database or os.environ.get("XFID_DATABASE_URL"):
         raise StoreError("--rebuild-catalog rebuilds a store's own SQLite catalog; a team store's catalog on "
                          "PostgreSQL is restored from its database backup (docs/team.md); nothing was changed")
     records = root / RECORDS

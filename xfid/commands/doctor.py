@@ -55,7 +55,7 @@ def _rebuild(app: App, fmt: str) -> None:
     from xfid.rebuild import rebuild_catalog
     from xfid.store import DB_NAME
 
-    rep = rebuild_catalog(app.store_path)
+    rep = rebuild_catalog(app.store_path, app.api.locations()["database"])
     if fmt == "json":
         click.echo(json.dumps(asdict(rep), indent=2))
         return
