@@ -311,11 +311,15 @@ class Store:
     def _open(self, check: bool) -> None:
         """Check the database's tables, apply migrations, read the store id, compare with the parts."""
         with self._db("open"):
-            tables = self.conn.tables()
+            # The version first, then the tables: a migration commits both at once, so tables
+            # read after the version always include what that version made (on PostgreSQL each
+            # statement sees the latest commit; read the other way round, a store another
+            # process is creating right now would look damaged).
             version = 0
-            if "schema_version" in tables:
+            if "schema_version" in self.conn.tables():
                 row = self.conn.execute("SELECT version FROM schema_version WHERE component='manifest'").fetchone()
                 version = row[0] if row else 0
+            tables = self.conn.tables()
             lost = sorted(created_tables(_MANIFEST_MIGRATIONS[:version], self.conn.dialect) - tables)
             if lost:
                 raise StoreError(f"{self.db_label}: the store database is damaged: table {lost[0]!r} is missing; "
