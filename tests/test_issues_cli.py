@@ -130,7 +130,7 @@ def test_no_store_is_an_error(xfid_cli):
 
 
 def _fake_engine(monkeypatch, results):
-    import xfid.engine
+    import xfid.engine.pipeline
 
     calls = []
 
@@ -138,7 +138,8 @@ def _fake_engine(monkeypatch, results):
         calls.append({"run": run, "as_of": as_of, "targets": targets})
         return results.pop(0)
 
-    monkeypatch.setattr(xfid.engine, "correlate", correlate, raising=False)
+    # the local engine's entry point, which `correlate_with` calls for --engine local
+    monkeypatch.setattr(xfid.engine.pipeline, "correlate", correlate)
     return calls
 
 
