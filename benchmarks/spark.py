@@ -171,7 +171,8 @@ def _once(engine: str, store: Path, args: argparse.Namespace) -> dict | None:
            args.memory, "--partitions", str(args.partitions)]
     p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
     if p.returncode:
-        print(f"  {engine}: failed (exit {p.returncode})\n{p.stderr[-3000:]}")
+        said = [ln for ln in p.stderr.splitlines() if any(w in ln for w in ("Error", "Exception", "Caused by"))]
+        print(f"  {engine}: failed (exit {p.returncode})\n" + "\n".join(said[:12]) + f"\n{p.stderr[-1500:]}")
         return None
     return json.loads(p.stdout.strip().splitlines()[-1])
 

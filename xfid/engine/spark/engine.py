@@ -42,7 +42,7 @@ from xfid.engine.spark.groups import (
 )
 from xfid.engine.spark.select import select_spark
 from xfid.engine.spark.session import quiet, spark_session
-from xfid.errors import ConfigError
+from xfid.errors import ConfigError, EngineError, XfidError
 from xfid.store import Store
 
 CATEGORICAL = ("target", "workload", "op", "metric", "stat", "candidate", "reference", "unit", "candidate_run",
@@ -81,8 +81,32 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
     when = parse_as_of(as_of)
     with quiet():
         session = spark or spark_session(config, master=master, conf=conf)
-        return _correlate(session, store, config, settings, prefer, when, targets, pairs, include_missing, kendall,
-                          bootstrap, fingerprints, provenance, sorted(set(track or ())), keep)
+        try:
+            return _correlate(session, store, config, settings, prefer, when, targets, pairs, include_missing,
+                              kendall, bootstrap, fingerprints, provenance, sorted(set(track or ())), keep)
+        except XfidError:
+            raise
+        except Exception as e:  # a failed Spark job: its cause in one line, not a JVM stack trace
+            if not _from_spark(e):
+                raise
+            raise EngineError(f"Spark ({session.sparkContext.master}) failed: {_cause(e)}") from None
+
+
+def _from_spark(e: BaseException) -> bool:
+    mod = type(e).__module__
+    return mod.startswith(("pyspark", "py4j"))
+
+
+def _cause(e: BaseException) -> str:
+    """What went wrong, from a Spark error: the message of its first exception line (a JVM trace
+    says it before the stack), else its first line."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    msgs = [ln.split("Exception: ", 1)[1] for ln in lines if "Exception: " in ln]
+    said = next((m for m in msgs if not m.startswith("Exception thrown in awaitResult")), None)
+    said = (said or (lines[0] if lines else type(e).__name__))[:500]
+    if "maxResultSize" in said:
+        said += " (raise spark.driver.maxResultSize in [engine.spark] conf, or narrow the job with --target)"
+    return said
 
 
 def _correlate(spark: Any, store: Store, config: Config, settings: dict[str, Any], prefer: Any, when: Any,
