@@ -12,15 +12,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("xfid", "rtl_hooks")
-
-KNOWN_CYCLES: dict[frozenset[str], str] = {}
-"""Cycles still being removed by other parts of issue 14, each named with its issue: the test
-fails for any other cycle, and for one of these that grows."""
-
 
 def _modules() -> dict[str, Path]:
     out: dict[str, Path] = {}
@@ -155,16 +148,7 @@ def test_the_graph_sees_lazy_and_relative_imports():
 def test_no_import_cycles():
     graph = import_graph()
     found = {frozenset(c): a_cycle(graph, c) for c in strongly_connected(graph)}
-    new = {k: v for k, v in found.items() if k not in KNOWN_CYCLES}
-    assert not new, "import cycles:\n" + "\n".join(" -> ".join(v) for v in new.values())
-
-
-@pytest.mark.parametrize("cycle", sorted(KNOWN_CYCLES, key=sorted), ids=lambda c: "+".join(sorted(c)))
-def test_known_cycles_are_still_there(cycle):
-    """Remove an entry from KNOWN_CYCLES as soon as its cycle is gone."""
-    found = {frozenset(c) for c in strongly_connected(import_graph())}
-    if cycle not in found:
-        pytest.fail(f"{sorted(cycle)} no longer forms a cycle: remove it from KNOWN_CYCLES ({KNOWN_CYCLES[cycle]})")
+    assert not found, "import cycles:\n" + "\n".join(" -> ".join(v) for v in found.values())
 
 
 def test_no_package_name_is_shadowed_by_a_submodule():
