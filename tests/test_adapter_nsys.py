@@ -96,7 +96,7 @@ def test_old_gputrace_without_greenctx_mbps(xfid_cli):
 def test_directory_ingest_with_sidecar(xfid_cli):
     r = xfid_cli("ingest", NSYS)
     assert r.exit_code == 0, r.output
-    assert "187 new rows from 8 file(s)" in r.output
+    assert "383 new rows from 10 file(s)" in r.output
 
 
 def test_cuda_api_sum_call_times(xfid_cli):
@@ -270,3 +270,27 @@ def test_target_required(xfid_cli, tmp_path):
     f.write_bytes((NSYS / "h100_decode_gpu_trace.csv").read_bytes())
     r = xfid_cli("ingest", f)
     assert r.exit_code == 2 and r.output.startswith(f"Error: {f}: no target: Nsight Systems CSVs do not name")
+
+
+def test_real_kern_sum_rtx4090_nsys_2024_6_2(xfid_cli):
+    # Public files (see the README): two `nsys stats --report cuda_gpu_kern_sum --format csv` runs of
+    # nsys 2024.6.2 on an RTX 4090, header and rows only. Values read by hand from the files.
+    recs, _ = rows(xfid_cli, NSYS / "rtx4090_dotllm_prefill476_cuda_gpu_kern_sum_2024.6.2.csv")
+    assert len(recs) == 15 * 7 and {r["target"] for r in recs} == {"rtx4090"}
+    assert {r["workload"] for r in recs} == {"llama3.1-8b-q4km/prefill/476tok"}
+    fa = "flash_attention_prefill_f16"
+    total = pick(recs, fa, "latency", "sum")
+    assert total["value"] == 0.099385786 and total["unit"] == "s" and total["source_loc"] == "line 2"
+    assert total["n_samples"] == 32 and total["software"] == "nsys stats cuda_gpu_kern_sum"
+    assert pick(recs, fa, "latency", "mean")["value"] == pytest.approx(3105805.8e-9)
+    assert pick(recs, fa, "latency", "max")["value"] == pytest.approx(3777790e-9)
+    assert pick(recs, fa, "nsys:time_fraction")["value"] == pytest.approx(0.501)
+    gemv = pick(recs, "quantized_gemv_q6_k", "latency", "std")
+    assert gemv["value"] == 0.0 and gemv["n_samples"] == 1 and gemv["source_loc"] == "line 7"
+
+    recs, _ = rows(xfid_cli, NSYS / "rtx4090_dotllm_prefill2091_cuda_gpu_kern_sum_2024.6.2.csv")
+    recs = [r for r in recs if r["workload"] == "llama3.1-8b-q4km/prefill/2091tok"]
+    assert len(recs) == 13 * 7
+    assert pick(recs, fa, "latency", "sum")["value"] == 1.707204307
+    gemm = pick(recs, "ampere_fp16_s1688gemm_fp16_128x64_sliced1x2_ldg8_f2f_tn", "latency", "median")
+    assert gemm["value"] == pytest.approx(444281.0e-9) and gemm["n_samples"] == 224 and gemm["source_loc"] == "line 3"
