@@ -96,7 +96,7 @@ def test_old_gputrace_without_greenctx_mbps(xfid_cli):
 def test_directory_ingest_with_sidecar(xfid_cli):
     r = xfid_cli("ingest", NSYS)
     assert r.exit_code == 0, r.output
-    assert "383 new rows from 10 file(s)" in r.output
+    assert "411 new rows from 12 file(s)" in r.output
 
 
 def test_cuda_api_sum_call_times(xfid_cli):
@@ -294,3 +294,20 @@ def test_real_kern_sum_rtx4090_nsys_2024_6_2(xfid_cli):
     assert pick(recs, fa, "latency", "sum")["value"] == 1.707204307
     gemm = pick(recs, "ampere_fp16_s1688gemm_fp16_128x64_sliced1x2_ldg8_f2f_tn", "latency", "median")
     assert gemm["value"] == pytest.approx(444281.0e-9) and gemm["n_samples"] == 224 and gemm["source_loc"] == "line 3"
+
+
+def test_real_cuda_api_sum_hpc_sdk_25_11(xfid_cli):
+    # Public files (see the README): `nsys stats --report cuda_api_sum --format csv` stdout of the
+    # nsys in NVIDIA HPC SDK 25.11, two blank lines after the rows. Values read by hand.
+    recs, _ = rows(xfid_cli, NSYS / "cc80_rosenna_embedded_cuda_api_sum_hpcsdk25.11.csv")
+    assert len(recs) == 2 * 7 and {r["target"] for r in recs} == {"rosenna-gate-gpu"}
+    launch = pick(recs, "cudaLaunchKernel", "latency", "sum")
+    assert launch["value"] == 0.00008833 and launch["n_samples"] == 1 and launch["source_loc"] == "line 2"
+    assert pick(recs, "cuKernelGetName", "latency", "max")["value"] == 0.000004115
+    assert pick(recs, "cudaLaunchKernel", "nsys:time_fraction")["value"] == pytest.approx(0.955)
+
+    recs, _ = rows(xfid_cli, NSYS / "cc80_rosenna_file_loaded_cuda_api_sum_hpcsdk25.11.csv")
+    recs = [r for r in recs if r["workload"] == "rosenna/gemm_big/infer_batch/file_loaded"]
+    assert len(recs) == 2 * 7
+    assert pick(recs, "cudaLaunchKernel", "latency", "mean")["value"] == 0.000127214
+    assert pick(recs, "cuKernelGetName", "latency", "sum")["source_loc"] == "line 3"
