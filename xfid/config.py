@@ -6,7 +6,6 @@ import difflib
 import fnmatch
 import hashlib
 import json
-import math
 import os
 import re
 import tomllib
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from xfid.errors import ConfigError
+from xfid.models.spec import number as _num
 
 CONFIG_NAME = "xfid.toml"
 DEFAULT_REL_TOLERANCE = 0.10
@@ -354,18 +354,6 @@ def _check_bound_rules(rules: list[Any], settings: dict[str, Any], compare: list
             f"bound violations (within bound_tolerance), so rel/abs would be ignored. To hold {aimed[0]} to "
             f"this tolerance as well, set roofline_tolerance = \"tolerance\" under [settings] (or "
             f"bounds = \"tolerance\" on a [[compare]] entry for this pair); otherwise remove the rule")
-
-
-def _num(v: Any, key: str, where: str, *, positive: bool = False) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ConfigError(f"{where}: {key} must be a number, got {v!r}")
-    if not math.isfinite(v):
-        raise ConfigError(f"{where}: {key} must be a finite number, got {v!r}")
-    if v < 0:
-        raise ConfigError(f"{where}: {key} must not be negative, got {v!r}")
-    if positive and v == 0:
-        raise ConfigError(f"{where}: {key} must be greater than 0, got {v!r}")
-    return float(v)
 
 
 def _target(name: str, t: Any, where: str) -> Target:

@@ -66,7 +66,8 @@ def size_bucket(flops: float | None) -> str:
     return f"1e{e}-1e{e + 1} FLOP"
 
 
-def _cfg(text: Any) -> dict[str, Any]:
+def config_of(text: Any) -> dict[str, Any]:
+    """A record's `config` JSON text as a dict ({} when empty or not an object)."""
     if not isinstance(text, str) or not text:
         return {}
     try:
@@ -130,7 +131,7 @@ def calibrate(store: Store, config: Config, candidate: str, reference: str, targ
     if not len(df):
         raise EngineError(f"nothing to calibrate: no op-level {'/'.join(metrics)} numbers of {candidate} "
                           f"align with {reference} on target {target!r} (check `xfid correlate --target {target}`)")
-    cfgs = [_cfg(c) for c in df["candidate_config"].astype(object)]
+    cfgs = [config_of(c) for c in df["candidate_config"].astype(object)]
     ops = df["op"].astype(str).tolist()
     df["op_class"] = [op_class(o) for o in ops]
     df["limiter"] = [str(c.get("limiter") or c.get("bound") or "unknown") for c in cfgs]
@@ -198,7 +199,7 @@ def _predictions(store: Store, config: Config, candidate: str, reference: str, t
         metric, op = mn[sel.codes["metric"][ent]], on[sel.codes["op"][ent]]
         if metric not in metrics or op == "":
             continue
-        c = _cfg(cfg[i])
+        c = config_of(cfg[i])
         oc, lim = op_class(op), str(c.get("limiter") or c.get("bound") or "unknown")
         f = _factor_for(fit, oc, lim)
         c["calibration"] = {"from": candidate, "reference": reference, "factor": f, "op_class": oc,

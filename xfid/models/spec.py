@@ -10,8 +10,8 @@ from typing import Any
 from xfid.errors import ConfigError
 
 
-def _num(v: Any, key: str, where: str, positive: bool = False) -> float:
-    """A finite number >= 0 (> 0 when `positive`), with the error wording of xfid.config."""
+def number(v: Any, key: str, where: str, positive: bool = False) -> float:
+    """A finite number >= 0 (> 0 when `positive`): the one check of every configured number."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ConfigError(f"{where}: {key} must be a number, got {v!r}")
     if not math.isfinite(v):
@@ -24,11 +24,11 @@ def _num(v: Any, key: str, where: str, positive: bool = False) -> float:
 
 
 def _nonneg(v: Any, key: str, where: str) -> float:
-    return _num(v, key, where)
+    return number(v, key, where)
 
 
 def _positive(v: Any, key: str, where: str) -> float:
-    return _num(v, key, where, positive=True)
+    return number(v, key, where, positive=True)
 
 
 def _unknown(key: str, allowed: Any, what: str, where: str) -> ConfigError:

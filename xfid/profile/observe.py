@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from collections.abc import Sequence
@@ -12,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from xfid.config import Config, Target
-from xfid.engine.calibration import op_size
+from xfid.engine.calibration import config_of, op_size
 from xfid.engine.opmap import map_name
 from xfid.models.llm import BYTES_PER_ELEMENT
 from xfid.profile.classes import op_class, precision_of, size_bucket
@@ -101,16 +100,6 @@ def evidence(obs: Sequence[Observation]) -> list[dict[str, str]]:
         for e in o.evidence():
             seen.setdefault((e["role"], e["source_path"], e["source_loc"]), e)
     return list(seen.values())
-
-
-def config_of(text: Any) -> dict[str, Any]:
-    if not isinstance(text, str) or not text:
-        return {}
-    try:
-        v = json.loads(text)
-    except ValueError:
-        return {}
-    return v if isinstance(v, dict) else {}
 
 
 def co_runner(cfg: dict[str, Any]) -> str | None:
