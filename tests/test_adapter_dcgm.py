@@ -158,3 +158,51 @@ def test_real_dmon_with_bare_id_line(xfid_cli, fixtures):
     assert pick(recs, "dcgm:dram_active", loc="line 7,")["value"] == 0.306
     assert pick(recs, "dcgm:dram_active", loc="line 17,")["value"] == 0.0
     assert {r["flags"] for r in recs} == {"relative_time"}
+
+
+def test_real_two_gpu_dmon_with_units_row_and_repeated_headers(xfid_cli, fixtures):
+    # ITU HPC course example (ehsanyousefzadehasl/Monitoring_GPUs_on_HPC): `dcgmi dmon -e
+    # 155,156,200,201,203,204,1001,...,1012` at the default 1 s, 2 GPUs interleaved (GPU 1 first),
+    # `#Entity`/`ID` 15 times (lines 1, 33, 63, ...), units `W`, `mJ` and a cut-short `KB/`
+    recs = rows(xfid_cli, fixtures / DIR / "dcgmi-log.out")
+    assert len(recs) == 7114 and {r["op"] for r in recs} == {"gpu0", "gpu1"}
+    assert {r["flags"] for r in recs} == {"relative_time"}
+    p = pick(recs, "power", loc="line 8,")
+    assert p["value"] == 56.167 and p["unit"] == "W" and p["source_loc"] == "line 8, POWER (sample 2, t=2.000 s)"
+    assert pick(recs, "power", op="gpu1", loc="line 3,")["value"] == 26.81
+    # after the header repeated on lines 33-34 the samples go on counting
+    late = pick(recs, "power", op="gpu1", loc="line 35,")
+    assert late["value"] == 27.481 and late["source_loc"] == "line 35, POWER (sample 15, t=15.000 s)"
+    assert pick(recs, "dcgm:gr_engine_active", loc="line 8,")["value"] == 0.454
+    assert pick(recs, "dcgm:sm_active", loc="line 8,")["value"] == 0.901
+    assert pick(recs, "dcgm:sm_occupancy", loc="line 8,")["value"] == 0.899
+    assert pick(recs, "utilization", loc="line 8,")["value"] == 1.0  # GPUTL 100 (%)
+    assert pick(recs, "dcgm:pcie_tx_bytes", loc="line 8,")["value"] == 119309320
+    # TXTPT/RXTPT (fields 200/201) print `KB/` under the header and N/A in every row
+    t = pick(recs, "dcgm:pcie_tx_throughput", loc="line 8,")
+    assert t["value"] is None and t["null_reason"] == "N/A in file" and t["unit"] == "B/s"
+    assert len([r for r in recs if r["null_reason"] == "N/A in file"]) == 836  # 2 fields x 418 rows
+    cfg = json.loads(p["config"])
+    assert cfg["fields"]["TXTPT"] == 200 and cfg["fields"]["RXTPT"] == 201 and len(cfg["fields"]) == 18
+    # per GPU: 209 samples; mean/max read from the POWER column; trapezoid at 1 s vs TOTEC delta
+    m = pick(recs, "power", "mean")
+    assert m["n_samples"] == 209 and m["value"] == pytest.approx(57.3348373206)
+    assert pick(recs, "power", "max")["value"] == 58.913
+    assert pick(recs, "power", "mean", op="gpu1")["value"] == pytest.approx(27.4966746411)
+    e = pick(recs, "energy")
+    assert e["value"] == pytest.approx(11940.067) and e["source_loc"] == "line 4..line 448: trapezoid of POWER over 208.000 s"
+    tot = pick(recs, "dcgm:totec_energy")
+    assert tot["value"] == pytest.approx((22363265303 - 22351345411) / 1000) and tot["unit"] == "J"
+    assert pick(recs, "dcgm:totec_energy", op="gpu1")["value"] == pytest.approx((20854090102 - 20848390074) / 1000)
+    assert e["value"] == pytest.approx(tot["value"], rel=0.002)  # the two estimates agree within 0.2 %
+    assert detect(fixtures / DIR / "dcgmi-log.out") is DcgmAdapter
+
+
+@pytest.mark.parametrize(("printed", "unit", "value"), [("KB/", "B/s", 2000.0), ("KB/s", "B/s", 2000.0),
+                                                         ("MB/s", "B/s", 2e6)])
+def test_cut_short_unit_is_the_fields_unit(xfid_cli, tmp_path, printed, unit, value):
+    f = tmp_path / "dmon.txt"
+    f.write_text(f"#Entity   TXTPT          POWER\nID         {printed:<15}W\nGPU 0     2              50.0\n")
+    recs = rows(xfid_cli, f, "--target", "h100-sxm", "--workload", "w")
+    t = pick(recs, "dcgm:pcie_tx_throughput")
+    assert t["unit"] == unit and t["value"] == value

@@ -17,6 +17,8 @@ FIELDS: dict[str, tuple[int, str, str]] = {
     "TOTEC": (156, "dcgm:total_energy", "mJ"),
     "SMCLK": (100, "clock", "MHz"),
     "MMCLK": (101, "dcgm:mem_clock", "MHz"),
+    "TXTPT": (200, "dcgm:pcie_tx_throughput", "KB/s"),
+    "RXTPT": (201, "dcgm:pcie_rx_throughput", "KB/s"),
     "TMPTR": (150, "temperature", "C"),
     "GPUTL": (203, "utilization", "%"),
     "MCUTL": (204, "dcgm:mem_copy_util", "%"),
@@ -107,7 +109,7 @@ class DcgmAdapter(Adapter):
             for col, cell in zip(header, tokens[2:], strict=True):
                 field = FIELDS.get(col)
                 metric = field[1] if field else f"dcgm:{col.lower()}"
-                unit = units.get(col) or (field[2] if field else None)
+                unit = _unit(units.get(col), field)
                 where = f"{loc}, {col} (sample {k}, t={t_s:.3f} s)"
                 if cell in ("N/A", "-"):
                     out.add(metric, "value", None, unit, where, null_reason=f"{cell} in file", **base)
@@ -162,6 +164,19 @@ class DcgmAdapter(Adapter):
 
     def __init__(self) -> None:
         self._cfg: str | None = None
+
+
+def _unit(printed: str | None, field: tuple[int, str, str] | None) -> str | None:
+    """The unit of a column: the units row's cell, else DCGM's unit for the field.
+
+    dcgmi cuts some units short: TXTPT/RXTPT, whose DCGM unit is DCGM_FIELD_UNIT_BW_KBPS
+    ("KB/s"), print `KB/` in the units row of real dmon logs.
+    A cell that is a strict prefix of the field's known unit is that unit."""
+    if not printed:
+        return field[2] if field else None
+    if field and printed != field[2] and field[2].startswith(printed):
+        return field[2]
+    return printed
 
 
 def _timing(ctx: ReadContext) -> tuple[datetime | None, float]:
