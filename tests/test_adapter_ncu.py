@@ -104,7 +104,7 @@ def test_old_version_without_device_columns(xfid_cli):
 def test_directory_ingest_with_sidecar(xfid_cli):
     r = xfid_cli("ingest", NCU)
     assert r.exit_code == 0, r.output
-    assert "154 new rows from 4 file(s)" in r.output
+    assert "739 new rows from 5 file(s)" in r.output
 
 
 def test_real_ncu_2025_trailing_comma_rows(xfid_cli):
@@ -127,6 +127,32 @@ def test_real_ncu_2025_trailing_comma_rows(xfid_cli):
     assert "skipped line 15: rule 'SOLBottleneck' (advice, not a measurement)" in out
 
 
+def test_real_ncu_2020_kernel_time_column_and_program_output(xfid_cli):
+    # XPlacer's nsight_bfs_graph4096.log (LLNL Lassen, V100, April 2020): the 12-column header with
+    # "Kernel Time" and no Block/Grid/Device/CC, after 13 lines of program output and two ==PROF== lines;
+    # 13 launches of two kernels, 52 rows each; units nsecond, cycle/second, byte/second, inst, warp, block
+    recs, out = rows(xfid_cli, NCU / "nsight_bfs_graph4096.log")
+    assert len(recs) == 585 and {r["op"] for r in recs} == {"Kernel", "Kernel2"}
+    assert {r["target"] for r in recs} == {"v100-sxm2"} and {r["workload"] for r in recs} == {"rodinia-bfs/graph4096"}
+    assert len([r for r in recs if r["metric"] == "latency"]) == 13
+    lat = pick(recs, "Kernel2", "latency", "line 22")  # "Duration","nsecond","4672"
+    assert lat["value"] == pytest.approx(4672e-9, rel=1e-15) and lat["unit"] == "s"
+    assert lat["hardware"] is None and lat["config"] is None and lat["software"] == "ncu --csv"
+    assert pick(recs, "Kernel", "latency", "line 74")["value"] == pytest.approx(10048e-9, rel=1e-15)  # ID 1
+    assert pick(recs, "Kernel2", "latency", "line 646")["value"] == pytest.approx(4224e-9, rel=1e-15)  # ID 12
+    assert pick(recs, "Kernel2", "cycles", "line 19")["value"] == 4760
+    assert pick(recs, "Kernel2", "utilization", "line 25")["value"] == pytest.approx(0.0018, rel=1e-15)  # "SM [%]"
+    f = pick(recs, "Kernel2", "ncu:memory_frequency", "line 17")  # cycle/second
+    assert f["value"] == 681506849.32 and f["unit"] == "Hz"
+    bw = pick(recs, "Kernel2", "ncu:memory_throughput", "line 32")  # byte/second
+    assert bw["value"] == 5986301369.86 and bw["unit"] == "B/s"
+    assert pick(recs, "Kernel2", "ncu:l2_hit_rate", "line 35")["value"] == pytest.approx(0.8391, rel=1e-15)
+    assert pick(recs, "Kernel2", "ncu:achieved_occupancy", "line 66")["value"] == pytest.approx(0.2301, rel=1e-15)
+    assert pick(recs, "Kernel2", "ncu:block_size", "line 53")["value"] == 512  # empty unit
+    assert "skipped line 27: Executed Ipc Active: unit 'inst/cycle' is not one xfid converts" in out
+    assert "skipped line 57: Dynamic Shared Memory Per Block: unit 'byte/block' is not one xfid converts" in out
+
+
 @pytest.mark.parametrize(("row", "message"), [
     # a 2025 metric row cut before its value: 14 fields + trailing comma
     ('"0","1","p","h","k","1","7","(1, 1, 1)","(1, 1, 1)","0","10.0","S","Duration","ns",',
@@ -147,7 +173,7 @@ def test_ncu_2025_short_rows_that_lack_a_field(xfid_cli, tmp_path, row, message)
 
 
 @pytest.mark.parametrize("name", ["h100_decode_long.csv", "h100_prefill_raw.csv", "a100_ncu2020_long.csv",
-                                  "cublaslt_ncu.log"])
+                                  "cublaslt_ncu.log", "nsight_bfs_graph4096.log"])
 def test_sniff_only_ncu(name):
     assert sniff_all(NCU / name) == ["ncu"]
     assert detect(NCU / name) is NcuAdapter
