@@ -271,3 +271,47 @@ def test_arrays_count_the_requests_when_the_summary_does_not(xfid_cli, tmp_path)
     done = pick(recs, "requests_completed")
     assert done["value"] == 4 and done["source_loc"] == "line 1: $.ttfts: entries"
     assert not [r for r in recs if r["metric"] == "requests_failed"]  # no errors array: not known
+
+
+DETAILS = DIR + "/benchmaq_h100x8_qwen3-8b_v0.5.9_details_in1024_out128_c100.jsonl"
+
+
+def test_real_v059_output_details(xfid_cli, fixtures):
+    """A real `--output-details` line of SGLang 0.5.9 (100 requests on 8xH100): summary keys from the
+    file, the stats they lack from its per-request arrays (values read and computed by hand)."""
+    assert detect(fixtures / DETAILS) is SglangAdapter
+    recs, out = xfid_cli.ingest_export(fixtures / DETAILS)
+    assert len(recs) == 56
+    assert "summary key says" not in out  # every summary key agrees with the arrays
+    assert "keys not read (skipped): $.generated_texts" in out
+    assert {r["software"] for r in recs} == {"sglang bench_serving (sglang), sglang 0.5.9"}
+    assert {r["target"] for r in recs} == {"h100-sxm"} and {r["run"] for r in recs} == {
+        "benchmaq-h100x8-qwen3-8b-tp8-in1024"}
+    assert {r["flags"] for r in recs} == {None}  # no failed request
+    # summary keys
+    assert pick(recs, "requests_completed")["value"] == 100
+    assert pick(recs, "duration")["value"] == 1.5543090358842164
+    assert pick(recs, "throughput_requests", "mean")["value"] == 64.33726993236704
+    assert pick(recs, "throughput_tokens", "max")["value"] == 6021.0
+    assert pick(recs, "concurrency", "max")["value"] == 100
+    assert pick(recs, "e2e_latency", "p90")["value"] == pytest.approx(1.4385160727659243, rel=1e-15)
+    ttft = pick(recs, "ttft", "mean")
+    assert ttft["value"] == pytest.approx(0.5784130509826355, rel=1e-15) and ttft["n_samples"] == 100
+    itl = pick(recs, "itl", "p99")
+    assert itl["value"] == pytest.approx(0.4608212916646153, rel=1e-15) and itl["n_samples"] == 6008
+    assert pick(recs, "tpot", "median")["value"] == pytest.approx(0.011149914426108202, rel=1e-15)
+    # from the arrays: 100 ttfts, 6008 inter-token latencies, 100 input/output lengths
+    mx = pick(recs, "ttft", "max")
+    assert mx["value"] == 0.970523945055902 and mx["source_loc"] == "line 1: $.ttfts: max of 100 successful requests"
+    assert pick(recs, "ttft", "min")["value"] == 0.4711520920973271
+    assert pick(recs, "ttft", "p90")["value"] == pytest.approx(0.9666540685342625, rel=1e-12)
+    assert pick(recs, "itl", "max")["value"] == 0.5448690899647772
+    assert pick(recs, "itl", "min")["n_samples"] == 6008
+    assert pick(recs, "output_tokens", "mean")["value"] == pytest.approx(61.08)  # 6108 tokens / 100
+    assert pick(recs, "output_tokens", "min")["value"] == 1 and pick(recs, "output_tokens", "max")["value"] == 126
+    assert pick(recs, "input_tokens", "mean")["value"] == pytest.approx(505.61)  # 50561 tokens / 100
+    assert pick(recs, "input_tokens", "max")["value"] == 1003
+    failed = pick(recs, "requests_failed")
+    assert failed["value"] == 0 and failed["source_loc"] == "line 1: $.errors: requests with an error"
+    cfg = json.loads(ttft["config"])
+    assert cfg["max_concurrency"] == 100 and cfg["random_input_len"] == 1024 and cfg["request_rate"] == "inf"

@@ -150,8 +150,8 @@ def test_benchmark_py_lines(xfid_cli, tmp_path):
     assert json.loads(new[0]["config"])["world_size"] == 2
 
 
-# Built from gptManagerBenchmark's printf formats (benchmarks/cpp/gptManagerBenchmark.cpp, report()):
-# no real output with a citable origin was found; these are not measurements.
+# Built from gptManagerBenchmark's printf formats (benchmarks/cpp/gptManagerBenchmark.cpp, report()), with
+# keys the real block below lacks (TTFT, ITL, two blocks in one file); these are not measurements.
 MANAGER = """[BENCHMARK] num_samples 500
 [BENCHMARK] num_error_samples 2
 
@@ -224,6 +224,89 @@ def test_json_report(xfid_cli, tmp_path):
     cfg = json.loads(recs[0]["config"])
     assert cfg["backend"] == "Pytorch" and cfg["tp_size"] == 1 and "engine_dir" not in cfg
 
+
+
+# --- real --report_json files and a real gptManagerBenchmark block (README.md gives their origin) --
+REPORT = "qwen2.5-0.5b_rtx-pro-6000_1.2.0_latency_in128_report.json"
+REPORT_FP8 = "qwen2.5-0.5b_rtx-pro-6000_1.2.0_latency_fp8_in1024_report.json"
+MANAGER_REAL = "llama3.1_gptManagerBenchmark_0.12.0.dev_latency_r1_i128_o128.txt"
+
+
+def test_real_json_report_1_2_0_latency(xfid_cli):
+    """trtllm-bench 1.2.0 `latency --report_json` on an RTX PRO 6000 (values read from the file by hand)."""
+    f = DIR / REPORT
+    assert sniff_all(f) == ["trtllm-bench"]
+    recs, out = xfid_cli.ingest_export(f)
+    assert len(recs) == 39
+    assert {r["hardware"] for r in recs} == {"NVIDIA RTX PRO 6000 Blackwell Server Edition"}
+    assert {r["target"] for r in recs} == {"rtx-pro-6000-blackwell-server-edition"}
+    assert {r["workload"] for r in recs} == {"qwen2.5-0.5b-instruct/bs1/in128/out40/bfloat16"}
+    assert {r["software"] for r in recs} == {"trtllm-bench 1.2.0"}
+    assert {r["run"] for r in recs} == {"masahiro-kubota-rtx6000-in128-bs1"}  # from the sidecar
+    tput = pick(recs, "throughput_requests", "mean")
+    assert tput["value"] == 13.909648508015806 and tput["source_loc"] == "$.performance.request_throughput_req_s"
+    assert pick(recs, "throughput_tokens", "mean")["value"] == 556.3859403206322
+    assert pick(recs, "throughput_total_tokens", "mean")["value"] == 2336.820949346655
+    assert pick(recs, "trtllm:output_throughput_per_user", "mean")["value"] == 558.898819980835
+    assert pick(recs, "duration")["value"] == pytest.approx(1.437850855, rel=1e-12)
+    assert pick(recs, "requests_completed")["value"] == 20
+    assert pick(recs, "concurrency", "mean")["value"] == 0.9996157946437358
+    assert pick(recs, "e2e_latency", "mean")["value"] == pytest.approx(0.07186492125, rel=1e-12)
+    assert pick(recs, "e2e_latency", "min")["value"] == pytest.approx(0.069964496, rel=1e-12)
+    assert pick(recs, "e2e_latency", "p95")["value"] == pytest.approx(0.09396171799999999, rel=1e-12)
+    assert pick(recs, "ttft", "mean")["value"] == pytest.approx(0.0051066203, rel=1e-12)
+    assert pick(recs, "ttft", "p50")["value"] == pytest.approx(0.003676513, rel=1e-12)
+    assert pick(recs, "ttft", "max")["value"] == pytest.approx(0.02713089, rel=1e-12)
+    assert pick(recs, "tpot", "mean")["value"] == pytest.approx(0.0017117513064102563, rel=1e-12)
+    assert pick(recs, "tpot", "p90")["value"] == pytest.approx(0.0017233715128205127, rel=1e-12)
+    assert pick(recs, "trtllm:generation_speed_per_user", "max")["value"] == 590.3204698466574
+    assert pick(recs, "trtllm:output_speed_per_user", "mean")["value"] == 584.2079874378304
+    assert pick(recs, "trtllm:input_length", "mean")["value"] == 128 and pick(
+        recs, "trtllm:output_length", "mean")["value"] == 40
+    assert "skipped $.world_info.issue_rate: the rate requests were handed" in out
+    assert "$.performance.request_latency_percentiles_ms.average: the same e2e_latency mean as" in out
+    assert "$.dataset" in out
+    cfg = json.loads(tput["config"])
+    assert cfg["backend"] == "TRT" and cfg["version"] == "1.2.0" and cfg["max_num_tokens"] == 1065
+    assert cfg["scheduling_policy"] == "GUARANTEED_NO_EVICT" and cfg["kv_cache_percentage"] == 0.9
+    assert "model_path" not in cfg and "kv_cache_dtype" not in cfg  # "None" and null in the file
+
+
+def test_real_json_report_fp8(xfid_cli):
+    recs, _ = xfid_cli.ingest_export(DIR / REPORT_FP8)
+    assert {r["workload"] for r in recs} == {"qwen2.5-0.5b-instruct/bs1/in1024/out40/fp8"}  # sidecar
+    assert pick(recs, "requests_completed")["value"] == 100
+    assert pick(recs, "throughput_total_tokens", "mean")["value"] == 15229.066130348958
+    assert pick(recs, "e2e_latency", "p99")["value"] == pytest.approx(0.07222116799999999, rel=1e-12)
+    assert pick(recs, "ttft", "min")["value"] == pytest.approx(0.0049067099999999995, rel=1e-12)
+    assert pick(recs, "tpot", "p95")["value"] == pytest.approx(0.0016782334102564103, rel=1e-12)
+    cfg = json.loads(recs[0]["config"])
+    assert cfg["quantization"] == "FP8" and cfg["kv_cache_dtype"] == "FP8" and cfg["max_sequence_length"] == 9233
+
+
+def test_real_gpt_manager_benchmark_block(xfid_cli, tmp_path):
+    """gptManagerBenchmark of TensorRT-LLM 0.12.0.dev2024073000: one request, 128 in / 128 out."""
+    recs, out = ingest(xfid_cli, tmp_path, MANAGER_REAL, *TARGET, "--workload", "llama3.1/bs1/in128/out128/fp8")
+    assert len(recs) == 11 and {r["software"] for r in recs} == {"gptManagerBenchmark"}
+    assert len({r["run"] for r in recs}) == 1 and not recs[0]["run"].endswith("#1")  # one block: one run
+    done = pick(recs, "requests_completed")
+    assert done["value"] == 1 and done["source_loc"] == "line 1: num_samples"
+    assert pick(recs, "requests_failed")["value"] == 0
+    assert pick(recs, "duration")["value"] == pytest.approx(2.23922, rel=1e-12)
+    assert pick(recs, "throughput_requests", "mean")["value"] == 0.45
+    assert pick(recs, "throughput_tokens", "mean")["value"] == 57.16
+    for stat in ("mean", "max", "min", "p99", "p90", "p50"):
+        assert pick(recs, "e2e_latency", stat)["value"] == pytest.approx(2.2392, rel=1e-12)
+    assert "skipped line 4: num_samples: the same requests_completed value as line 1" in out
+
+
+def test_directory_reads_only_the_reports_that_name_their_gpu(xfid_cli):
+    r = xfid_cli("ingest", DIR)
+    assert r.exit_code == 0, r.output
+    assert "78 new rows from 2 file(s)" in r.output, r.output
+    recs = [json.loads(x) for x in xfid_cli("export").output.splitlines()]
+    assert sorted({r["run"] for r in recs}) == ["masahiro-kubota-rtx6000-fp8-in1024-bs1",
+                                                "masahiro-kubota-rtx6000-in128-bs1"]
 
 @pytest.mark.parametrize(
     ("name", "edit", "message"),
