@@ -91,7 +91,31 @@ def test_json_documents_are_read_with_a_bounded_line(tmp_path):
     p = tmp_path / "bench.json"
     p.write_text('{"a": 1}\n{"b": "' + "z" * 500 + '"}\n')
     ctx = ReadContext(path=p)
-    with pytest.raises(InputError, match=r"bench.json, line 2: line longer than 0 MiB"):
+    with pytest.raises(InputError, match=r"bench.json, line 2: line longer than 100 bytes \(is this the tool's"):
         jsonutil.read_bounded(ctx, limit=100)
     assert jsonutil.read_bounded(ctx).startswith('{"a": 1}')
+    assert jsonutil._size(jsonutil.MAX_LINE_BYTES) == "268,435,456 bytes (256 MiB)"
     assert jsonutil.MAX_LINE_BYTES == 256 << 20 and records.MAX_LINE_BYTES == 2 << 20
+
+
+def test_the_one_bounded_reader_strips_a_bom_and_names_the_line_of_bad_bytes(tmp_path):
+    p = tmp_path / "bench.json"
+    p.write_bytes(b'\xef\xbb\xbf{"a": 1}\r\n{"b": 2}')
+    ctx = ReadContext(path=p)
+    assert list(jsonutil.bounded_lines(ctx, 100, "fix")) == [(1, '{"a": 1}\r\n'), (2, '{"b": 2}')]
+    assert jsonutil.read_bounded(ctx) == '{"a": 1}\r\n{"b": 2}'
+    p.write_bytes(b'{"a": 1}\n{"b": "\xff"}\n')
+    with pytest.raises(InputError, match=r"bench.json, line 2: not UTF-8 text \(byte 7 of the line\) "
+                                         r"\(save the file as UTF-8\)"):
+        jsonutil.read_bounded(ctx)
+    for blank in (b"", b" \n\n", b"\xef\xbb\xbf\n"):
+        p.write_bytes(blank)
+        with pytest.raises(InputError, match=r"bench\.json: the file is empty"):
+            jsonutil.read_bounded(ctx)
+
+
+def test_records_json_lines_use_the_shared_reader(tmp_path):
+    p = tmp_path / "r.jsonl"
+    p.write_bytes(rec().encode() + b'{"op": "\xff"}\n')
+    with pytest.raises(InputError, match=r"r.jsonl, line 2: not UTF-8 text \(byte 8 of the line\)"):
+        list(records.RecordsAdapter().read(ReadContext(path=p)))

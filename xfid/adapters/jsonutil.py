@@ -62,25 +62,39 @@ def loads(ctx: ReadContext, text: str, loc: str | None) -> Any:
     return obj
 
 
-def read_bounded(ctx: ReadContext, limit: int = MAX_LINE_BYTES) -> str:
-    """The whole file as text (as `read_text`), read line by line with a bounded readline."""
-    parts = []
+def _size(limit: int) -> str:
+    """A byte count as the error messages write it: `2,097,152 bytes (2 MiB)`, `100 bytes`."""
+    return f"{limit:,} bytes ({limit >> 20} MiB)" if limit >= 1 << 20 else f"{limit:,} bytes"
+
+
+def bounded_lines(ctx: ReadContext, limit: int, fix: str) -> Iterator[tuple[int, str]]:
+    """(line number, text) of a UTF-8 file (a BOM is accepted), each line read with a bounded
+    readline: a line longer than `limit` bytes is refused before it is held whole (`fix` is the
+    hint of that error). The one bounded line reader of the adapters (`read_bounded`, xfid-records
+    JSON lines)."""
     with ctx.path.open("rb") as f:
         for lineno in itertools.count(1):
             raw = f.readline(limit + 1)
             if not raw:
-                break
+                return
             if len(raw) > limit:
-                raise ctx.error(f"line {lineno}", f"line longer than {limit >> 20} MiB",
-                                "is this the tool's own output? no result line is that long")
-            parts.append(raw)
-    data = b"".join(parts)
-    if not data.strip():
+                raise ctx.error(f"line {lineno}", f"line longer than {_size(limit)}", fix)
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            try:
+                yield lineno, raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ctx.error(f"line {lineno}", f"not UTF-8 text (byte {e.start} of the line)",
+                                "save the file as UTF-8") from None
+
+
+def read_bounded(ctx: ReadContext, limit: int = MAX_LINE_BYTES) -> str:
+    """The whole file as text (as `read_text`), read line by line with a bounded readline."""
+    text = "".join(line for _, line in bounded_lines(
+        ctx, limit, "is this the tool's own output? no result line is that long"))
+    if not text.strip():
         raise ctx.error(None, "the file is empty")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise ctx.error(f"byte {e.start}", "not UTF-8 text", "save the file as UTF-8") from None
+    return text
 
 
 def objects(ctx: ReadContext) -> Iterator[tuple[str | None, dict[str, Any]]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -174,7 +173,8 @@ class RecordsAdapter(Adapter):
     def _jsonl(self, ctx: ReadContext) -> Iterator[pa.Table]:
         rows: list[dict[str, Any]] = []
         locs: list[str] = []
-        for lineno, line in _bounded_lines(ctx, MAX_LINE_BYTES):
+        for lineno, line in jsonutil.bounded_lines(ctx, MAX_LINE_BYTES,
+                                                   "one record per line; a record's strings are at most 64 KiB"):
             if not line.strip():
                 continue
             obj = jsonutil.loads(ctx, line, f"line {lineno}")
@@ -215,26 +215,6 @@ class RecordsAdapter(Adapter):
             cols["n_samples"] = pa.array(cols["n_samples"], pa.int64())
         cols["source_loc"] = locs
         return pa.table(cols)
-
-
-def _bounded_lines(ctx: ReadContext, limit: int) -> Iterator[tuple[int, str]]:
-    """(line number, text) of a UTF-8 file (a BOM is accepted), each line read with a bounded
-    readline: a line longer than `limit` bytes is refused before it is held whole."""
-    with ctx.path.open("rb") as f:
-        for lineno in itertools.count(1):
-            raw = f.readline(limit + 1)
-            if not raw:
-                return
-            if len(raw) > limit:
-                raise ctx.error(f"line {lineno}", f"line longer than {limit:,} bytes ({limit >> 20} MiB)",
-                                "one record per line; a record's strings are at most 64 KiB")
-            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            try:
-                yield lineno, raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise ctx.error(f"line {lineno}", f"not UTF-8 text (byte {e.start} of the line)",
-                                "save the file as UTF-8") from None
 
 
 def _first_bad_row(raw: bytes, width: int) -> tuple[str, str] | None:
