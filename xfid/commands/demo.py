@@ -50,7 +50,9 @@ def cli(app: App, out_dir) -> None:
         verdict = f"DRIFT ({cmp['failing']} failing findings)" if cmp["drift"] else "no drift"
         counts = ", ".join(f"{k} {v}" for k, v in cmp["counts"].items() if v)
         click.echo(f"  compare vs {cmp['baseline']}: {verdict}{' (' + counts + ')' if counts else ''}")
-    for n in res.notes:
-        click.echo(f"  note: {n}")
+    from xfid.textsafe import echo
+
+    for n in res.notes:  # target names, workloads and error excerpts come from ingested files
+        echo(f"  note: {n}")
     click.echo("next: `xfid issues list`, `xfid issues show XF-1`, `xfid correlate`, "
                f"open {res.report_pdf}")

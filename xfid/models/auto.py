@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from xfid.config import Config
 from xfid.errors import XfidError
+from xfid.textsafe import terminal
 
 _GEMM = re.compile(r"^gemm\[m=(\d+),n=(\d+),k=(\d+)\]$")
 _BLOCK_OPS = {
@@ -35,11 +36,24 @@ def first_token_workload(workload: str) -> str | None:
     return f"{m['model']}/prefill/bs1/ctx{m['ctx']}/{m['precision']}" + (f"/tp{m['tp']}" if m["tp"] else "")
 
 
+def unconfigured_note(targets: set[str] | list[str]) -> str:
+    """One note for every target that has records but no [targets.NAME] table: names sorted, once each,
+    escaped for a terminal (they come from the ingested files)."""
+    names = [terminal(t) for t in sorted(set(targets))]
+    if len(names) == 1:
+        return (f"{names[0]} is not a configured target, so it has no roofline "
+                f"(add [targets.{names[0]}] to xfid.toml to model it)")
+    return (f"{len(names)} targets are not configured, so they have no roofline: {', '.join(names)} "
+            f"(add [targets.NAME] to xfid.toml to model one)")
+
+
 def plan_bounds(records: pa.Table, config: Config) -> tuple[list[tuple[str, list[dict[str, Any]]]], list[str]]:
     """Bounds to compute for the (target, workload, op) keys of the higher fidelities in `records`.
 
-    Returns ([(file name, roofline records)], notes about what had no model). A target missing
-    from the config, an unknown model or a workload id of another shape is noted and skipped.
+    Returns ([(file name, roofline records)], notes about what had no model). Targets missing
+    from the config are skipped and named together in one note (the first), each once however
+    many workloads it has; a workload whose bound fails (e.g. an unknown model) gets a note of
+    its own; a workload id of another shape is skipped.
     A decode workload also gets the prefill of one of its prompts (`M/prefill/bs1/ctxC/P`): its
     ttft is the least time to any request's first token (the competitive view's TTFT).
     """
@@ -65,9 +79,10 @@ def plan_bounds(records: pa.Table, config: Config) -> tuple[list[tuple[str, list
             keys[(target, first)] = set()  # its ttft bounds the TTFT of every request of `workload`
     out: list[tuple[str, list[dict[str, Any]]]] = []
     notes: list[str] = []
+    unconfigured: set[str] = set()
     for (target, workload), ops in sorted(keys.items()):
         if target not in config.targets:
-            notes.append(f"{target}: not a configured target, no roofline")
+            unconfigured.add(target)
             continue
         tgt = config.targets[target]
         name = f"roofline-{_slug(target)}-{_slug(workload)}.csv"
@@ -91,4 +106,6 @@ def plan_bounds(records: pa.Table, config: Config) -> tuple[list[tuple[str, list
             out.append((name, roofline.workload_bounds(llm.resolve_model(w.model), w, tgt).records()))
         except XfidError as e:
             notes.append(f"{target} {workload}: no roofline ({e})")
+    if unconfigured:
+        notes.insert(0, unconfigured_note(unconfigured))
     return out, notes
