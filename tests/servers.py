@@ -159,6 +159,16 @@ def start_pg() -> tuple[PgServer | None, str]:
     return srv, ""
 
 
+def remove_pg(srv: PgServer) -> None:
+    """The teardown of a server `start_pg` started: stop it at once, remove its folder (data, password
+    file, socket). Never raises: a failing stop still removes the folder."""
+    with contextlib.suppress(Exception):
+        srv.stop("immediate")
+    with contextlib.suppress(Exception):
+        assert srv.data is not None
+        shutil.rmtree(srv.data.parent, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
     given = os.environ.get("XFID_TEST_PG_URL")
@@ -180,11 +190,7 @@ def pg_server() -> Iterator[PgServer]:
     try:
         yield srv
     finally:
-        with contextlib.suppress(Exception):
-            srv.stop("immediate")
-        with contextlib.suppress(Exception):
-            assert srv.data is not None
-            shutil.rmtree(srv.data.parent, ignore_errors=True)
+        remove_pg(srv)
 
 
 @pytest.fixture
@@ -197,11 +203,7 @@ def own_pg_server() -> Iterator[PgServer]:
     try:
         yield srv
     finally:
-        with contextlib.suppress(Exception):
-            srv.stop("immediate")
-        with contextlib.suppress(Exception):
-            assert srv.data is not None
-            shutil.rmtree(srv.data.parent, ignore_errors=True)
+        remove_pg(srv)
 
 
 @pytest.fixture
