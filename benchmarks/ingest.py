@@ -45,12 +45,14 @@ was the parent's peak (ru_maxrss survives fork + exec), not the ingest's.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 CHILD = r"""
@@ -111,7 +113,11 @@ def make_data(rows: int, d: Path) -> tuple[Path, Path, float]:
     return pqf, csvf, plain.nbytes / 2**20
 
 
-def once(mode: str, path: Path, database: str | None = None) -> dict:
+@contextlib.contextmanager
+def catalog_env(database: str | None, prefix: str = "xfid_bench") -> Iterator[dict[str, str]]:
+    """The environment of one measurement's child process: this one without XFID_DATABASE_URL and
+    XFID_RECORDS_URL (the store's own SQLite catalog); with `database` (a server URL whose role
+    may CREATE DATABASE), a new database `<prefix>_<hex>` on it as XFID_DATABASE_URL, dropped after."""
     env = {k: v for k, v in os.environ.items() if k not in ("XFID_DATABASE_URL", "XFID_RECORDS_URL")}
     name = None
     if database:
@@ -120,26 +126,30 @@ def once(mode: str, path: Path, database: str | None = None) -> dict:
 
         import psycopg
 
-        name = f"xfid_bench_{uuid.uuid4().hex[:10]}"
+        name = f"{prefix}_{uuid.uuid4().hex[:10]}"
         with psycopg.connect(database, autocommit=True) as c:
             c.execute(f'CREATE DATABASE "{name}"')
         u = urlsplit(database)
         env["XFID_DATABASE_URL"] = urlunsplit((u.scheme, u.netloc, f"/{name}", u.query, ""))
     try:
-        with tempfile.TemporaryDirectory() as out:
-            if database:
-                env["XFID_RECORDS_URL"] = str(Path(out) / "records")
-            p = subprocess.run([sys.executable, "-c", CHILD, mode, str(path), out], capture_output=True, text=True,
-                               env=env)
-            if p.returncode:
-                raise SystemExit(p.stderr)
-            return json.loads(p.stdout.strip().splitlines()[-1])
+        yield env
     finally:
         if name:
             import psycopg
 
             with psycopg.connect(database, autocommit=True) as c:
                 c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def once(mode: str, path: Path, database: str | None = None) -> dict:
+    with catalog_env(database) as env, tempfile.TemporaryDirectory() as out:
+        if database:
+            env["XFID_RECORDS_URL"] = str(Path(out) / "records")
+        p = subprocess.run([sys.executable, "-c", CHILD, mode, str(path), out], capture_output=True, text=True,
+                           env=env)
+        if p.returncode:
+            raise SystemExit(p.stderr)
+        return json.loads(p.stdout.strip().splitlines()[-1])
 
 
 def run_team(path: Path, repeat: int, database: str) -> tuple[float, float, float]:

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import uuid
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ingest import catalog_env  # benchmarks/ingest.py: a fresh catalog database per measurement
 
 KEYS = 50_000
 OFF = 5_000
@@ -51,29 +51,12 @@ def make_data(d: Path) -> list[Path]:
 
 
 def once(files: list[Path], database: str | None) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("XFID_DATABASE_URL", "XFID_RECORDS_URL")}
-    name = None
-    if database:
-        import psycopg
-
-        name = f"xfid_check_{uuid.uuid4().hex[:10]}"
-        with psycopg.connect(database, autocommit=True) as c:
-            c.execute(f'CREATE DATABASE "{name}"')
-        u = urlsplit(database)
-        env["XFID_DATABASE_URL"] = urlunsplit((u.scheme, u.netloc, f"/{name}", u.query, ""))
-    try:
-        with tempfile.TemporaryDirectory() as out:
-            p = subprocess.run([sys.executable, "-c", CHILD, str(Path(out) / "store"), *map(str, files)],
-                               capture_output=True, text=True, env=env)
-            if p.returncode:
-                raise SystemExit(p.stderr[-2000:])
-            return json.loads(p.stdout.strip().splitlines()[-1])
-    finally:
-        if name:
-            import psycopg
-
-            with psycopg.connect(database, autocommit=True) as c:
-                c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with catalog_env(database, "xfid_check") as env, tempfile.TemporaryDirectory() as out:
+        p = subprocess.run([sys.executable, "-c", CHILD, str(Path(out) / "store"), *map(str, files)],
+                           capture_output=True, text=True, env=env)
+        if p.returncode:
+            raise SystemExit(p.stderr[-2000:])
+        return json.loads(p.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
