@@ -117,6 +117,45 @@ def test_spark_equals_local_on_random_stores(spark, tmp_path, seed):
                         COMPARED_ROW_COLUMNS, f"seed {seed}: rows")
 
 
+def test_rows_collected_a_few_partitions_at_a_time_equal_one_collect(spark, tmp_path, monkeypatch):
+    """The driver brings the rows back in chunks of partitions (bounded driver memory): on a store
+    of 24 workloads spread over 12 partitions, with chunks of 5 rows (many collects, categories
+    differing per chunk) the result is the local engine's."""
+    import xfid.engine.spark.engine as spark_engine
+
+    rnd = random.Random(7)
+    arch, meas = [], []
+    for w in range(24):
+        for op in ("gemm", "attn", "norm"):
+            truth = rnd.uniform(1e-4, 1e-2)
+            meas.append(rec("measured", op, truth, workload=f"w{w:02d}", run=f"m{w % 3}"))
+            arch.append(rec("archmodel", op, truth * rnd.choice((1.0, 1.5, 0.5)), workload=f"w{w:02d}",
+                            run=f"a{w % 4}"))
+    store = make_store(tmp_path, {"arch.csv": arch, "meas.csv": meas}, name="chunks")
+    cfg = config({"compare": [{"candidate": "archmodel", "reference": "measured"}]})
+    want = correlate(store, cfg)
+    monkeypatch.setattr(spark_engine, "CHUNK_ROWS", 5)
+    spark.conf.set("spark.sql.shuffle.partitions", "12")  # rows spread over partitions to group
+    seen = []
+    real = spark_engine._chunks
+    monkeypatch.setattr(spark_engine, "_chunks", lambda sizes, n: seen.append(real(sizes, n)) or seen[-1])
+    try:
+        got = spark_correlate(store, cfg, spark)
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", "2")
+    assert len(seen[0]) > 3, seen
+    assert len(want.discrepancies) > 10
+    assert_same(got, want, "chunks of 5 rows")
+
+
+def test_chunks_group_consecutive_partitions():
+    from xfid.engine.spark.engine import _chunks
+
+    assert _chunks([(0, 3), (1, 3), (2, 3), (3, 10), (4, 1)], 6) == [[0, 1], [2], [3], [4]]
+    assert _chunks([], 6) == []
+    assert _chunks([(0, 0), (1, 0)], 6) == [[0, 1]]
+
+
 def rule_store(tmp_path):
     """Every rule once: cycles->latency conversion (and a native latency winning over a converted
     one), duplicates, several runs, op maps summing raw ops, bounds (held and violated), a flagged

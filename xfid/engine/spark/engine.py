@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 from xfid.config import Config
 from xfid.engine.contract import COMPARISON_COLUMNS, ROW_COLUMNS, Correlation
@@ -140,7 +141,7 @@ def _correlate(spark: Any, store: Store, config: Config, settings: dict[str, Any
             for col, values in keep.items():
                 also = also & F.col(col).isin([str(v) for v in values])
             wanted = wanted | also
-        back = _local_rows(_to_pandas(rows.filter(wanted).drop("_t")))
+        back = _local_rows(_collect_chunks(rows.filter(wanted).drop("_t")))
         finite = lambda c: F.col(c).isNotNull() & ~F.isnan(c) & (F.abs(F.col(c)) < float("inf"))  # noqa: E731
         usable = (aligned.filter(F.col("counts").isNull() & (kind != "missing_reference") & finite("rel_error")
                                  & finite("log_ratio"))
@@ -204,34 +205,88 @@ def _pair_counts(rows: list[Any]) -> dict[int, dict[str, int]]:
     return out
 
 
-def _to_pandas(df: Any) -> pd.DataFrame:
-    """The collected rows through Arrow, repeated strings as categories (one str object per
-    distinct value: millions of discrepancies share few targets, ops, runs, paths and configs)."""
-    if hasattr(df, "toArrow"):  # pyspark >= 4.0
-        return df.toArrow().to_pandas(strings_to_categorical=True)
-    return df.toPandas()
+CHUNK_ROWS = 500_000
+"""About how many rows one collect brings to the driver at a time (whole partitions)."""
 
 
-def _local_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """The collected rows in the local engine's order (pair, then key) and dtypes."""
+def _collect_chunks(df: Any, chunk_rows: int | None = None) -> list[pd.DataFrame]:
+    """The rows of `df` on the driver as pandas frames of about `chunk_rows` rows each.
+
+    One collect of millions of rows would hold them twice on the driver (Arrow batches, then the
+    frame) and all at once in the driver JVM; a chunk of partitions at a time keeps both at one
+    chunk. Repeated strings become categories (one str per distinct value in a chunk: millions of
+    discrepancies share few targets, ops, runs, paths and configs)."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    tagged = df.withColumn("_part", F.spark_partition_id()).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        sizes = sorted((int(r[0]), int(r[1])) for r in tagged.groupBy("_part").count().collect())
+        frames = []
+        for ids in _chunks(sizes, chunk_rows or CHUNK_ROWS):
+            table = tagged.filter(F.col("_part").isin(ids)).drop("_part").toArrow()
+            frames.append(table.to_pandas(strings_to_categorical=True))
+            del table
+        if not frames:
+            frames.append(tagged.drop("_part").limit(0).toArrow().to_pandas(strings_to_categorical=True))
+        return frames
+    finally:
+        tagged.unpersist()
+
+
+def _chunks(sizes: Sequence[tuple[int, int]], chunk_rows: int) -> list[list[int]]:
+    """Consecutive partition ids grouped so that a group holds about `chunk_rows` rows (a
+    partition larger than that is a group of its own)."""
+    out: list[list[int]] = []
+    n = 0
+    for pid, rows in sizes:
+        if not out or n + rows > chunk_rows:
+            out.append([])
+            n = 0
+        out[-1].append(pid)
+        n += rows
+    return out
+
+
+def _column(frames: list[pd.DataFrame], name: str) -> pd.Series:
+    """Column `name` of the chunks as one Series, removed from the chunks as it is built (the
+    driver holds a column twice at most, never the whole result)."""
+    pieces = [f.pop(name) for f in frames]
+    if all(isinstance(p.dtype, pd.CategoricalDtype) for p in pieces):
+        return pd.Series(union_categoricals([p.array for p in pieces]), name=name)
+    return pd.concat([p.astype(object) if isinstance(p.dtype, pd.CategoricalDtype) else p for p in pieces],
+                     ignore_index=True)
+
+
+def _local_rows(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The collected chunks as one frame in the local engine's order (pair, then key) and
+    dtypes; the chunks are emptied as it goes."""
     cols = [*ROW_COLUMNS, *ROW_EXTRA]
-    if not len(df):
+    if not sum(len(f) for f in frames):
         return pd.DataFrame({c: pd.Series(dtype=object) for c in cols}).assign(
             kind=pd.Categorical([], categories=list(KINDS)))
+    built: dict[str, pd.Series] = {}
     for c in CATEGORICAL:  # categories sorted (their codes then sort as the strings do), as object
-        col = df[c] if isinstance(df[c].dtype, pd.CategoricalDtype) else df[c].astype("category")
-        df[c] = col.cat.set_categories(pd.Index(sorted(str(x) for x in col.cat.categories), dtype=object))
+        col = _column(frames, c)
+        col = col if isinstance(col.dtype, pd.CategoricalDtype) else col.astype("category")
+        built[c] = col.cat.set_categories(pd.Index(sorted(str(x) for x in col.cat.categories), dtype=object))
     order = ["pair_index", "target", "metric", "stat", "workload", "op"]
-    keys = [df[c].cat.codes.to_numpy() if c != "pair_index" else df[c].to_numpy() for c in order]
-    df = df.iloc[np.lexsort(keys[::-1])].reset_index(drop=True)
-    out = df[cols].copy()
+    built["pair_index"] = _column(frames, "pair_index")
+    keys = [built[c].cat.codes.to_numpy() if c != "pair_index" else built[c].to_numpy() for c in order]
+    idx = np.lexsort(keys[::-1])
+    del keys
+    out: dict[str, Any] = {}
+    for c in cols:
+        col = built.pop(c) if c in built else _column(frames, c)
+        out[c] = col.take(idx).reset_index(drop=True)
+        del col
     out["kind"] = pd.Categorical(out["kind"].astype(object), categories=list(KINDS))
     out["reference_n"] = out["reference_n"].astype("Int64")
     out["candidate_n"] = out["candidate_n"].astype(np.int64)
     out["within"] = out["within"].astype(bool)
     for c in ("fingerprint", "candidate_source_loc", "reference_source_loc", "note"):
         out[c] = out[c].astype(object).where(out[c].notna(), None)
-    return out
+    return pd.DataFrame(out)
 
 
 def _comparisons(stats: pd.DataFrame) -> pd.DataFrame:
