@@ -304,7 +304,11 @@ def test_local_engine_stops_early_when_the_store_will_not_fit(tmp_path, monkeypa
     store, _ = rule_store(tmp_path)
     with pytest.raises(EngineError, match=r"\(use --engine spark\)"):
         check_local_fits(store, available=local_estimate(10) - 1)
-    check_local_fits(store, available=local_estimate(10_000))  # a few records fit
+    check_local_fits(store, available=int(local_estimate(10_000) / 0.8))  # a few records fit
+    n = sum(int(c or 0) for c in store.counts().values())
+    with pytest.raises(EngineError, match=r"more than 80% of the"):  # an estimate just under all of it is refused
+        check_local_fits(store, available=int(local_estimate(n) / 0.8) - 1)
+    check_local_fits(store, available=int(local_estimate(n) / 0.8) + 1)
     store.close()
     monkeypatch.setenv("XFID_LOCAL_MEMORY", "1M")
     r = CliRunner().invoke(cli, ["--store", str(tmp_path / "rules"), "correlate"])
