@@ -129,21 +129,39 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
             pool.shutdown()
     comparisons = agg.result()
     disc = discrepancies(rows, include_missing)
-    clocks = {t: config.targets[t].clock_hz for t in sel.dims["target"] if t in config.targets}
-    out_settings = {
+    out_settings = result_settings(config, settings, prefer=prefer, when=when,
+                                   targets=targets or sorted(sel.dims["target"]), pairs=pair_list,
+                                   pair_info=pair_info, counts=sel.counts, kendall=kendall, bootstrap=bootstrap,
+                                   fingerprints=fingerprints, provenance=provenance,
+                                   clock_targets=sel.dims["target"])
+    sources = result_sources(store)
+    cov = sel.coverage
+    return Correlation(rows, comparisons, disc, cov, sources, config.hash(), out_settings)
+
+
+def result_settings(config: Config, settings: dict[str, Any], *, prefer: Any, when: Any, targets: list[str],
+                    pairs: Sequence[Pair], pair_info: list[dict[str, Any]], counts: dict[str, Any],
+                    kendall: bool, bootstrap: bool, fingerprints: str, provenance: bool,
+                    clock_targets: Iterable[str]) -> dict[str, Any]:
+    """`Correlation.settings`: what a result was computed with (both engines build it here);
+    `clock_hz` names the configured clocks of `clock_targets` when a pair converts cycles."""
+    clocks = {t: config.targets[t].clock_hz for t in clock_targets if t in config.targets}
+    return {
         **settings, "run": prefer, "as_of": when.isoformat() if when is not None else None,
-        "targets": targets or sorted(sel.dims["target"]), "pairs": pair_info,
-        "clock_hz": {t: c for t, c in clocks.items() if any(p.convert for p in pair_list)},
-        "counts": sel.counts, "additive_metrics": sorted(ADDITIVE), "op_map_rules": len(config.op_maps),
+        "targets": targets, "pairs": pair_info,
+        "clock_hz": {t: c for t, c in clocks.items() if any(p.convert for p in pairs)},
+        "counts": counts, "additive_metrics": sorted(ADDITIVE), "op_map_rules": len(config.op_maps),
         "kendall": kendall, "bootstrap": bootstrap, "fingerprints": fingerprints, "provenance": provenance,
         "ci_method": (f"percentile bootstrap, {settings['bootstrap_resamples']} resamples, seed "
                       f"{settings['bootstrap_seed']}, exact up to n={settings['bootstrap_exact_max_n']}, "
                       "normal approximation of the bootstrap above") if bootstrap else None,
     }
-    sources = [{"source_id": s["source_id"], "path": s["path"], "adapter": s["adapter"],
-                "content_hash": s["content_hash"]} for s in store.sources()]
-    cov = sel.coverage
-    return Correlation(rows, comparisons, disc, cov, sources, config.hash(), out_settings)
+
+
+def result_sources(store: Store) -> list[dict[str, Any]]:
+    """`Correlation.sources`: every source of the store, as a result names it."""
+    return [{"source_id": s["source_id"], "path": s["path"], "adapter": s["adapter"],
+             "content_hash": s["content_hash"]} for s in store.sources()]
 
 
 def _entry_units(records: pa.Table, rep: np.ndarray, plans: dict[Any, Any]) -> tuple[np.ndarray, list[str]]:

@@ -28,9 +28,8 @@ from xfid.config import Config
 from xfid.engine.contract import COMPARISON_COLUMNS, ROW_COLUMNS, Correlation
 from xfid.engine.pairrows import CONVERSIONS, KINDS
 from xfid.engine.pairs import parse_as_of, parse_run, resolve_pairs
-from xfid.engine.pipeline import _pair_info, engine_settings
+from xfid.engine.pipeline import _pair_info, engine_settings, result_settings, result_sources
 from xfid.engine.rows import ROW_EXTRA, discrepancies
-from xfid.engine.selection import ADDITIVE
 from xfid.engine.spark.groups import (
     COUNT_KEYS,
     ROW_SCHEMA,
@@ -167,22 +166,14 @@ def _correlate(spark: Any, store: Store, config: Config, settings: dict[str, Any
         else:
             info["skipped"] = "a fidelity of the pair has no records"
         pair_info.append(info)
-    clocks = {t: config.targets[t].clock_hz for t in sel.targets if t in config.targets}
-    out_settings = {
-        **settings, "run": prefer, "as_of": when.isoformat() if when is not None else None,
-        "targets": targets or sel.targets, "pairs": pair_info,
-        "clock_hz": {t: c for t, c in clocks.items() if any(p.convert for p in pair_list)},
-        "counts": sel.counts, "additive_metrics": sorted(ADDITIVE), "op_map_rules": len(config.op_maps),
-        "kendall": kendall, "bootstrap": bootstrap, "fingerprints": fingerprints, "provenance": provenance,
-        "ci_method": (f"percentile bootstrap, {settings['bootstrap_resamples']} resamples, seed "
-                      f"{settings['bootstrap_seed']}, exact up to n={settings['bootstrap_exact_max_n']}, "
-                      "normal approximation of the bootstrap above") if bootstrap else None,
-        "engine": "spark",
-        "spark": {"master": spark.sparkContext.master, "rows": total, "rows_returned": len(back),
-                  "tracked": len(track), "rows_kept": "discrepancies and tracked fingerprints"},
-    }
-    sources = [{"source_id": s["source_id"], "path": s["path"], "adapter": s["adapter"],
-                "content_hash": s["content_hash"]} for s in store.sources()]
+    out_settings = result_settings(config, settings, prefer=prefer, when=when, targets=targets or sel.targets,
+                                   pairs=pair_list, pair_info=pair_info, counts=sel.counts, kendall=kendall,
+                                   bootstrap=bootstrap, fingerprints=fingerprints, provenance=provenance,
+                                   clock_targets=sel.targets)
+    out_settings["engine"] = "spark"
+    out_settings["spark"] = {"master": spark.sparkContext.master, "rows": total, "rows_returned": len(back),
+                             "tracked": len(track), "rows_kept": "discrepancies and tracked fingerprints"}
+    sources = result_sources(store)
     return Correlation(back, _comparisons(stats), disc, sel.coverage, sources, config.hash(), out_settings)
 
 
