@@ -247,6 +247,28 @@ def test_check_under_spark_files_and_resolves_like_local(spark, tmp_path, monkey
     assert results["spark"][0] and results["spark"][1] == results["spark"][0] and results["spark"][2] == 0
 
 
+def test_team_store_catalog_in_postgresql(spark, pg_url, tmp_path, monkeypatch):
+    """The team store's catalog on a real PostgreSQL: Spark reads the parts that catalog lists
+    and gives the local engine's result; `check --engine spark` files the same issues in it."""
+    from xfid.api import XfidStore
+
+    monkeypatch.setenv("XFID_DATABASE_URL", pg_url)
+    store, cfg = rule_store(tmp_path)
+    assert not (tmp_path / "rules" / "xfid.db").exists()  # nothing of the catalog is local
+    want = correlate(store, cfg)
+    got = spark_correlate(store, cfg, spark)
+    assert_same(got, want, "PostgreSQL catalog")
+    store.close()
+    (tmp_path / "xfid.toml").write_text('[[compare]]\ncandidate = "archmodel"\nreference = "measured"\n'
+                                        'convert = "cycles->latency"\n')
+    with XfidStore(tmp_path / "rules", tmp_path / "xfid.toml") as s:
+        summary = s.check(actor="t", engine="spark")
+        filed = s.issues()
+        local = s.correlate(engine="local").discrepancies
+    assert len(summary.new) == len(filed) > 0
+    assert set(filed["fingerprint"]) == set(local.loc[local["kind"] != "missing_reference", "fingerprint"])
+
+
 def test_cli_engine_spark_and_config(spark, tmp_path, monkeypatch):
     from xfid.cli import cli
 
