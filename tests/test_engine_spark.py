@@ -148,6 +148,16 @@ def test_rows_collected_a_few_partitions_at_a_time_equal_one_collect(spark, tmp_
     assert_same(got, want, "chunks of 5 rows")
 
 
+def test_no_chunk_is_the_empty_rows_frame():
+    from xfid.engine.contract import ROW_COLUMNS
+    from xfid.engine.rows import ROW_EXTRA
+    from xfid.engine.spark.engine import _local_rows
+
+    empty = _local_rows([])
+    assert list(empty.columns) == [*ROW_COLUMNS, *ROW_EXTRA] and len(empty) == 0
+    assert isinstance(empty["kind"].dtype, pd.CategoricalDtype)
+
+
 def test_chunks_group_consecutive_partitions():
     from xfid.engine.spark.engine import _chunks
 

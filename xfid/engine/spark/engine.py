@@ -218,9 +218,7 @@ def _collect_chunks(df: Any, chunk_rows: int | None = None) -> list[pd.DataFrame
             table = tagged.filter(F.col("_part").isin(ids)).drop("_part").toArrow()
             frames.append(table.to_pandas(strings_to_categorical=True))
             del table
-        if not frames:
-            frames.append(tagged.drop("_part").limit(0).toArrow().to_pandas(strings_to_categorical=True))
-        return frames
+        return frames  # none when no row comes back (_local_rows builds the empty frame)
     finally:
         tagged.unpersist()
 
@@ -261,10 +259,9 @@ def _local_rows(frames: list[pd.DataFrame]) -> pd.DataFrame:
         col = _column(frames, c)
         col = col if isinstance(col.dtype, pd.CategoricalDtype) else col.astype("category")
         built[c] = col.cat.set_categories(pd.Index(sorted(str(x) for x in col.cat.categories), dtype=object))
-    order = ["pair_index", "target", "metric", "stat", "workload", "op"]
-    built["pair_index"] = _column(frames, "pair_index")
-    keys = [built[c].cat.codes.to_numpy() if c != "pair_index" else built[c].to_numpy() for c in order]
-    idx = np.lexsort(keys[::-1])
+    keys = [_column(frames, "pair_index").to_numpy(),
+            *(built[c].cat.codes.to_numpy() for c in ("target", "metric", "stat", "workload", "op"))]
+    idx = np.lexsort(keys[::-1])  # pair, then key
     del keys
     out: dict[str, Any] = {}
     for c in cols:

@@ -19,8 +19,9 @@ DEFAULTS = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
-    # the discrepancies come back to the driver: Spark's default 1g cap on collected results is
-    # below the 4.3M discrepancies of the 100M-record benchmark store
+    # the cap on what one collect brings to the driver: the rows come back ~500k at a time
+    # (engine.CHUNK_ROWS, ~190 MB serialized), and other collects stay small; 4g leaves room for
+    # wide rows (long notes, paths, configs) where Spark's default is 1g
     "spark.driver.maxResultSize": "4g",
 }
 
