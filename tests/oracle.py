@@ -28,6 +28,13 @@ A pair that converts (`[[compare]] convert = "cycles->latency"`) turns either si
 target with a clock into latency (value / clock_hz; the other way value * clock_hz), a native
 number of the same key winning.
 
+Scopes (what a number is per): a number's scope is the `scope` its record's config states, else
+the one its metric fixes (rates and powers per second, a utilization a level), else for these
+records (xfid-records) one op invocation for an op's number and one model step for a
+workload-level one. A candidate whose reference key has another scope is not compared: a
+missing_reference row noted "not comparable" (the numbers derived from run totals are not
+modelled: the random stores have no run totals).
+
 Not modelled: the bootstrap CIs (mape_ci, bias_ci).
 """
 
@@ -55,6 +62,8 @@ LOWER_BOUND = {"latency", "cycles", "ttft", "tpot", "itl", "e2e_latency", "durat
 UPPER_BOUND = {"throughput_tokens", "throughput_total_tokens", "throughput_requests", "throughput_samples",
                "tokens_per_joule"}
 NOT_BOUNDS = {"power"}  # a roofline's power bounds nothing: in bound mode shown, never flagged
+PER_SECOND = {"throughput_tokens", "power"}  # the metrics of the random stores whose scope the metric fixes
+LEVELS = {"utilization"}
 CONVERSIONS = {"cycles->latency": ("cycles", "latency", "s"), "latency->cycles": ("latency", "cycles", "cycles")}
 DEFAULT_PAIRS = [("roofline", "archmodel"), ("archmodel", "rtl"), ("archmodel", "measured"),
                  ("roofline", "measured"), ("rtl", "measured"), ("roofline", "rtl")]
@@ -304,8 +313,12 @@ def _row(pair: OraclePair, c: Entry, r: Entry | None, alt: str | None, config: C
     target, workload, op, metric, stat = c.key
     cv = c.value
     refv = r.ref_value if r is not None else math.nan
-    flagged_ref = r is not None and math.isnan(refv)
-    missing = r is None or flagged_ref
+    sc = scope(c)
+    apart = r is not None and scope(r) != sc
+    if apart:
+        refv = math.nan
+    flagged_ref = r is not None and not apart and math.isnan(refv)
+    missing = r is None or flagged_ref or apart
     rel = (cv - refv) / refv if not math.isnan(refv) and refv != 0 else math.nan
     lr = math.log(cv) - math.log(refv) if cv > 0 and refv > 0 else math.nan
     t = config.tolerance_for(pair.candidate, pair.reference, metric, op, stat)
@@ -313,6 +326,7 @@ def _row(pair: OraclePair, c: Entry, r: Entry | None, alt: str | None, config: C
     within = not missing and (abs(rel) <= tol or abs(cv - refv) <= tol_abs)
     kind = "missing_reference" if missing else ("ok" if within else "over_tolerance")
     severity = 0.0 if missing else abs(rel) / max(tol, 1e-12)
+    factor = severity  # how far off, without the rank severity adds for the kind
     efficiency = math.nan
     notes: list[str] = []
     if pair.candidate in settings["bound_fidelities"]:
@@ -327,22 +341,22 @@ def _row(pair: OraclePair, c: Entry, r: Entry | None, alt: str | None, config: C
             minimum = settings.get("roofline_min_efficiency")
             if minimum is not None and not violated and efficiency < float(minimum):
                 kind, within = "over_tolerance", False
-                severity = float(minimum) / max(efficiency, 1e-12)
+                severity = factor = float(minimum) / max(efficiency, 1e-12)
                 notes.append(f"efficiency below roofline_min_efficiency {minimum}")
             if not violated and kind != "over_tolerance":
-                severity = 0.0
+                severity = factor = 0.0
         if mode == "bound" and metric in NOT_BOUNDS and not missing:
-            kind, within, severity = "ok", True, 0.0
+            kind, within, severity, factor = "ok", True, 0.0, 0.0
             notes.append("not a bound (the power at the roofline bound): shown, not checked")
         if violated:
             kind, within = "bound_violation", False
-            severity = 1000.0 + abs(rel) / max(bt, 1e-12)
+            factor = abs(rel) / max(bt, 1e-12)
+            severity = 1000.0 + factor
             notes.append("reference beyond the roofline bound")
     mismatch = None if missing or r is None else config_mismatch(pair, c, r, config)
     if mismatch is not None:
         kind, within = "config_mismatch", False
-        rest = severity % 1000.0
-        severity = 100.0 + min(0.0 if math.isnan(rest) else rest, 899.0)
+        severity = 100.0 + min(0.0 if math.isnan(factor) else factor, 899.0)
         notes.append(mismatch)
     if pair.convert and c.converted:
         notes.append(f"candidate converted {pair.convert} with the target clock_hz")
@@ -359,6 +373,8 @@ def _row(pair: OraclePair, c: Entry, r: Entry | None, alt: str | None, config: C
             notes.append(f"{side}: {e.merge_note}")
     if alt is not None:
         notes.append(f"stat value compared with the reference {alt}")
+    if apart:
+        notes.append(f"not comparable: candidate {_per(sc)}, reference {_per(scope(r))} (no reference value used)")
     none = r is None
     return {
         "fingerprint": fingerprint(target, workload, op, metric, stat, pair.candidate, pair.reference),
@@ -373,8 +389,25 @@ def _row(pair: OraclePair, c: Entry, r: Entry | None, alt: str | None, config: C
         "reference_source_path": None if none else r.rep["source_path"],
         "reference_source_loc": None if none else r.rep["source_loc"],
         "candidate_config": c.rep["config"], "reference_config": None if none else r.rep["config"],
-        "note": "; ".join(notes), "efficiency": efficiency,
+        "note": "; ".join(notes), "efficiency": efficiency, "factor": factor, "scope": sc,
     }
+
+
+def scope(e: Entry) -> str:
+    """What the number of an entry is per (see the module docstring)."""
+    stated = _config(e.rep["config"]).get("scope")
+    if stated is not None:
+        return str(stated)
+    metric, op = e.key[3], e.key[2]
+    if metric in PER_SECOND:
+        return "second"
+    if metric in LEVELS:
+        return "level"
+    return "op" if op else "step"
+
+
+def _per(s: str) -> str:
+    return s if s in ("level", "unstated") else f"per {s}"
 
 
 def _config(text: Any) -> dict[str, Any]:

@@ -21,8 +21,10 @@ from xfid.engine.pairrows import (
     Pair,
     PairRows,
 )
+from xfid.engine.scopes import SCOPE_NAMES, EntryScope, derive, derived_note
 from xfid.engine.selection import AlignKeys, Selected
 from xfid.errors import ConfigError
+from xfid.scope import describe
 
 LOWER_BOUND = frozenset({"latency", "cycles", "ttft", "tpot", "itl", "e2e_latency", "duration", "energy",
                          "energy_per_token"})
@@ -30,6 +32,9 @@ LOWER_BOUND = frozenset({"latency", "cycles", "ttft", "tpot", "itl", "e2e_latenc
 UPPER_BOUND = frozenset({"throughput_tokens", "throughput_total_tokens", "throughput_requests",
                          "throughput_samples", "tokens_per_joule"})
 """Metrics for which a roofline number is an upper bound (rate-like)."""
+BOUND_RANK, MISMATCH_RANK = 1000.0, 100.0
+"""What `severity` adds to the factor so that discrepancies sort bound violations first, then
+config mismatches, then the rest (the factor is its own column; severity is only the sort key)."""
 NOT_BOUNDS = frozenset({"power"})
 """Metrics a roofline emits that bound nothing (power at the bound = least energy / least time): in
 "bound" mode they are shown, never flagged."""
@@ -45,6 +50,9 @@ class Side(NamedTuple):
     ref_value: np.ndarray  # the value as a reference (NaN when every record is flagged)
     unit: np.ndarray  # code into the unit names
     converted: np.ndarray  # bool: converted cycles<->latency
+    scope: np.ndarray  # scope code (xfid.engine.scopes.SCOPE_NAMES)
+    derived: np.ndarray  # index into scopes.DERIVED of a number derived from run totals, -1 native
+    divisor: np.ndarray  # the divisor of a derived number (NaN for a native one)
 
 
 class PairSides(NamedTuple):
@@ -55,6 +63,7 @@ class PairSides(NamedTuple):
     ref: Side
     active: np.ndarray  # bool per candidate entry
     cards: list[int]  # key radices (target, metric, stat, workload, op)
+    dropped: int = 0  # derived candidate numbers the reference has no counterpart for
 
     @property
     def size(self) -> int:
@@ -79,9 +88,10 @@ class Verdict:
     tol: np.ndarray
     within: np.ndarray
     kind: np.ndarray
-    severity: np.ndarray
+    severity: np.ndarray  # sort key: the kind's rank (bound 1000, mismatch 100) + the factor
     efficiency: np.ndarray
     notes: Notes
+    factor: np.ndarray  # how far off, without the rank: |rel_error| / tolerance (see docs/engine.md)
 
 
 class Matched(NamedTuple):
@@ -101,9 +111,10 @@ class Aligner:
     pair): drop it once the pairs are aligned."""
 
     def __init__(self, sel: Selected, keys: AlignKeys, config: Config, settings: dict[str, Any],
-                 units: np.ndarray, unit_names: list[str], mismatch: MismatchChecker):
-        """`units` holds a code per entry into `unit_names` (which must contain "s" and "cycles")."""
-        self.sel, self.keys, self.config, self.settings = sel, keys, config, settings
+                 units: np.ndarray, unit_names: list[str], mismatch: MismatchChecker, scopes: EntryScope):
+        """`units` holds a code per entry into `unit_names` (which must contain "s", "cycles" and
+        scopes.DERIVED_UNITS); `scopes` the scope and run code of every entry."""
+        self.sel, self.keys, self.config, self.settings, self.scopes = sel, keys, config, settings, scopes
         self.units, self.unit_names, self.mismatch = units, unit_names, mismatch
         tn = sel.dims["target"]
         self.clocks = np.array([config.targets[t].clock_hz if t in config.targets and config.targets[t].clock_hz
@@ -113,8 +124,9 @@ class Aligner:
         self._native: dict[int, Side] = {}  # unconverted side per fidelity code
 
     def _side(self, fid: int, conv: tuple[str, str, str] | None) -> Side:
-        """The entries of one fidelity. Without a conversion the side only depends on the
-        fidelity: it is computed once and shared by every pair (callers never write into it)."""
+        """The entries of one fidelity, with the numbers derived from its run totals
+        (`engine.scopes.derive`). Without a conversion the side only depends on the fidelity: it
+        is computed once and shared by every pair (callers never write into it)."""
         if conv is None and fid in self._native:
             return self._native[fid]
         sel, cards = self.sel, self.cards
@@ -124,6 +136,15 @@ class Aligner:
         val = sel.value[e].copy()
         okv = self.keys.ref_value[e].copy()
         unit = self.units[e].copy()
+        scope = self.scopes.scope[e].copy()
+        derived = np.full(len(e), -1, np.int8)
+        divisor = np.full(len(e), np.nan)
+        d = derive(e, c, sel.dims, sel.value, self.keys.ref_value, self.scopes, self.unit_names)
+        if d is not None:
+            e, m, val, okv = (np.concatenate(x) for x in ((e, d.entries), (m, d.metric), (val, d.value),
+                                                             (okv, d.ref_value)))
+            unit, scope = np.concatenate((unit, d.unit)), np.concatenate((scope, d.scope))
+            derived, divisor = np.concatenate((derived, d.kind)), np.concatenate((divisor, d.divisor))
         conv_mask = np.zeros(len(e), bool)
         if conv is not None:
             src_m, dst_m = sel.dims["metric"].index(conv[0]), sel.dims["metric"].index(conv[1])
@@ -136,11 +157,13 @@ class Aligner:
             m[conv_mask] = dst_m
             unit[conv_mask] = dst_unit
         radix = int(np.prod([max(int(x), 1) for x in cards], dtype=object)) * max(len(sel.fidelities), 1)
-        if conv is None and radix < 1 << 62:
+        if conv is None and d is None and radix < 1 << 62:
             key = self.keys.key[e]  # AlignKeys.key is this very combination (not densified below 2**62)
         else:
             key, _ = combine([c["target"][e], m, c["stat"][e], c["workload"][e], c["op"][e]], cards)
-        side = Side(e, key, m, val, okv, unit, conv_mask)
+        side = Side(e, key, m, val, okv, unit, conv_mask, scope, derived, divisor)
+        if d is not None and not conv_mask.any():
+            side = Side(*(a[np.argsort(side.key, kind="stable")] for a in side))
         if conv is not None and conv_mask.any():
             # a native number of the converted metric wins over a converted one
             order = np.lexsort((conv_mask, key))
@@ -169,7 +192,14 @@ class Aligner:
         present = np.zeros(len(sel.dims["target"]) * W, bool)
         present[tc[ref.entries].astype(np.int64) * W + wc[ref.entries]] = True
         active = present[tc[cand.entries].astype(np.int64) * W + wc[cand.entries]]
-        return PairSides(pair, cand, ref, active, self.cards)
+        der = np.flatnonzero(active & (cand.derived >= 0))
+        dropped = 0
+        if len(der):  # a derived number is only a row where the reference has that very number
+            pos, hit = _lookup(ref.key, cand.key[der])
+            lost = der[~(hit & (ref.scope[pos] == cand.scope[der]))] if len(ref.key) else der
+            active[lost] = False
+            dropped = len(lost)
+        return PairSides(pair, cand, ref, active, self.cards, dropped)
 
     def plan(self, pairs: list[Pair]) -> dict[int, PairSides]:
         """The sides of every pair whose fidelities both have records, by position in `pairs`."""
@@ -184,9 +214,12 @@ class Aligner:
         """Align the candidate entries of a pair with its reference entries."""
         sel, settings, pair = self.sel, self.settings, sides.pair
         ref_side, active, cards = sides.ref, sides.active, sides.cards
-        counts = {"candidate_keys": len(sides.cand.entries), "outside_reference_workloads": int((~active).sum())}
-        ce, ck, cm, cv, cu, cconv = (a[active] for a in (sides.cand.entries, sides.cand.key, sides.cand.metric,
-                                                         sides.cand.value, sides.cand.unit, sides.cand.converted))
+        counts = {"candidate_keys": len(sides.cand.entries) - sides.dropped,
+                  "outside_reference_workloads": int((~active).sum()) - sides.dropped}
+        cs = sides.cand
+        ce, ck, cm, cv, cu, cconv, csc, cder, cdiv = (
+            a[active] for a in (cs.entries, cs.key, cs.metric, cs.value, cs.unit, cs.converted, cs.scope,
+                                cs.derived, cs.divisor))
         rk = ref_side.key
         pos_c, hit = _lookup(rk, ck)
         alt_stat = np.full(len(ck), -1, np.int64)
@@ -210,11 +243,14 @@ class Aligner:
         counts["value_stat_fallback"] = int((alt_stat >= 0).sum())
         refv = np.where(hit, rok[pos_c] if len(rok) else np.nan, np.nan)
         ref_conv = np.where(hit, rconv[pos_c] if len(rconv) else False, False)
-        flagged_ref = hit & np.isnan(refv)
-        missing = ~hit | flagged_ref
+        rsc = np.where(hit, ref_side.scope[pos_c] if len(rk) else -1, -1)
+        apart = hit & (rsc != csc)  # never two scopes: kept apart, counted as not comparable
+        refv[apart] = np.nan
+        flagged_ref = hit & ~apart & np.isnan(refv)
+        missing = ~hit | flagged_ref | apart
         used = np.zeros(len(rk), bool)
         used[pos_c[hit]] = True
-        counts["reference_only_keys"] = int(len(rk) - np.count_nonzero(used))
+        counts["reference_only_keys"] = int(np.count_nonzero(~used & (ref_side.derived < 0)))
         n = len(ce)
         with np.errstate(divide="ignore", invalid="ignore"):
             rel = np.where(refv != 0, (cv - refv) / refv, np.nan)
@@ -225,7 +261,7 @@ class Aligner:
         kind = np.where(missing, MISSING, np.where(within, OK, OVER)).astype(np.int8)
         with np.errstate(divide="ignore", invalid="ignore"):
             severity = np.where(missing, 0.0, np.abs(rel) / np.maximum(tol, 1e-12))
-        out = Verdict(tol, within, kind, severity, np.full(n, np.nan), Notes(n))
+        out = Verdict(tol, within, kind, severity, np.full(n, np.nan), Notes(n), severity.copy())
         if pair.candidate in settings["bound_fidelities"]:
             _apply_bounds(sel.dims["metric"], pair.bounds or settings["roofline_tolerance"], settings,
                           Compared(cm, cv, refv, rel, missing), out)
@@ -233,15 +269,44 @@ class Aligner:
         if len(mm_idx):
             kind[mm_idx] = MISMATCH
             within[mm_idx] = False
-            severity[mm_idx] = 100.0 + np.minimum(np.nan_to_num(severity[mm_idx] % 1000.0, nan=0.0), 899.0)
+            severity[mm_idx] = MISMATCH_RANK + np.minimum(np.nan_to_num(out.factor[mm_idx], nan=0.0), 899.0)
             out.notes.add(mm_idx, mm_text)
         _notes(sel, pair, Matched(ce, ref, hit, flagged_ref, cconv, ref_conv), out.notes)
         for code in np.unique(alt_stat[alt_stat >= 0]):
             out.notes.add(np.flatnonzero(alt_stat == code), f"stat value compared with the reference {sn[code]}")
+        rder = np.where(hit & ~apart, ref_side.derived[pos_c] if len(rk) else -1, -1)
+        rdiv = np.where(hit, ref_side.divisor[pos_c] if len(rk) else np.nan, np.nan)
+        _scope_notes(Scoped(csc, rsc, apart, cder, cdiv, rder, rdiv), out.notes)
         counts.update(aligned=int((~missing).sum()), missing_reference=int(missing.sum()),
-                      flagged_reference=int(flagged_ref.sum()))
+                      flagged_reference=int(flagged_ref.sum()), not_comparable=int(apart.sum()),
+                      derived=int(np.count_nonzero(~missing & ((cder >= 0) | (rder >= 0)))))
         return PairRows(pair, ce, ref, cm, cu, cv, refv, rel, lr, out.tol, tol_abs, out.within, out.kind,
-                        out.severity, out.efficiency, out.notes, counts)
+                        out.severity, out.efficiency, out.notes, counts, csc, out.factor)
+
+
+class Scoped(NamedTuple):
+    """Per row: both scopes, whether they differ, and what was derived from run totals."""
+
+    cand: np.ndarray
+    ref: np.ndarray  # -1 without a reference
+    apart: np.ndarray
+    cand_derived: np.ndarray
+    cand_divisor: np.ndarray
+    ref_derived: np.ndarray
+    ref_divisor: np.ndarray
+
+
+def _scope_notes(sc: Scoped, notes: Notes) -> None:
+    """Not comparable rows (which scopes), and the conversion behind a derived number."""
+    rows = np.flatnonzero(sc.apart)
+    if len(rows):
+        notes.add(rows, [f"not comparable: candidate {describe(SCOPE_NAMES[sc.cand[i]])}, reference "
+                         f"{describe(SCOPE_NAMES[sc.ref[i]])} (no reference value used)" for i in rows])
+    for side, kinds, div in (("candidate", sc.cand_derived, sc.cand_divisor),
+                             ("reference", sc.ref_derived, sc.ref_divisor)):
+        rows = np.flatnonzero(kinds >= 0)
+        if len(rows):
+            notes.add(rows, [f"{side} {derived_note(int(kinds[i]), float(div[i]))}" for i in rows])
 
 
 def _lookup(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -291,15 +356,17 @@ def _apply_bounds(metric_names: list[str], mode: str, settings: dict[str, Any], 
             low = bound_rows & ~viol & (eff < float(minimum))
             out.kind[low] = OVER
             out.within[low] = False
-            out.severity[low] = float(minimum) / np.maximum(eff[low], 1e-12)
+            out.severity[low] = out.factor[low] = float(minimum) / np.maximum(eff[low], 1e-12)
             out.notes.add(np.flatnonzero(low), f"efficiency below roofline_min_efficiency {minimum}")
-        out.severity[bound_rows & ~viol & ~(out.kind == OVER)] = 0.0
+        quiet = bound_rows & ~viol & ~(out.kind == OVER)
+        out.severity[quiet] = out.factor[quiet] = 0.0
         info = np.array([x in NOT_BOUNDS for x in metric_names], bool)[row.metric] & ~missing
-        out.kind[info], out.within[info], out.severity[info] = OK, True, 0.0
+        out.kind[info], out.within[info], out.severity[info], out.factor[info] = OK, True, 0.0, 0.0
         out.notes.add(np.flatnonzero(info), "not a bound (the power at the roofline bound): shown, not checked")
     out.kind[viol] = BOUND
     out.within[viol] = False
-    out.severity[viol] = 1000.0 + np.abs(rel[viol]) / max(bt, 1e-12)
+    out.factor[viol] = np.abs(rel[viol]) / max(bt, 1e-12)
+    out.severity[viol] = BOUND_RANK + out.factor[viol]
     out.notes.add(np.flatnonzero(viol), "reference beyond the roofline bound")
 
 

@@ -51,6 +51,8 @@ class PairRows:
     efficiency: np.ndarray
     note: Notes
     counts: dict[str, Any] = field(default_factory=dict)
+    scope: np.ndarray | None = None  # scope code per row (xfid.engine.scopes.SCOPE_NAMES), the candidate's
+    factor: np.ndarray | None = None  # how far off, without the kind's rank that severity adds
 
 
 class Notes:

@@ -30,7 +30,7 @@ from xfid.engine.selection import (
 )
 from xfid.store import Store
 
-KEPT = ("unit", "run", "source_path", "source_loc", "config", "timestamp")
+KEPT = ("unit", "run", "source", "source_path", "source_loc", "config", "timestamp")
 """Columns of the chosen records that later stages read (at Selected.rep)."""
 PER_ENTRY = ("value", "ref_value", "n", "flagged")
 """Per-entry arrays besides the codes, merged across partitions."""

@@ -20,6 +20,7 @@ from xfid.engine.pairrows import Pair, PairRows
 from xfid.engine.pairs import parse_as_of, parse_run, resolve_pairs
 from xfid.engine.partitions import select_store
 from xfid.engine.rows import Packer, discrepancies, entry_provenance, rows_frame
+from xfid.engine.scopes import DERIVED_UNITS, EntryScope, entry_scopes
 from xfid.engine.selection import ADDITIVE
 from xfid.engine.stats import (
     BOOTSTRAP_EXACT_MAX_N,
@@ -84,9 +85,10 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
     pair_list = resolve_pairs(config, pairs, sel.fidelities)
     plans: dict[Any, Any] = {}  # the chosen records' split by chunk, shared by every column read at them
     units, unit_names = _entry_units(records, sel.rep, plans)
-    aligner = Aligner(sel, keys, config, settings, units, unit_names,
-                      MismatchChecker(records, config, sel.rep, plans))
     prov = entry_provenance(records, sel.rep, provenance, plans)
+    aligner = Aligner(sel, keys, config, settings, units, unit_names,
+                      MismatchChecker(records, config, sel.rep, plans),
+                      _entry_scope(sel, records, units, unit_names, prov, plans))
     # everything later works on entries: let the records table go (the largest allocation)
     del records, keys, units, plans
     pa.default_memory_pool().release_unused()
@@ -164,6 +166,18 @@ def result_sources(store: Store) -> list[dict[str, Any]]:
              "content_hash": s["content_hash"]} for s in store.sources()]
 
 
+def _entry_scope(sel: Any, records: pa.Table, units: np.ndarray, unit_names: list[str], prov: Any,
+                 plans: dict[Any, Any]) -> EntryScope:
+    """Per entry: its scope (xfid.scope, from the chosen record) and its run code."""
+    n = len(sel.value)
+    parts: dict[str, tuple[np.ndarray, Any]] = {k: (sel.codes[k], sel.dims[k]) for k in ("metric", "stat", "op")}
+    parts["unit"] = (units, unit_names)
+    for k in ("source", "config"):
+        parts[k] = (raw_codes_at(records.column(k), sel.rep, plans) if records.num_rows and n
+                    else (np.zeros(n, np.int64), []))
+    return EntryScope(entry_scopes(parts), np.asarray(prov.run.codes, np.int64))
+
+
 def _entry_units(records: pa.Table, rep: np.ndarray, plans: dict[Any, Any]) -> tuple[np.ndarray, list[str]]:
     """Per entry, a code into the unit names; the last names are "" (null units) and the units
     conversions produce."""
@@ -171,7 +185,7 @@ def _entry_units(records: pa.Table, rep: np.ndarray, plans: dict[Any, Any]) -> t
         eu, unames = raw_codes_at(records.column("unit"), rep, plans)
     else:
         eu, unames = np.zeros(0, np.int32), []
-    unit_names = [("" if u is None else u) for u in unames] + ["", "s", "cycles"]
+    unit_names = [("" if u is None else u) for u in unames] + ["", "s", "cycles", *DERIVED_UNITS]
     units = np.where(eu < 0, len(unames), eu).astype(np.int16 if len(unit_names) < 1 << 15 else np.int64)
     return units, unit_names
 

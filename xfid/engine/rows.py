@@ -13,10 +13,13 @@ from xfid.engine.contract import ROW_COLUMNS
 from xfid.engine.fingerprints import fingerprint_many
 from xfid.engine.keys import raw_codes_at
 from xfid.engine.pairrows import KINDS, MISSING, OK, PairRows
+from xfid.engine.scopes import SCOPE_NAMES
 from xfid.engine.selection import Selected
 
-ROW_EXTRA = ("efficiency",)
-"""Added row column: achieved fraction of a roofline bound (bound/ref for times, ref/bound for rates)."""
+ROW_EXTRA = ("efficiency", "factor", "scope")
+"""Added row columns: achieved fraction of a roofline bound (bound/ref for times, ref/bound for
+rates); how far off the row is (|rel_error| / tolerance, the kind is its own column: `severity`
+is only the sort key that ranks the kinds); what the candidate number is per (xfid.scope)."""
 
 
 def discrepancies(rows: pd.DataFrame, include_missing: bool) -> pd.DataFrame:
@@ -124,7 +127,7 @@ def entry_provenance(table: pa.Table, rep: np.ndarray, provenance: bool,
 
 
 PACKED = ("cand", "ref", "metric", "unit", "cand_value", "ref_value", "rel", "log_ratio", "tol", "tol_abs",
-          "within", "kind", "severity", "efficiency")
+          "within", "kind", "severity", "efficiency", "factor", "scope")
 """PairRows arrays that Packer keeps in one column each over all pairs."""
 
 
@@ -140,7 +143,8 @@ class Packer:
         total = int(self.bounds[-1])
         entry = np.int32 if n_entries < 1 << 31 else np.int64
         dtypes = {"cand": entry, "ref": entry, "metric": np.int16 if n_metrics < 1 << 15 else np.int64,
-                  "unit": np.int16 if n_units < 1 << 15 else np.int64, "within": np.bool_, "kind": np.int8}
+                  "unit": np.int16 if n_units < 1 << 15 else np.int64, "within": np.bool_, "kind": np.int8,
+                  "scope": np.int8}
         self.out: dict[str, Any] = {k: np.empty(total, dtypes.get(k, np.float64)) for k in PACKED}
 
     def place(self, i: int, r: PairRows) -> None:
@@ -215,7 +219,8 @@ def rows_frame(sel: Selected, results: list[PairRows], packed: dict[str, Any], p
         "reference_source_loc": _locs(ent_loc, ref, nones),
         "candidate_config": _side_cat(prov.config, cand), "reference_config": _side_cat(prov.config, ref),
         "note": pd.Series(P["note_texts"][P["note_ids"]], dtype=object, copy=False),
-        "efficiency": P["efficiency"],
+        "efficiency": P["efficiency"], "factor": P["factor"],
+        "scope": _cat(P["scope"], SCOPE_NAMES),
     }, copy=False)
     want = np.flatnonzero(np.ones(m, bool) if fingerprints == "all" else (kind != OK) & (kind != MISSING))
     if len(want):

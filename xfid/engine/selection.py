@@ -23,7 +23,9 @@ LOAD_COLUMNS = ("fidelity", "target", "workload", "op", "metric", "stat", "value
 _DICT_READ = ("source_path", "run", "config", "flags", "unit")
 ADDITIVE = frozenset({"latency", "cycles", "bytes", "flops", "energy"})
 """Metrics summed when several raw ops map to one canonical op within one run of one key."""
-CONVERTIBLE = ("cycles", "latency")
+CONVERTIBLE = ("cycles", "latency", "energy_per_token", "power")
+"""Metrics that conversions produce (cycles<->latency; the numbers derived from run totals,
+xfid.engine.scopes.DERIVED): they always have a code."""
 KEY_DIMS = ("target", "metric", "stat", "workload", "op")
 """Key components, most significant first: groups (target, metric, stat[, workload]) are contiguous."""
 

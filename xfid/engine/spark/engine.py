@@ -30,6 +30,7 @@ from xfid.engine.pairrows import CONVERSIONS, KINDS
 from xfid.engine.pairs import parse_as_of, parse_run, resolve_pairs
 from xfid.engine.pipeline import _pair_info, engine_settings, result_settings, result_sources
 from xfid.engine.rows import ROW_EXTRA, discrepancies
+from xfid.engine.scopes import SCOPE_NAMES
 from xfid.engine.spark.groups import (
     COUNT_KEYS,
     ROW_SCHEMA,
@@ -269,6 +270,7 @@ def _local_rows(frames: list[pd.DataFrame]) -> pd.DataFrame:
         out[c] = col.take(idx).reset_index(drop=True)
         del col
     out["kind"] = pd.Categorical(out["kind"].astype(object), categories=list(KINDS))
+    out["scope"] = pd.Categorical(out["scope"].astype(object), categories=SCOPE_NAMES)
     out["reference_n"] = out["reference_n"].astype("Int64")
     out["candidate_n"] = out["candidate_n"].astype(np.int64)
     out["within"] = out["within"].astype(bool)

@@ -27,26 +27,28 @@ from xfid.engine.fingerprints import fingerprint_many
 from xfid.engine.keys import combine
 from xfid.engine.mismatch import MismatchChecker
 from xfid.engine.pairrows import KINDS, Pair
+from xfid.engine.scopes import DERIVED_UNITS, SCOPE_NAMES, EntryScope, entry_scopes, text_codes
 from xfid.engine.selection import CONVERTIBLE, AlignKeys, Selected
 from xfid.engine.stats import grouped_stats
 
 ENTRY_SCHEMA = ("fidelity string, target string, workload string, op string, metric string, stat string, "
                 "value double, ref_value double, n long, flagged boolean, note string, unit string, run string, "
-                "source_path string, source_loc string, config string")
+                "source string, source_path string, source_loc string, config string")
 ROW_SCHEMA = ("pair_index int, fingerprint string, target string, workload string, op string, metric string, "
               "stat string, candidate string, reference string, candidate_value double, reference_value double, "
               "unit string, rel_error double, log_ratio double, tolerance double, tolerance_abs double, "
               "within boolean, kind string, severity double, candidate_n long, reference_n long, "
               "candidate_run string, reference_run string, candidate_source_path string, "
               "candidate_source_loc string, reference_source_path string, reference_source_loc string, "
-              "candidate_config string, reference_config string, note string, efficiency double, counts string")
+              "candidate_config string, reference_config string, note string, efficiency double, factor double, "
+              "scope string, counts string")
 STAT_FIELDS = ("n", "mape", "median_ape", "bias", "log_rmse", "pearson_log", "spearman", "kendall",
                "within_tolerance", "mape_ci_low", "mape_ci_high", "bias_ci_low", "bias_ci_high")
 STATS_SCHEMA = ("target string, workload string, candidate string, reference string, metric string, stat string, "
                 "n long, " + ", ".join(f"{k} double" for k in STAT_FIELDS[1:]))
 STATS_GROUP = ("target", "candidate", "reference", "metric", "stat")
 COUNT_KEYS = ("candidate_keys", "outside_reference_workloads", "value_stat_fallback", "reference_only_keys",
-              "aligned", "missing_reference", "flagged_reference")
+              "aligned", "missing_reference", "flagged_reference", "not_comparable", "derived")
 
 
 @dataclass
@@ -126,8 +128,8 @@ def align_group(pdf: pd.DataFrame, ctx: AlignContext) -> pd.DataFrame:
     if not len(pdf):
         return pd.DataFrame({c: [] for c in cols})
     fid_names = ctx.fidelities
-    raw = {k: _text(pdf[k]) for k in ("fidelity", "op", "metric", "stat", "note", "unit", "run", "source_path",
-                                      "source_loc", "config")}
+    raw = {k: _text(pdf[k]) for k in ("fidelity", "op", "metric", "stat", "note", "unit", "run", "source",
+                                      "source_path", "source_loc", "config")}
     target, workload = str(pdf["target"].iloc[0]), str(pdf["workload"].iloc[0])
     dims = {"target": [target], "workload": [workload], "metric": sorted(set(raw["metric"]) | set(CONVERTIBLE)),
             "stat": sorted(set(raw["stat"])), "op": sorted(set(raw["op"]))}
@@ -148,12 +150,15 @@ def align_group(pdf: pd.DataFrame, ctx: AlignContext) -> pd.DataFrame:
     notes = {i: str(t) for i, t in enumerate(raw["note"]) if t is not None}
     sel = Selected(dims, list(fid_names), code, value, cnt, np.arange(n, dtype=np.int64), flagged, notes, None, {})
     unames = sorted({u for u in raw["unit"] if u is not None})
-    unit_names = [*unames, "", "s", "cycles"]
+    unit_names = [*unames, "", "s", "cycles", *DERIVED_UNITS]
     upos = {u: i for i, u in enumerate(unames)}
     units = np.array([upos[u] if u is not None else len(unames) for u in raw["unit"]], np.int64)
     checker = MismatchChecker(pa.table({"config": pa.array(list(raw["config"]), pa.string())}), ctx.config,
                               np.arange(n, dtype=np.int64))
-    aligner = Aligner(sel, AlignKeys(key, ref_value), ctx.config, ctx.settings, units, unit_names, checker)
+    parts = {k: (code[k], dims[k]) for k in ("metric", "stat", "op")}
+    parts.update(unit=(units, unit_names), source=text_codes(raw["source"]), config=text_codes(raw["config"]))
+    scopes = EntryScope(entry_scopes(parts), text_codes(raw["run"])[0])
+    aligner = Aligner(sel, AlignKeys(key, ref_value), ctx.config, ctx.settings, units, unit_names, checker, scopes)
     frames = []
     counts_rows = []
     for i, sides in aligner.plan(ctx.pairs).items():
@@ -219,6 +224,7 @@ def _rows(i: int, pr: Any, sel: Selected, raw: dict[str, np.ndarray], unit_names
         "candidate_config": _side_text(raw["config"], cand),
         "reference_config": _side_text(raw["config"], ref),
         "note": np.array(pr.note.texts, dtype=object)[pr.note.ids], "efficiency": pr.efficiency,
+        "factor": pr.factor, "scope": np.array(SCOPE_NAMES, dtype=object)[pr.scope],
     })
 
 

@@ -25,7 +25,7 @@ from xfid.schema import FLAG_NO_REFERENCE
 from xfid.store import Store
 
 KEY = ("fidelity", "target", "workload", "op", "metric", "stat")
-PROV = ("unit", "run", "source_path", "source_loc", "config")
+PROV = ("unit", "run", "source", "source_path", "source_loc", "config")
 """The chosen record's columns an entry carries (its provenance)."""
 READ = ("fidelity", "target", "workload", "op", "metric", "stat", "value", "unit", "source", "source_path",
         "source_loc", "run", "timestamp", "config", "flags")
