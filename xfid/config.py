@@ -20,6 +20,9 @@ from xfid.models.spec import number as _num
 
 CONFIG_NAME = "xfid.toml"
 DEFAULT_REL_TOLERANCE = 0.10
+DEFAULT_BOUND_TOLERANCE = 0.02
+"""`[settings] bound_tolerance`: how far a reference may beat a roofline bound (model rounding,
+clock jitter) before it is a bound_violation. The one default every reader uses."""
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from xfid.config import Config
+from xfid.config import DEFAULT_BOUND_TOLERANCE, Config
 from xfid.engine.aggregate import Aggregates
 from xfid.engine.align import Aligner
 from xfid.engine.contract import Correlation
@@ -37,7 +37,7 @@ def engine_settings(config: Config) -> dict[str, Any]:
     """Engine settings from `[settings]` with their defaults."""
     s = config.settings
     return {
-        "bound_tolerance": float(s.get("bound_tolerance", 0.02)),
+        "bound_tolerance": float(s.get("bound_tolerance", DEFAULT_BOUND_TOLERANCE)),
         "roofline_tolerance": str(s.get("roofline_tolerance", "bound")),
         "roofline_min_efficiency": s.get("roofline_min_efficiency"),
         "bound_fidelities": list(s.get("bound_fidelities", ["roofline"])),

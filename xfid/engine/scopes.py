@@ -143,6 +143,6 @@ def derive(e: np.ndarray, codes: dict[str, np.ndarray], dims: dict[str, list[str
 
 def derived_note(kind: int, divisor: float) -> str:
     """The note of a derived number: the conversion and the divisor it used."""
-    dm, du, _, dv, how = DERIVED[kind]
+    dm, _, _, dv, how = DERIVED[kind]
     unit = "tokens" if dv == "output_tokens" else "s"
     return f"{dm} derived: {how} ({dv} {divisor:.6g} {unit}, same run)"

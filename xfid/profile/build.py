@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from xfid.config import Config
+from xfid.engine.pipeline import engine_settings
 from xfid.errors import XfidError
 from xfid.profile.classes import op_class
 from xfid.profile.crosstarget import across
@@ -76,7 +77,7 @@ def target_profile(store: Store, config: Config, g: Gathered) -> dict[str, Any]:
         notes.append(f"no {g.fidelity} number has a roofline bound ({n} not profiled: see the conditions)")
     if g.observations and not isolated:
         notes.append("every run has a co-runner: no isolated numbers to profile")
-    tol = float(config.settings.get("bound_tolerance", 0.02))
+    tol = float(engine_settings(config)["bound_tolerance"])
     return {"target": g.target, "fidelity": g.fidelity, "caveats": notes,
             "classes": classes(isolated, tgt, tol),
             "counters_without_bound": counters_without_bound(g.unbounded),

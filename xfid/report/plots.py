@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from xfid.config import DEFAULT_BOUND_TOLERANCE, DEFAULT_REL_TOLERANCE
 from xfid.report.data import PairSection, op_class, sample_rows, shorten
 
 TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
@@ -94,7 +95,7 @@ def _points(p: PairSection, limit: int, seed: int) -> tuple[pd.DataFrame, int]:
     return sample_rows(pos, limit, seed), len(finite) - len(pos)
 
 
-def parity(p: PairSection, limit: int, seed: int, bound_tol: float = 0.02,
+def parity(p: PairSection, limit: int, seed: int, bound_tol: float = DEFAULT_BOUND_TOLERANCE,
            outliers: list[dict[str, Any]] | None = None) -> tuple[str, list[str]]:
     """Log-log candidate vs reference with the tolerance band, y=x, the bound line, outliers numbered.
 
@@ -209,7 +210,7 @@ def heatmap(p: PairSection) -> tuple[str | None, list[str]]:
         fig = _figure(7.2, h, (2.3 / 7.2, 0.8 / h, 0.98, 1 - 0.3 / h))
         ax = fig.add_subplot()
         vals = grid.to_numpy(float) * 100
-        tol = (p.tolerance or 0.1) * 100
+        tol = (p.tolerance or DEFAULT_REL_TOLERANCE) * 100
         vmax = max(tol * 3, np.nanmax(vals) if np.isfinite(vals).any() else tol)
         im = ax.imshow(np.ma.masked_invalid(vals), aspect="auto", cmap="YlOrRd", vmin=0, vmax=vmax)
         for (i, j), v in np.ndenumerate(vals):

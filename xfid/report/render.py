@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from xfid.config import DEFAULT_BOUND_TOLERANCE
 from xfid.errors import ReportError
 from xfid.outfile import write_output
 from xfid.report.data import ReportData, age_days, is_missing, long_names, shorten
@@ -74,7 +75,7 @@ def _css() -> str:
 MIN_PLOT = 3
 
 
-def render_html(data: ReportData, bound_tol: float = 0.02) -> str:
+def render_html(data: ReportData, bound_tol: float = DEFAULT_BOUND_TOLERANCE) -> str:
     """The whole report as one HTML string (figures inline as SVG data: URIs)."""
     import markupsafe
 
