@@ -24,7 +24,8 @@ ROW_COLUMNS = [
     "fingerprint", "target", "workload", "op", "metric", "stat", "candidate", "reference", "candidate_value",
     "reference_value", "unit", "rel_error", "log_ratio", "tolerance", "tolerance_abs", "within", "kind", "severity",
     "candidate_n", "reference_n", "candidate_run", "reference_run", "candidate_source_path", "candidate_source_loc",
-    "reference_source_path", "reference_source_loc", "candidate_config", "reference_config", "note", "efficiency"]
+    "reference_source_path", "reference_source_loc", "candidate_config", "reference_config", "note", "efficiency",
+    "factor", "scope"]
 COMPARISON_COLUMNS = [
     "target", "workload", "candidate", "reference", "metric", "stat", "n", "mape", "median_ape", "bias", "log_rmse",
     "pearson_log", "spearman", "kendall", "within_tolerance", "mape_ci", "bias_ci"]

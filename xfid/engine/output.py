@@ -15,7 +15,7 @@ from xfid.textsafe import csv_safe_frame, terminal
 DISCREPANCY_FIELDS = (
     "fingerprint", "target", "workload", "op", "metric", "stat", "candidate", "reference",
     "candidate_value", "reference_value", "unit", "rel_error", "log_ratio", "tolerance", "tolerance_abs",
-    "kind", "severity", "efficiency", "candidate_n", "reference_n", "candidate_run", "reference_run",
+    "kind", "factor", "severity", "efficiency", "scope", "candidate_n", "reference_n", "candidate_run", "reference_run",
     "candidate_source_path", "candidate_source_loc", "reference_source_path", "reference_source_loc", "note",
 )
 """Discrepancy keys in JSON (errors as fractions)."""
