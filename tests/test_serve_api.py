@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("starlette", reason="the serve extra is not installed (pip install 'xfid[serve]')")
-from starlette.testclient import TestClient  # noqa: E402
+from starlette.testclient import TestClient
 
-import xfid  # noqa: E402
-from tests.servers import catalog, pg_server  # noqa: E402,F401
-from tests.serving import HOSTILE, make_store, records_csv, token  # noqa: E402
-from xfid.serve.app import make_app  # noqa: E402
+import xfid
+from tests.servers import catalog, pg_server  # noqa: F401
+from tests.serving import HOSTILE, make_store, records_csv, token
+from xfid.serve.app import make_app
 
 
 @pytest.fixture
@@ -61,7 +60,7 @@ def test_tokens_roles_and_actor(served, xfid_cli):
 
 
 def test_tokens_stored_as_digests_only(served):
-    store, c, t = served
+    store, _c, t = served
     with xfid.open_store(store) as api:
         conn = api.backend().conn
         dump = json.dumps([list(r) for r in conn.execute("SELECT * FROM serve_tokens").fetchall()])
@@ -69,7 +68,7 @@ def test_tokens_stored_as_digests_only(served):
 
 
 def test_filters_search_history_checks(served):
-    store, c, t = served
+    _store, c, t = served
     h = bearer(t["reader"])
     rows = c.get("/api/issues", headers=h).json()
     hostile = next(r["id"] for r in rows if r["workload"] == HOSTILE)
@@ -116,7 +115,7 @@ def test_ingest_check_all_or_nothing_and_cap(served, tmp_path):
 
 
 def test_snapshot_label_and_compare_against(served):
-    store, c, t = served
+    _store, c, t = served
     w = bearer(t["writer"])
     r = c.post("/api/snapshots", headers=w, json={"label": "main"})
     assert r.status_code == 200 and r.json()["label"] == "main" and r.json()["discrepancies"] == 2
@@ -127,7 +126,7 @@ def test_snapshot_label_and_compare_against(served):
 
 
 def test_pages_escape_hostile_names_and_need_csrf(served):
-    store, c, t = served
+    _store, c, t = served
     r = c.get("/issues", headers=bearer(t["reader"]))
     assert r.status_code == 200
     assert "<img src=x" not in r.text and "<script>alert" not in r.text and "\u202e" not in r.text
@@ -156,7 +155,7 @@ def test_pages_escape_hostile_names_and_need_csrf(served):
 
 
 def test_report_download(served):
-    store, c, t = served
+    _store, c, t = served
     h = bearer(t["reader"])
     r = c.get("/report/download?period=2026-10-01..2027-01-31&format=html", headers=h)
     assert r.status_code == 200 and r.headers["content-disposition"].startswith("attachment")

@@ -18,7 +18,6 @@ from xfid.serve import links, upload, views
 from xfid.serve.app import Served, route
 
 
-
 def dumps(value: Any) -> Response:
     return Response(json.dumps(value, indent=2, default=str), media_type="application/json")
 
