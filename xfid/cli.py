@@ -30,10 +30,12 @@ COMMANDS: dict[str, str] = {
     "report": "xfid.commands.report",
     "roofline": "xfid.commands.roofline",
     "rtl": "xfid.commands.rtl",
+    "serve": "xfid.commands.serve",
     "snapshot": "xfid.commands.snapshot",
     "sources": "xfid.commands.sources",
     "store": "xfid.commands.store",
     "summary": "xfid.commands.store_summary",
+    "token": "xfid.commands.token",
 }
 """Command name -> the module whose `cli` it is (imported when the command runs or help lists it).
 The help shown for a command is its own docstring: one place."""

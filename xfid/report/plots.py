@@ -11,6 +11,7 @@ import pandas as pd
 
 from xfid.config import DEFAULT_BOUND_TOLERANCE, DEFAULT_REL_TOLERANCE
 from xfid.report.data import PairSection, op_class, sample_rows, shorten
+from xfid.textsafe import terminal
 
 TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
 """Scales for seconds, largest first (axis labels here, numbers in the HTML)."""
@@ -217,9 +218,9 @@ def heatmap(p: PairSection) -> tuple[str | None, list[str]]:
             if np.isfinite(v):
                 ax.text(j, i, f"{v:.0f}" if v >= 10 else f"{v:.1f}", ha="center", va="center", fontsize=5.5,
                         color="white" if v > vmax * 0.6 else "black")
-        ax.set_xticks(range(len(grid.columns)), [shorten(c, 22) for c in grid.columns], rotation=30, ha="right",
+        ax.set_xticks(range(len(grid.columns)), [shorten(terminal(c), 22) for c in grid.columns], rotation=30, ha="right",
                       fontsize=6, **SAFE)
-        ax.set_yticks(range(len(grid.index)), [shorten(w, 40) for w in grid.index], fontsize=6, **SAFE)
+        ax.set_yticks(range(len(grid.index)), [shorten(terminal(w), 40) for w in grid.index], fontsize=6, **SAFE)
         del im  # every cell carries its number: no colour bar (it costs a second axes)
         ax.set_title(f"MAPE by workload × op class [%] (blank: no keys; dark: ≥ {vmax:.0f}%)")
         return to_data_uri(fig), notes
@@ -239,7 +240,7 @@ def trend(p: PairSection) -> str | None:
         if p.tolerance is not None:
             ax.axhline(p.tolerance * 100, color="#55a868", ls="--", lw=0.8)
         step = max(1, len(labels) // 6)
-        ax.set_xticks(range(0, len(labels), step), labels[::step], rotation=25, ha="right", fontsize=5.5, **SAFE)
+        ax.set_xticks(range(0, len(labels), step), [terminal(x) for x in labels[::step]], rotation=25, ha="right", fontsize=5.5, **SAFE)
         ax.set_ylabel("MAPE [%]")
         ax.set_ylim(bottom=0)
         ax.set_title("MAPE trend across checks")

@@ -1,0 +1,183 @@
+"""The JSON API of `xfid serve` in-process (Starlette's TestClient), on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette", reason="the serve extra is not installed (pip install 'xfid[serve]')")
+from starlette.testclient import TestClient
+
+import xfid
+from tests.servers import catalog, pg_server  # noqa: F401
+from tests.serving import HOSTILE, make_store, records_csv, token
+from xfid.serve.app import make_app
+
+
+@pytest.fixture
+def served(tmp_path: Path, catalog):  # noqa: F811
+    store = tmp_path / "store"
+    make_store(store, tmp_path / "in")
+    toks = {r: token(store, f"{r}-1", r) for r in ("reader", "writer", "admin")}
+    client = TestClient(make_app(str(store)), base_url="http://127.0.0.1")
+    return store, client, toks
+
+
+def bearer(t: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {t}"}
+
+
+def test_tokens_roles_and_actor(served, xfid_cli):
+    store, c, t = served
+    r = c.get("/api/issues")
+    assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer" and "Bearer TOKEN" in r.json()["error"]
+    assert c.get("/api/issues", headers=bearer("xfid_nope")).status_code == 401
+    rows = c.get("/api/issues", headers=bearer(t["reader"])).json()
+    assert [r["id"] for r in rows] == ["XF-1", "XF-2"]
+    with xfid.open_store(store) as api:  # the same rows and columns as `xfid issues list --format json`
+        assert rows == json.loads(json.dumps(api.issue_list(), default=str))
+    r = c.post("/api/issues/XF-1/ack", headers=bearer(t["reader"]), json={"owner": "alice"})
+    assert r.status_code == 403 and "reader" in r.json()["error"]
+    r = c.post("/api/issues/XF-1/ack", headers=bearer(t["writer"]), json={"owner": "alice", "note": "mine"})
+    assert r.status_code == 200 and r.json()["state"] == "acknowledged"
+    with xfid.open_store(store) as api:
+        last = api.issue("XF-1")["history"][-1]
+    assert (last["actor"], last["action"], last["owner"], last["note"]) == ("writer-1", "ack", "alice", "mine")
+    # the CLI's message and a 4xx for a refused transition and an unknown issue
+    r = c.post("/api/issues/XF-1/reopen", headers=bearer(t["writer"]), json={})
+    assert r.status_code == 400 and "reopen" in r.json()["error"]
+    r = c.get("/api/issues/XF-99", headers=bearer(t["reader"]))
+    assert r.status_code == 404 and r.json()["error"].startswith("unknown issue XF-99")
+    assert c.post("/api/issues/XF-1/ack", headers=bearer(t["writer"]), json={"owner": "a", "bogus": 1}).status_code == 400
+    # admins manage tokens; writers may not
+    assert c.get("/api/tokens", headers=bearer(t["writer"])).status_code == 403
+    names = [x["name"] for x in c.get("/api/tokens", headers=bearer(t["admin"])).json()]
+    assert names == ["admin-1", "reader-1", "writer-1"]
+    assert c.delete("/api/tokens/reader-1", headers=bearer(t["admin"])).status_code == 200
+    assert c.get("/api/issues", headers=bearer(t["reader"])).status_code == 401  # revoked
+
+
+def test_tokens_stored_as_digests_only(served):
+    store, _c, t = served
+    with xfid.open_store(store) as api:
+        conn = api.backend().conn
+        dump = json.dumps([list(r) for r in conn.execute("SELECT * FROM serve_tokens").fetchall()])
+    assert all(tok not in dump and tok[5:] not in dump for tok in t.values())
+
+
+def test_filters_search_history_checks(served):
+    _store, c, t = served
+    h = bearer(t["reader"])
+    rows = c.get("/api/issues", headers=h).json()
+    hostile = next(r["id"] for r in rows if r["workload"] == HOSTILE)
+    assert [r["id"] for r in c.get("/api/issues?q=ONERROR", headers=h).json()] == [hostile]
+    assert [r["id"] for r in c.get("/api/issues?severity_min=3", headers=h).json()] == [hostile]  # 40% / 10%
+    assert [r["id"] for r in c.get("/api/issues?q=gemm-sweep&target=t100-a0", headers=h).json()] != [hostile]
+    assert c.get("/api/issues?state=nope", headers=h).status_code == 400
+    assert c.get("/api/issues?severity_min=x", headers=h).status_code == 400
+    checks = c.get("/api/checks", headers=h).json()
+    assert [(x["id"], x["actor"], x["counts"]["new"]) for x in checks] == [(1, "setup", 2)]
+    rows = c.get("/api/checks/1/rows?limit=2", headers=h).json()
+    assert rows["total"] >= 4 and len(rows["rows"]) == 2
+    hist = c.get("/api/keys/XF-2", headers=h).json()
+    assert [p["check_id"] for p in hist["series"]] == [1] and hist["series"][0]["rel_error"] == pytest.approx(0.25)
+
+
+def test_ingest_check_all_or_nothing_and_cap(served, tmp_path):
+    store, c, t = served
+    w = bearer(t["writer"])
+    good = records_csv("archmodel", "model-v2", (1010, 2010), stamp="2026-11-08T00:00:00Z")
+    r = c.post("/api/ingest", headers=w, files=[("file", ("arch2.csv", good, "text/csv"))],
+               data={"adapter": "xfid-records"})
+    assert r.status_code == 200, r.text
+    assert r.json()["rows"] == 2 and "/uploads/" in r.json()["files"][0]["path"]
+    before = xfid.open_store(store).summary()["records"]
+    r = c.post("/api/ingest", headers=w, files=[("file", ("a.csv", good.replace("2010", "2020"), "text/csv")),
+                                                ("file", ("b.csv", "fidelity,nonsense\n1,2\n", "text/csv"))],
+               data={"adapter": "xfid-records"})
+    assert r.status_code == 400 and "b.csv" in r.json()["error"]
+    with xfid.open_store(store) as api:
+        assert api.summary()["records"] == before  # all or nothing
+    assert len(list((store / "uploads").iterdir())) == 1  # the failed upload's folder is gone
+    r = c.post("/api/ingest", headers=w, files=[("file", ("../evil.csv", good, "text/csv"))])
+    assert r.status_code == 400 and "upload file name" in r.json()["error"]
+    assert c.post("/api/ingest", headers=bearer(t["reader"]), files=[("file", ("x.csv", good, "text/csv"))]).status_code == 403
+    small = TestClient(make_app(str(store), max_upload=1000), base_url="http://127.0.0.1")
+    r = small.post("/api/ingest", headers=w, files=[("file", ("big.csv", good * 20, "text/csv"))])
+    assert r.status_code == 413 and "limit of 1,000 bytes" in r.json()["error"]
+    r = c.post("/api/check", headers=w, json={"label": "nightly"})
+    assert r.status_code == 200 and r.json()["resolved"] == ["XF-2"]
+    with xfid.open_store(store) as api:
+        ch = api.tracker.checks()[-1]
+    assert (ch["actor"], ch["label"]) == ("writer-1", "nightly")
+
+
+def test_snapshot_label_and_compare_against(served):
+    _store, c, t = served
+    w = bearer(t["writer"])
+    r = c.post("/api/snapshots", headers=w, json={"label": "main"})
+    assert r.status_code == 200 and r.json()["label"] == "main" and r.json()["discrepancies"] == 2
+    r = c.post("/api/compare", headers=bearer(t["reader"]), json={"against": "main"})
+    assert r.status_code == 200 and r.json()["exit_code"] == 0
+    r = c.post("/api/compare", headers=w, json={"against": "feature"})
+    assert r.status_code == 400 and "no snapshot recorded under the label 'feature'" in r.json()["error"]
+
+
+def test_pages_escape_hostile_names_and_need_csrf(served):
+    _store, c, t = served
+    r = c.get("/issues", headers=bearer(t["reader"]))
+    assert r.status_code == 200
+    assert "<img src=x" not in r.text and "<script>alert" not in r.text and "\u202e" not in r.text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in r.text and "\\u202e" in r.text
+    assert "default-src 'none'" in r.headers["content-security-policy"]
+    page = c.get("/issues/XF-2", headers=bearer(t["reader"]))
+    assert "may read only" in page.text and "form-ack" not in page.text
+    assert c.get("/", follow_redirects=False).headers["location"].startswith("/login")
+    # a cookie session: sign in, then a form without the CSRF value is refused
+    login = c.get("/login")
+    nonce = login.text.split('name="nonce" value="')[1].split('"')[0]
+    r = c.post("/login", data={"nonce": nonce, "token": t["writer"], "next": "/issues"}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/issues"
+    cookie = r.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
+    assert c.post("/issues/XF-1/act", data={"action": "ack", "owner": "x"}).status_code == 403
+    page = c.get("/issues/XF-1")
+    csrf = page.text.split('name="csrf" value="')[1].split('"')[0]
+    r = c.post("/issues/XF-1/act", data={"action": "ack", "owner": "bob", "csrf": csrf}, follow_redirects=False)
+    assert r.status_code == 303
+    r = c.post("/issues/XF-1/link", data={"url": "javascript:alert(1)", "csrf": csrf})
+    assert r.status_code == 400 and "http://" in r.text
+    c.post("/issues/XF-1/link", data={"url": "https://bugs.example.com/1?a=<b>", "csrf": csrf})
+    page = c.get("/issues/XF-1").text
+    assert 'href="https://bugs.example.com/1?a=&lt;b&gt;"' in page and "bob" in page
+
+
+def test_report_download(served):
+    _store, c, t = served
+    h = bearer(t["reader"])
+    r = c.get("/report/download?period=2026-10-01..2027-01-31&format=html", headers=h)
+    assert r.status_code == 200 and r.headers["content-disposition"].startswith("attachment")
+    assert "XF-1" in r.text
+    r = c.get("/report/download?period=garbage", headers=h)
+    assert r.status_code == 400
+
+
+@pytest.mark.slow
+def test_lost_database_is_503_without_password(tmp_path, own_pg_server, monkeypatch):
+    from tests.servers import PG_PASSWORD
+
+    url = own_pg_server.database()
+    monkeypatch.setenv("XFID_DATABASE_URL", url)
+    store = tmp_path / "store"
+    make_store(store, tmp_path / "in")
+    tok = token(store, "w", "writer")
+    c = TestClient(make_app(str(store)), base_url="http://127.0.0.1")
+    assert c.get("/api/issues", headers=bearer(tok)).status_code == 200
+    own_pg_server.stop("immediate")
+    for path in ("/api/issues", "/issues"):
+        r = c.get(path, headers=bearer(tok))
+        assert r.status_code == 503, r.text
+        assert PG_PASSWORD not in r.text and PG_PASSWORD not in str(r.headers)
+        assert "PostgreSQL" in r.text
