@@ -70,7 +70,9 @@ def test_without_results_xml_warns_and_trusts_probe(tmp_path):
 
 def test_results_option_and_target_override(tmp_path):
     shutil.copy(OUT / "xfid_rtl.jsonl", tmp_path / "p.jsonl")
-    rows = read(tmp_path / "p.jsonl", target="t100-b0", options={"results": str(OUT / "results.xml")})
+    (tmp_path / "sim").mkdir()
+    shutil.copy(OUT / "results.xml", tmp_path / "sim" / "results.xml")
+    rows = read(tmp_path / "p.jsonl", target="t100-b0", options={"results": "sim/results.xml"})
     assert {r["target"] for r in rows} == {"t100-b0"}
     assert sum(1 for r in rows if r["flags"] == "failed_test") == 4  # cycles, sim_time, bytes, stalls
     with pytest.raises(InputError, match="does not exist"):

@@ -7,7 +7,6 @@ import hashlib
 import json
 import os
 import time
-import tomllib
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -21,11 +20,10 @@ import pyarrow.compute as pc
 from xfid.adapters import detect, get_adapter
 from xfid.adapters.base import ReadContext, iter_batches
 from xfid.errors import AdapterError, InputError, XfidError
+from xfid.ingest_tree import SIDECAR, check_name, check_value, expand, load_sidecar
 from xfid.schema import canonical_json, constant_column, normalize
 from xfid.store import PreparedSource, Store
 
-SIDECAR = "xfid-source.toml"
-_CONTEXT_KEYS = ("adapter", "fidelity", "target", "workload", "run")
 _IGNORED_NAMES = {SIDECAR, "README.md", "README", "README.txt", ".gitignore"}
 
 
@@ -68,117 +66,6 @@ class IngestReport:
     def to_dict(self) -> dict[str, Any]:
         return {"rows": self.rows, "files": [vars(f) for f in self.files],
                 "skipped": [{"path": p, "reason": r} for p, r in self.skipped]}
-
-
-def expand(paths: Iterable[str | Path]) -> tuple[list[tuple[Path, bool]], list[tuple[str, str]]]:
-    """Files to ingest, (path, explicit), and the entries left out, (path, reason).
-
-    A directory yields the files under it, sorted; hidden entries are left out, and no
-    symbolic link is followed out of the directory named (nor into a linked directory).
-    """
-    out: list[tuple[Path, bool]] = []
-    left_out: list[tuple[str, str]] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            files, skipped = _walk(p)
-            out.extend((f, False) for f in files)
-            left_out.extend(skipped)
-        elif p.is_file():
-            out.append((p, True))
-        else:
-            raise InputError(p, None, "no such file or directory")
-    return out, left_out
-
-
-def _walk(top: Path) -> tuple[list[Path], list[tuple[str, str]]]:
-    """The regular files under `top` (links only to files inside it), and the links not followed."""
-    root = top.resolve()
-    files: list[Path] = []
-    skipped: list[tuple[str, str]] = []
-    for d, dirs, names in os.walk(top, followlinks=False):
-        base = Path(d)
-        dirs[:] = sorted(x for x in dirs if not x.startswith("."))
-        for x in dirs:
-            if (base / x).is_symlink():
-                skipped.append((str(base / x), "a symbolic link to a directory: not followed"))
-        for x in sorted(names):
-            if x.startswith("."):
-                continue
-            f = base / x
-            if f.is_symlink():
-                target = f.resolve()
-                if not target.is_relative_to(root):
-                    skipped.append((str(f), f"a symbolic link out of {top}: not followed"))
-                    continue
-                if not target.is_file():
-                    skipped.append((str(f), "a symbolic link to no regular file: not followed"))
-                    continue
-            elif not f.is_file():
-                continue
-            files.append(f)
-    files.sort()
-    return files, skipped
-
-
-_SCALAR = (str, int, float, bool)
-
-
-def load_sidecar(path: Path) -> dict[str, Any]:
-    """Context for `path` from `xfid-source.toml` beside it: top-level keys, then [files."NAME"].
-
-    Raises:
-        InputError: not TOML, an unknown key, or a value of the wrong type (naming the key).
-    """
-    side = path.parent / SIDECAR
-    if not side.is_file():
-        return {}
-    try:
-        doc = tomllib.loads(side.read_text(encoding="utf-8-sig"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise InputError(side, None, f"not valid TOML: {e}") from None
-    files = doc.get("files", {})
-    if not isinstance(files, dict) or not all(isinstance(v, dict) for v in files.values()):
-        raise InputError(side, "key 'files'", "must be a table of tables", '[files."NAME"] with keys for one file')
-    ctx = {k: v for k, v in doc.items() if k != "files"}
-    per_file = files.get(path.name, {})
-    where = f'[files."{path.name}"]'
-    _check_sidecar(side, ctx, "")
-    _check_sidecar(side, per_file, where + ".")
-    for k in ("meta", "options"):
-        merged = dict(ctx.get(k, {}))
-        merged.update(per_file.get(k, {}))
-        if merged:
-            per_file = {**per_file, k: merged}
-    ctx.update(per_file)
-    return ctx
-
-
-def _check_sidecar(side: Path, table: Mapping[str, Any], prefix: str) -> None:
-    """Each key of a sidecar table known and of its type."""
-    allowed = (*_CONTEXT_KEYS, "meta", "options", "skip")
-    for k, v in table.items():
-        key = f"key {prefix}{k!r}" if prefix else f"key {k!r}"
-        if k not in allowed:
-            raise InputError(side, key, "unknown key", f"allowed: {', '.join(allowed)}")
-        if k == "skip":
-            if not isinstance(v, bool):
-                raise InputError(side, key, f"must be true or false, got {_short(v)}", "write skip = true")
-        elif k == "meta":
-            bad = [m for m, x in v.items() if not isinstance(x, _SCALAR)] if isinstance(v, dict) else [None]
-            if bad:
-                what = "must be a table" if bad == [None] else f"value of {bad[0]!r} must be a string or number"
-                raise InputError(side, key, what, 'write meta = { name = "value" }')
-        elif k == "options":
-            if not isinstance(v, dict):
-                raise InputError(side, key, "must be a table", "write options = { name = value }")
-        elif not isinstance(v, str):
-            raise InputError(side, key, f"must be a string, got {_short(v)}", f'write {k} = "..."')
-
-
-def _short(v: Any, limit: int = 40) -> str:
-    """A value for an error message: its repr (escaped), cut to `limit` characters."""
-    r = ascii(v)
-    return r if len(r) <= limit else r[: limit - 3] + "..."
 
 
 def source_id_of(content_hash: str, adapter: str, context: Mapping[str, Any]) -> str:
@@ -233,16 +120,76 @@ def _bounded(e: XfidError) -> XfidError:
     return e
 
 
+def check_options(opts: IngestOptions) -> None:
+    """The command line's context checked as a sidecar's is: known fidelity, no empty or
+    overlong names, bounded meta and option values.
+
+    Raises:
+        InputError: naming the flag.
+    """
+    for k in ("target", "workload", "run", "fidelity"):
+        v = getattr(opts, k)
+        if v is not None:
+            check_name(k, v, f"--{k}", None)
+    for flag, table in (("--meta", opts.meta), ("--option", opts.options)):
+        for m, x in table.items():
+            check_value(x, f"{flag} {m}", None, flag.lstrip("-"))
+
+
+def _same_fidelity(path: Path, table: pa.Table, fidelity: str) -> None:
+    """Refuse `--fidelity` that a file giving its own fidelity per row would silently ignore
+    (each such run a new source of the same rows)."""
+    said = [f for f in pc.unique(table.column("fidelity").cast(pa.string())).to_pylist() if f != fidelity]
+    if said:
+        raise InputError(path, None, f"the file gives fidelity {said[0]!r} for its rows, so --fidelity / "
+                         f"fidelity = {fidelity!r} would be ignored",
+                         "leave --fidelity out (this adapter reads the fidelity from the file) or correct the file")
+
+
 class _AlreadyIngested(Exception):
     """Internal: the hash, known once reading began, names a source the store already has."""
 
 
-def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool) -> PreparedSource | FileResult | str:
+def _stamp(paths: Sequence[Path]) -> list[tuple[int, int, int]]:
+    """What changes when a file is written: size, modification time (ns) and inode of each."""
+    out = []
+    for p in paths:
+        st = os.stat(p)
+        out.append((st.st_size, st.st_mtime_ns, st.st_ino))
+    return out
+
+
+def _unchanged(path: Path, files: Sequence[Path], before: list[tuple[int, int, int]]) -> None:
+    """Refuse a source whose files changed while they were hashed and read: the hash would not
+    describe the rows stored, and the finished file would later be stored again in full.
+
+    Raises:
+        InputError: naming the file that changed, with its size before and after.
+    """
+    try:
+        after = _stamp(files)
+    except OSError:
+        after = []
+    for f, b, a in zip(files, before, after + [None] * (len(before) - len(after)), strict=True):
+        if a != b:
+            now = f"{a[0]:,} bytes" if a else "gone"
+            raise InputError(f, None, f"changed while it was read ({b[0]:,} bytes before, {now} after): "
+                             "nothing of it was stored",
+                             "ingest it again once whatever writes it has finished")
+
+
+def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool,
+            root: Path | None = None, roots: tuple[Path, ...] = ()) -> PreparedSource | FileResult | str:
     """Read one file into temp parts. Returns a prepared source, a FileResult when it is
-    already ingested, or a skip reason (str) for a file found in a directory that nothing reads."""
+    already ingested, or a skip reason (str) for a file found in a directory that nothing reads.
+
+    Only files inside the trees given are read: the sidecar beside it inside its own tree
+    `root` (default: the file's folder), any file an option names inside `roots` (every tree
+    of this ingest; see xfid.ingest_tree)."""
     if not explicit and path.name in _IGNORED_NAMES:
         return "not a data file"
-    side = load_sidecar(path)
+    root = root if root is not None else path.absolute().parent.resolve()
+    side = load_sidecar(path, root)
     if side.get("skip") is True:
         return "skipped by xfid-source.toml"
     name = opts.adapter if opts.adapter not in (None, "auto") else side.get("adapter")
@@ -263,15 +210,19 @@ def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool) -> Pr
         fidelity=opts.fidelity or side.get("fidelity"),
         meta={**side.get("meta", {}), **opts.meta},
         options={**side.get("options", {}), **opts.options},
+        roots=roots or (root,),
     )
     context = {k: getattr(ctx, k) for k in ("target", "workload", "run", "fidelity", "meta", "options")}
     extra = cls.inputs(ctx) if hasattr(cls, "inputs") else []  # other files the records come from
+    watched = [path, *extra]
+    before = _stamp(watched)  # the bytes hashed must be the bytes read: see _unchanged
     hashing: Future[str] | None = None
     known = ""
     if store.has_path(str(path)):  # seen before (a re-ingest?): hash first, skip without reading
         known = inputs_hash(file_hash(path), extra)
         sid = source_id_of(known, cls.name, context)
         if store.has_source(sid):
+            _unchanged(path, watched, before)
             return FileResult(str(path), cls.name, sid, already=True)
     else:  # a new path: hash the bytes on a thread while the adapter reads them
         pool = ThreadPoolExecutor(1, "xfid-hash")
@@ -303,6 +254,8 @@ def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool) -> Pr
             t = normalize(b, source_path=str(path), defaults=defaults, keep_lazy_loc=True)
             if ctx.fidelity and cls.fidelity is not None:  # --fidelity overrides a fixed-fidelity adapter
                 t = t.set_column(0, "fidelity", constant_column("fidelity", ctx.fidelity, t.num_rows))
+            elif ctx.fidelity:  # the file gives each row's fidelity: the flag only fills rows that do not
+                _same_fidelity(path, t, ctx.fidelity)
             if ctx.meta:
                 t = _merge_meta(t, ctx.meta)
             for r in pc.value_counts(t.column("metric")).to_pylist():
@@ -319,7 +272,14 @@ def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool) -> Pr
                 "skipped_keys": ctx.skipped_keys}
 
     try:
-        store.write_temp(prep, batches(), describe)
+        try:
+            store.write_temp(prep, batches(), describe)
+            if hashing is not None:
+                hashing.result()
+            _unchanged(path, watched, before)
+        except BaseException:
+            store.discard(prep)  # the temps of a file refused or interrupted go at once
+            raise
     except _AlreadyIngested:
         return FileResult(str(path), cls.name, prep.source_id, already=True)
     except XfidError:
@@ -344,14 +304,17 @@ def ingest(store: Store, paths: Iterable[str | Path], opts: IngestOptions,
     report = IngestReport()
     preps: list[PreparedSource] = []
     try:
+        check_options(opts)
         files, left_out = expand(paths)
         report.skipped.extend(left_out)
-        for i, (path, explicit) in enumerate(files):
+        roots = tuple(dict.fromkeys(f.root for f in files))
+        for i, found in enumerate(files):
+            path = found.path
             if progress:
                 progress(path, i, len(files))
             store.keep_alive(preps)
             try:
-                r = prepare(store, path, opts, explicit)
+                r = prepare(store, path, opts, found.explicit, found.root, roots)
             except XfidError as e:
                 raise _bounded(e) from None
             if isinstance(r, str):

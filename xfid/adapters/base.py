@@ -30,6 +30,9 @@ class ReadContext:
         skipped_keys: keys of the file the adapter does not read, as key paths like `$.rtfx`
             (first seen first) -> how often seen; listed in the ingest summary, so that no key
             is dropped unseen. At most MAX_SKIPPED_KEYS names are kept.
+        roots: the trees being ingested (the folders named, and the folder of each file
+            named; default: this file's folder); `inside` confines to them every other file
+            the adapter reads.
     """
 
     path: Path
@@ -42,6 +45,22 @@ class ReadContext:
     warnings: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     skipped_keys: dict[str, int] = field(default_factory=dict)
+    roots: tuple[Path, ...] = ()
+
+    def inside(self, value: Any, key: str) -> Path:
+        """The file `value` names (relative to this file's folder), refused unless it lies in
+        the trees being ingested; `key` names where the value came from (e.g. "option results")."""
+        from xfid.ingest_tree import resolve_inside
+
+        roots = self.roots or (self.path.absolute().parent.resolve(),)
+        return resolve_inside(value, self.path.parent, roots, self.path, key)
+
+    def beside(self, name: str) -> Path | None:
+        """The file `name` beside this one when it is inside the tree (a link out is not followed)."""
+        try:
+            return self.inside(name, name)
+        except InputError:
+            return None
 
     def warn(self, msg: str) -> None:
         self.warnings.append(msg)

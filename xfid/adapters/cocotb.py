@@ -192,12 +192,13 @@ class CocotbAdapter(Adapter):
             return ctx.target
         if ctx.options.get("target"):
             return str(ctx.options["target"])
-        head = _probe_head(ctx.path.parent / PROBE_NAME)
+        probe = ctx.beside(PROBE_NAME)
+        head = _probe_head(probe) if probe is not None else None
         if head is not None:
             return self._target(ctx, head.get("target"))
         opt = ctx.options.get("results")
-        if opt and (ctx.path.parent / str(opt)).resolve() == ctx.path.resolve():  # xfid rtl run --out elsewhere
-            return self._target(ctx)
+        if opt is not None and ctx.inside(opt, "option results").resolve() == ctx.path.resolve():
+            return self._target(ctx)  # xfid rtl run --out elsewhere
         configured = configured_target()
         if configured:
             return configured
@@ -219,17 +220,18 @@ class CocotbAdapter(Adapter):
             if head_text(f.read(256)).lstrip().startswith("<"):
                 return None
         opt = ctx.options.get("results")
-        path = Path(opt) if opt else ctx.path.parent / "results.xml"
-        if opt and not path.is_absolute():
-            path = ctx.path.parent / path
-        return path
+        if opt is not None:  # a path inside the tree being ingested, or refused
+            return ctx.inside(opt, "option results")
+        return ctx.beside("results.xml")
 
     def _results_beside(self, ctx: ReadContext) -> dict[str, TestCase] | None:
-        opt = ctx.options.get("results")
-        path = self._results_path(ctx) or ctx.path.parent / "results.xml"
-        if not path.is_file():
-            if opt:
+        path = self._results_path(ctx)
+        if path is None or not path.is_file():
+            if "results" in ctx.options:
                 raise ctx.error(None, f"the results file {path} given by --option results= does not exist")
+            if path is None and (ctx.path.parent / "results.xml").is_symlink():
+                ctx.warn(f"{ctx.path.parent / 'results.xml'} is a symbolic link out of the folder being "
+                         "ingested: not read")
             return None
         return {c.name: c for c in read_results(path)}
 
