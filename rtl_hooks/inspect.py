@@ -164,6 +164,8 @@ def parse_int(text: str) -> int | None:
     if not m:
         return None
     base = {"b": 2, "o": 8, "d": 10, "h": 16}[(m.group(3) or "d").lower()]
+    if len(m.group(4)) > MAX_BITS:  # past the widest constant (and Python's int-from-text limit)
+        return None
     try:
         v = int(m.group(4), base)
     except ValueError:
@@ -181,7 +183,7 @@ def _module(d: Any, path: str) -> Module:
     for decl in decls:
         for p in decl.list:
             if isinstance(p, ast.Parameter):  # Localparam is a subclass
-                v = _eval(p.value.var, env)
+                v = _value(p.value.var, env, path, f"parameter {p.name}")
                 env[p.name] = v
                 mod.params.append(Param(p.name, _text(p.value.var), v, isinstance(p, ast.Localparam)))
     for port in d.portlist.ports if d.portlist else []:
@@ -191,16 +193,57 @@ def _module(d: Any, path: str) -> Module:
             width_expr = f"[{_text(v.width.msb)}:{_text(v.width.lsb)}]" if v.width is not None else ""
             width: int | None = 1
             if v.width is not None:
-                msb, lsb = _eval(v.width.msb, env), _eval(v.width.lsb, env)
+                where = f"the width of port {v.name}"
+                msb, lsb = _value(v.width.msb, env, path, where), _value(v.width.lsb, env, path, where)
                 width = abs(msb - lsb) + 1 if msb is not None and lsb is not None else None
             mod.ports.append(Port(v.name, direction, width, width_expr, bool(v.signed)))
     return mod
 
 
-_BIN = {"Plus": ("+", lambda a, b: a + b), "Minus": ("-", lambda a, b: a - b), "Times": ("*", lambda a, b: a * b),
+MAX_BITS = 4096
+"""The widest constant evaluated: a parameter or width past it is an error, not a hang."""
+
+
+class _TooWide(Exception):
+    """Internal: a constant expression whose value would exceed MAX_BITS."""
+
+
+def _fit(v: int) -> int:
+    if v.bit_length() > MAX_BITS:
+        raise _TooWide
+    return v
+
+
+def _power(a: int, b: int) -> int | None:
+    if b < 0:
+        return None
+    if abs(a) > 1 and b * (abs(a).bit_length() - 1) > MAX_BITS:
+        raise _TooWide
+    return _fit(a**b)
+
+
+def _shift(a: int, b: int) -> int | None:
+    if b < 0:
+        return None
+    if a and b > MAX_BITS:
+        raise _TooWide
+    return _fit(a << b)
+
+
+_BIN = {"Plus": ("+", lambda a, b: _fit(a + b)), "Minus": ("-", lambda a, b: _fit(a - b)),
+        "Times": ("*", lambda a, b: _fit(a * b)),
         "Divide": ("/", lambda a, b: a // b if b else None), "Mod": ("%", lambda a, b: a % b if b else None),
-        "Power": ("**", lambda a, b: a**b if b >= 0 else None), "Sll": ("<<", lambda a, b: a << b),
-        "Srl": (">>", lambda a, b: a >> b)}
+        "Power": ("**", _power), "Sll": ("<<", _shift),
+        "Srl": (">>", lambda a, b: a >> b if b >= 0 else None)}
+
+
+def _value(node: Any, env: dict[str, int | None], path: str, what: str) -> int | None:
+    """`_eval`, with a value wider than MAX_BITS a clean error naming `what`."""
+    try:
+        return _eval(node, env)
+    except _TooWide:
+        raise RTLError(f"{path}: {what} = {_text(node)[:80]} is wider than {MAX_BITS} bits; xfid evaluates "
+                       f"constants of up to {MAX_BITS} bits (fix the expression)") from None
 
 
 def _eval(node: Any, env: dict[str, int | None]) -> int | None:

@@ -199,12 +199,34 @@ def _positive(v: Any, key: str, where: str) -> float:
     return _num(v, key, where, positive=True)
 
 
-def _integer(low: int) -> Any:
+def _integer(low: int, high: int = 2**63 - 1) -> Any:
     def check(v: Any, key: str, where: str) -> int:
         if isinstance(v, bool) or not isinstance(v, int) or v < low:
             raise ConfigError(f"{where}: {key} must be an integer >= {low}, got {v!r}")
+        if v > high:  # a count past what the machine can do: refused here, not as a MemoryError later
+            raise ConfigError(f"{where}: {key} must be an integer <= {high:,}, got {v:,}")
         return v
     return check
+
+
+BOOTSTRAP_BYTES = 24
+"""Bytes the exact bootstrap holds per resample per row (index, count and weight matrices)."""
+
+
+def _check_bootstrap(settings: dict[str, Any], where: str) -> None:
+    """bootstrap_resamples x bootstrap_exact_max_n must fit the memory this machine has free."""
+    from xfid.engine.engines import HEADROOM, available_memory
+    from xfid.engine.stats import BOOTSTRAP_EXACT_MAX_N, BOOTSTRAP_RESAMPLES
+
+    r = settings.get("bootstrap_resamples", BOOTSTRAP_RESAMPLES)
+    n = settings.get("bootstrap_exact_max_n", BOOTSTRAP_EXACT_MAX_N)
+    need = BOOTSTRAP_BYTES * r * n
+    avail = available_memory()
+    if avail is not None and need > HEADROOM * avail:
+        raise ConfigError(f"{where}: [settings] bootstrap_resamples = {r:,} with bootstrap_exact_max_n = {n:,} needs "
+                          f"{need / 1e9:,.1f} GB for the bootstrap, more than {HEADROOM:.0%} of the "
+                          f"{avail / 1e9:.1f} GB free on this machine (lower either; the default is "
+                          f"{BOOTSTRAP_RESAMPLES:,} resamples, exact up to n = {BOOTSTRAP_EXACT_MAX_N})")
 
 
 def _names(v: Any, key: str, where: str) -> list[str]:
@@ -277,10 +299,11 @@ SCHEMA: dict[str, dict[str, Any]] = {
         "default_rel_tolerance": _nonneg, "bound_tolerance": _nonneg,
         "roofline_tolerance": _choice("bound", "tolerance"), "roofline_min_efficiency": _nonneg,
         "bound_fidelities": _names, "value_matches": _names,
-        "bootstrap_resamples": _integer(1), "bootstrap_seed": _integer(0), "bootstrap_exact_max_n": _integer(0),
+        "bootstrap_resamples": _integer(1, 1_000_000), "bootstrap_seed": _integer(0, 2**64 - 1),
+        "bootstrap_exact_max_n": _integer(0, 100_000),
     },
     "drift": dict.fromkeys(DRIFT_KEYS, _nonneg),
-    "tracker": {"resolve_after": _integer(1)},
+    "tracker": {"resolve_after": _integer(1, 1_000_000)},
     "report": {},
     "rtl": {"default_target": _text},  # the target of a cocotb results.xml that does not say
     "engine": {"name": _choice(*ENGINES), "spark": _spark},  # which engine correlates; Spark's master and conf
@@ -320,6 +343,8 @@ def build_config(base: dict[str, Any], user: dict[str, Any], path: Path | None) 
     if "targets" in user and not isinstance(user["targets"], dict):
         raise ConfigError(f"{where}: targets must be tables: write [targets.NAME]")
     _check_sections(user, where)
+    if isinstance(user.get("settings"), dict):
+        _check_bootstrap(user["settings"], where)
     raw = {**base, **user}
     raw["targets"] = {**base.get("targets", {}), **user.get("targets", {})}
     for key in ("tolerance", "op_map", "compare"):

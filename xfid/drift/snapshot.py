@@ -13,6 +13,7 @@ from xfid.engine.contract import DISCREPANCY_KINDS, Correlation
 from xfid.engine.jsonout import clean
 from xfid.errors import XfidError
 from xfid.outfile import open_output
+from xfid.schema import is_valid_fidelity
 
 FORMAT_VERSION = 1
 KEY_FIELDS = ("target", "workload", "op", "metric", "stat", "candidate", "reference", "candidate_value",
@@ -119,16 +120,19 @@ def read_snapshot(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 TEXT, NUMBER, POSITIVE, COUNT, FLAG = "text", "a number", "a positive number", "a whole number >= 0", "true or false"
-KEY_TYPES = {"target": TEXT, "workload": TEXT, "op": TEXT, "metric": TEXT, "stat": TEXT, "candidate": TEXT,
-             "reference": TEXT, "candidate_value": NUMBER, "reference_value": NUMBER, "unit": TEXT,
-             "rel_error": NUMBER, "log_ratio": NUMBER, "tolerance": NUMBER, "kind": TEXT, "within": FLAG}
+NONNEG, FIDELITY = "a number >= 0", "a fidelity (roofline, archmodel, rtl, measured or a derived one)"
+KEY_TYPES = {"target": TEXT, "workload": TEXT, "op": TEXT, "metric": TEXT, "stat": TEXT, "candidate": FIDELITY,
+             "reference": FIDELITY, "candidate_value": NUMBER, "reference_value": NUMBER, "unit": TEXT,
+             "rel_error": NUMBER, "log_ratio": NUMBER, "tolerance": NONNEG, "kind": TEXT, "within": FLAG}
 """What each field of a snapshot key may hold (or null, unless it is in KEY_REQUIRED)."""
 KEY_REQUIRED = ("target", "metric", "candidate", "reference", "kind")
-AGG_TYPES = {"target": TEXT, "candidate": TEXT, "reference": TEXT, "metric": TEXT, "stat": TEXT, "n": COUNT,
+AGG_TYPES = {"target": TEXT, "candidate": FIDELITY, "reference": FIDELITY, "metric": TEXT, "stat": TEXT, "n": COUNT,
              "mape": NUMBER, "median_ape": NUMBER, "bias": POSITIVE, "log_rmse": NUMBER, "spearman": NUMBER,
              "kendall": NUMBER, "within_tolerance": NUMBER}
 """What each field of a snapshot comparison may hold (or null, unless it is in AGG_REQUIRED)."""
 AGG_REQUIRED = ("target", "candidate", "reference", "metric")
+SOURCE_TYPES = {"path": TEXT, "adapter": TEXT, "content_hash": TEXT}
+"""What each field of a snapshot's `sources` entry may hold (or null)."""
 KINDS = ("ok", *DISCREPANCY_KINDS)
 SHOWN = 40
 """Characters of a bad value quoted in an error."""
@@ -143,13 +147,21 @@ def _shown(v: Any) -> str:
 def _fits(v: Any, want: str) -> bool:
     if want == TEXT:
         return isinstance(v, str)
+    if want == FIDELITY:
+        return isinstance(v, str) and is_valid_fidelity(v)
     if want == FLAG:
         return isinstance(v, bool)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    try:
+        x = float(v)  # an integer of 400 digits does not fit a float: not a number here
+    except OverflowError:
+        return False
+    if not math.isfinite(x):
         return False
     if want == COUNT:
-        return float(v).is_integer() and v >= 0
-    return v > 0 if want == POSITIVE else True
+        return x.is_integer() and x >= 0
+    return x > 0 if want == POSITIVE else x >= 0 if want == NONNEG else True
 
 
 def _fields(where: str, rec: Any, types: dict[str, str], required: tuple[str, ...]) -> None:
@@ -176,6 +188,11 @@ def validate(snap: dict[str, Any], where: str) -> None:
         for name in ("label", "created", "config_hash"):
             if snap.get(name) is not None and not isinstance(snap[name], str):
                 raise SnapshotError(f"{where}: {name}: expected text, got {_shown(snap[name])}")
+        sources = snap.get("sources", [])
+        if not isinstance(sources, list) or not all(isinstance(x, dict) for x in sources):
+            raise SnapshotError(f"{where}: sources: expected a list of objects, got {_shown(sources)}")
+        for i, x in enumerate(sources):
+            _fields(f"{where}: sources[{i}]", x, SOURCE_TYPES, ())
         for fp, k in snap["keys"].items():
             at = f"{where}: keys[{_shown(fp)}]"
             _fields(at, k, KEY_TYPES, KEY_REQUIRED)
