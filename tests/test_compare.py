@@ -222,7 +222,13 @@ MALFORMED = [
     (_set("keys", "FP", "reference", value=None), f"keys[{FP0}].reference: missing"),
     (_set("keys", "FP", value=5), f"keys[{FP0}]: expected an object, got 5"),
     (_set("keys", "FP", "tolerance", value="\u202e" + "x" * 100),  # escaped and cut short
-     f'keys[{FP0}].tolerance: expected a number, got "\\u202e{"x" * 33}...'),
+     f'keys[{FP0}].tolerance: expected a number >= 0, got "\\u202e{"x" * 33}...'),
+    (_set("keys", "FP", "tolerance", value=-1), f"keys[{FP0}].tolerance: expected a number >= 0, got -1"),
+    (_set("keys", "FP", "rel_error", value=10**400), f"keys[{FP0}].rel_error: expected a number, got 1000"),
+    (_set("keys", "FP", "candidate", value="bogus"), f'keys[{FP0}].candidate: expected a fidelity'),
+    (_set("comparisons", 0, "reference", value="../x"), 'comparisons[0].reference: expected a fidelity'),
+    (_set("sources", value="x"), 'sources: expected a list of objects, got "x"'),
+    (_set("sources", value=[{"path": 3}]), "sources[0].path: expected text, got 3"),
     (_set("label", value=["a"]), 'label: expected text, got ["a"]'),
     (_set("xfid_snapshot", value=True), "snapshot format true is not supported"),
 ]
