@@ -28,6 +28,8 @@ BUILTIN: dict[str, str] = {
     "cocotb": "xfid.adapters.cocotb:CocotbAdapter",
     "trtllm-bench": "xfid.adapters.trtllm:TrtllmBenchAdapter",
     "perf-analyzer": "xfid.adapters.perf_analyzer:PerfAnalyzerAdapter",
+    "vllm-latency": "xfid.adapters.vllm_offline:VllmLatencyAdapter",
+    "vllm-throughput": "xfid.adapters.vllm_offline:VllmThroughputAdapter",
 }
 
 __all__ = ["Adapter", "ReadContext", "all_adapters", "detect", "get_adapter"]
