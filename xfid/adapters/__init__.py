@@ -28,6 +28,9 @@ BUILTIN: dict[str, str] = {
     "cocotb": "xfid.adapters.cocotb:CocotbAdapter",
     "trtllm-bench": "xfid.adapters.trtllm:TrtllmBenchAdapter",
     "perf-analyzer": "xfid.adapters.perf_analyzer:PerfAnalyzerAdapter",
+    "vllm-latency": "xfid.adapters.vllm_offline:VllmLatencyAdapter",
+    "vllm-throughput": "xfid.adapters.vllm_offline:VllmThroughputAdapter",
+    "serving-console": "xfid.adapters.serving_console:ServingConsoleAdapter",
 }
 
 __all__ = ["Adapter", "ReadContext", "all_adapters", "detect", "get_adapter"]

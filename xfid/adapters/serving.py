@@ -75,19 +75,19 @@ def read_requests(ctx: ReadContext, obj: Mapping[str, Any], loc: Callable[[str],
     values: dict[str, np.ndarray] = {}
     for k in ("ttfts", "input_lens", "output_lens"):
         if k in obj:
-            values[k] = _numbers(ctx, obj[k], loc(k))[ok_mask]
+            values[k] = numbers(ctx, obj[k], loc(k))[ok_mask]
     if "itls" in obj:
         flat: list[np.ndarray] = []
         for i, (per_request, good) in enumerate(zip(obj["itls"], ok_mask, strict=True)):
             if not isinstance(per_request, list):
                 raise ctx.error(f"{loc('itls')}[{i}]", f"expected a list of inter-token latencies, got {per_request!r}")
             if good and per_request:
-                flat.append(_numbers(ctx, per_request, f"{loc('itls')}[{i}]"))
+                flat.append(numbers(ctx, per_request, f"{loc('itls')}[{i}]"))
         values["itls"] = np.concatenate(flat) if flat else np.empty(0)
     return Requests(total, int(ok_mask.sum()), failed, values)
 
 
-def _numbers(ctx: ReadContext, items: list[Any], where: str) -> np.ndarray:
+def numbers(ctx: ReadContext, items: list[Any], where: str) -> np.ndarray:
     """A list of finite numbers >= 0 as an array; an error naming the first other entry."""
     bad = next((i for i, v in enumerate(items) if isinstance(v, bool) or not isinstance(v, (int, float))), None)
     if bad is None:
@@ -147,4 +147,4 @@ def agrees(summary: float, derived: float) -> bool:
     return abs(summary - derived) <= 1e-6 * max(abs(summary), abs(derived)) + 1e-9
 
 
-__all__ = ["DIST_STATS", "METRICS", "READ", "Requests", "agrees", "emit", "read_requests", "stats"]
+__all__ = ["DIST_STATS", "METRICS", "READ", "Requests", "agrees", "emit", "numbers", "read_requests", "stats"]

@@ -41,20 +41,24 @@ READ_KEYS = {*SCALARS, *CONFIG_KEYS, "date", *serving.READ}
 _VLLM = ('"e2el', "_e2el_ms", '"endpoint_type"', '"median_ttft_ms"', '"ttfts"', '"input_lens"', '"request_goodput')
 _NOT_VLLM = ("_e2e_latency_ms", '"time_to_first_token"', '"total_output_tokens_retokenized"', '"random_range_ratio"')
 """Keys of SGLang bench_serving and GenAI-Perf files, which also write `request_throughput`."""
+_REDUCED = ('"backend"', '"date"', '"median_ttft_ms"', '"mean_tpot_ms"')
+"""A serving result reduced by nightly-benchmark scripts to the run settings and latency stats."""
 
 
 class VllmAdapter(Adapter):
     name = "vllm"
     fidelity = "measured"
     formats = ("vllm bench serve / benchmark_serving.py result JSON or JSON lines (TTFT, TPOT, ITL, E2EL, "
-               "throughput, NVML energy; --save-detailed per-request arrays)")
+               "throughput, NVML energy; --save-detailed per-request arrays; results reduced to latency stats)")
     extensions: ClassVar[tuple[str, ...]] = (".json", ".jsonl")
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
         t = head_text(head)
-        if not t.lstrip().startswith("{") or '"request_throughput"' not in t or any(m in t for m in _NOT_VLLM):
+        if not t.lstrip().startswith("{") or any(m in t for m in _NOT_VLLM):
             return False
+        if '"request_throughput"' not in t:  # a result reduced to its latency keys (nightly scripts)
+            return all(m in t for m in _REDUCED)
         # with per-request arrays (--save-detailed; always in 0.6.x) the stat keys come after them,
         # often beyond the head
         return any(m in t for m in _VLLM)
@@ -70,11 +74,15 @@ class VllmAdapter(Adapter):
         def loc(key: str) -> str:
             return f"{line}: $.{key}" if line else f"$.{key}"
 
-        if "request_throughput" not in obj and "completed" not in obj:
-            raise ctx.error(line, "not a vllm bench serve result: no 'request_throughput' or 'completed' key",
-                            "pass the JSON written by `vllm bench serve --save-result`")
         num = {k: jsonutil.number(ctx, obj, k, loc(k)) for k in SCALARS if k in obj}
         stat_keys = [k for k in obj if _STAT_KEY.match(k)]
+        if "request_throughput" not in obj and "completed" not in obj:
+            if not stat_keys:
+                raise ctx.error(line, "not a vllm bench serve result: no 'request_throughput' or 'completed' "
+                                "key and no '*_ttft_ms'-like stat", "pass the JSON written by `vllm bench serve "
+                                "--save-result`")
+            ctx.warn(f"{line + ': ' if line else ''}a reduced serving result (latency stats only, as nightly-"
+                     "benchmark scripts keep them): no request counts or throughput to read")
         meta = {k: v for k, v in obj.items() if k not in READ_KEYS and not _STAT_KEY.match(k) and isinstance(v, str)}
         ctx.skip_keys(k for k in obj if k not in READ_KEYS and k not in meta and not _STAT_KEY.match(k))
         config = {k: obj[k] for k in CONFIG_KEYS if k in obj}
