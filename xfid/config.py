@@ -277,7 +277,9 @@ SCHEMA: dict[str, dict[str, Any]] = {
         "bootstrap_resamples": _integer(1), "bootstrap_seed": _integer(0), "bootstrap_exact_max_n": _integer(0),
     },
     "drift": dict.fromkeys(DRIFT_KEYS, _nonneg),
-    "tracker": {"resolve_after": _integer(1)},
+    "tracker": {"resolve_after": _integer(1), "confirm_after": _integer(1), "hysteresis": _nonneg,
+                "noise_level": _nonneg, "noise_resamples": _integer(1), "noise_seed": _integer(0),
+                "triage_days": _integer(0), "stale_after": _integer(1)},
     "report": {},
     "rtl": {"default_target": _text},  # the target of a cocotb results.xml that does not say
     "engine": {"name": _choice(*ENGINES), "spark": _spark},  # which engine correlates; Spark's master and conf
