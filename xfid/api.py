@@ -328,7 +328,7 @@ class XfidStore:
             targets, run, as_of: as for `correlate()` (ignored when `correlation` is given).
             actor: who runs the check (default env XFID_ACTOR, else the login name).
             label: kept with the check (a commit, "nightly", ...).
-            resolve_after: consecutive clean checks that resolve an issue (default `[tracker] resolve_after`, else 1).
+            resolve_after: consecutive clean checks that resolve an issue (default `[tracker] resolve_after`, else 2).
             correlation: record this correlation instead of correlating now.
             engine: as for `correlate()`; Spark also brings back the rows of the open issues.
 
@@ -347,10 +347,17 @@ class XfidStore:
             correlation = self.correlate(targets, None, run, as_of, engine=engine,
                                          track=open_fingerprints(tracker) if spark else None)
         corr = correlation
-        return tracker.record_check(corr, actor=who_acts(actor), label=label, clean_checks_to_resolve=k)
+        from xfid.tracker import noise
+
+        settings = noise.NoiseSettings.from_config(self.config.section("tracker"),
+                                                   str(self.config.path or "bundled xfid.toml"))
+        if corr.rows is not None and "noise" not in corr.rows.columns:
+            noise.annotate(corr, self.backend(), self.config)
+        return tracker.record_check(corr, actor=who_acts(actor), label=label, clean_checks_to_resolve=k,
+                                    noise=settings)
 
     def resolve_after(self, override: int | None = None) -> int:
-        """K for auto-resolve: `override`, else `[tracker] resolve_after`, else 1.
+        """K for auto-resolve: `override`, else `[tracker] resolve_after`, else 2 (noise.RESOLVE_AFTER).
 
         Raises:
             TrackerError, ConfigError: a value that is not an integer >= 1.
@@ -359,7 +366,9 @@ class XfidStore:
             if isinstance(override, bool) or not isinstance(override, int) or override < 1:
                 raise TrackerError(f"--resolve-after must be an integer >= 1, got {override}")
             return override
-        k = self.config.section("tracker").get("resolve_after", 1)
+        from xfid.tracker.noise import RESOLVE_AFTER
+
+        k = self.config.section("tracker").get("resolve_after", RESOLVE_AFTER)
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             where = str(self.config.path or "bundled xfid.toml")
             raise ConfigError(f"{where}: [tracker] resolve_after must be an integer >= 1, got {k!r}")

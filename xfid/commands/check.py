@@ -15,7 +15,7 @@ from xfid.commands import options
 @options.actor
 @click.option("--label", help="A label kept with the check (a commit, 'nightly', ...).")
 @click.option("--resolve-after", "resolve_after", type=int, metavar="K",
-              help="Consecutive clean checks that resolve an issue (default [tracker] resolve_after, else 1).")
+              help="Consecutive clean checks that resolve an issue (default [tracker] resolve_after, else 2).")
 @options.output_format("text", "json")
 @options.engine
 @click.pass_obj

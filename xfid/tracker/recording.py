@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 from xfid.errors import TrackerError
 from xfid.sqlbackend import Database
 from xfid.store import fault_point, write_tx
-from xfid.tracker import checkfiles, db, transitions
+from xfid.tracker import checkfiles, db, transitions, triage_db
 from xfid.tracker.db import KEY_COLUMNS, LATEST_COLUMNS, as_float, as_text, plain
 from xfid.tracker.lifecycle import ACTIVE, FILING_KINDS, format_id, stamp
+from xfid.tracker.noise import UNCERTAIN, NoiseSettings, clean as is_clean
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,6 +33,9 @@ class CheckSummary:
     still_open: list[str] = field(default_factory=list)
     waived: list[str] = field(default_factory=list)
     unwaived: list[str] = field(default_factory=list)  # waiver expired or exceeded at this check
+    held: list[str] = field(default_factory=list)  # within tolerance, inside the hysteresis margin: not clean
+    pending: list[str] = field(default_factory=list)  # fingerprints uncertain, not (yet) filed
+    uncertain: int = 0  # rows whose interval straddles the tolerance
     total_open: int = 0
     missing_reference: int = 0
     rows: int = 0
@@ -40,7 +44,8 @@ class CheckSummary:
         """The counts stored with the check (`Tracker.checks()[i]["counts"]`)."""
         return {"new": len(self.new), "reopened": len(self.reopened), "resolved": len(self.resolved),
                 "still_open": len(self.still_open), "waived": len(self.waived),
-                "unwaived": len(self.unwaived), "total_open": self.total_open,
+                "unwaived": len(self.unwaived), "held": len(self.held), "pending": len(self.pending),
+                "uncertain": self.uncertain, "total_open": self.total_open,
                 "missing_reference": self.missing_reference, "rows": self.rows}
 
     def to_dict(self) -> dict[str, Any]:
@@ -87,8 +92,15 @@ def _coverage(corr: Correlation) -> dict[str, Any] | None:
 
 
 def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label: str | None,
-           k: int) -> CheckSummary:
-    """Record one check (the body of Tracker.record_check: see there)."""
+           k: int, noise: NoiseSettings | None = None) -> CheckSummary:
+    """Record one check (the body of Tracker.record_check: see there).
+
+    Filing: over-tolerance, bound-violation and config-mismatch rows file (or reopen) at once;
+    an `uncertain` row (its interval straddles the tolerance: xfid.tracker.noise) files only
+    when its key was uncertain-or-worse in `confirm_after` checks in a row. Resolving: a row
+    counts as clean only when it is ok and within tolerance * (1 - hysteresis); ok rows inside
+    that margin are `held` (the clean streak starts again)."""
+    noise = noise or NoiseSettings()
     conn, root = store.conn, store.checks_root
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise TrackerError(f"resolve_after (clean checks to resolve) must be an integer >= 1, got {k!r}")
@@ -103,8 +115,13 @@ def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label:
         filed = filed.assign(_sev=filed["severity"].map(as_float).fillna(-1.0))
         filed = filed.sort_values("_sev", ascending=False, kind="stable").drop(columns="_sev")
     filed = filed.drop_duplicates("fingerprint").sort_index()  # new ids follow the engine's row order
-    clean = set(rows.loc[(kinds == "ok").fillna(False), "fingerprint"].astype(str)) - set(filed["fingerprint"].astype(str))
-    summary = CheckSummary(check_id=0, time=stamp(now), rows=len(rows),
+    unsure = rows[(kinds == UNCERTAIN).fillna(False) & rows["fingerprint"].notna()]
+    unsure = unsure[~unsure["fingerprint"].isin(filed["fingerprint"])].drop_duplicates("fingerprint")
+    worse = set(filed["fingerprint"].astype(str)) | set(unsure["fingerprint"].astype(str))
+    ok_rows = rows[(kinds == "ok").fillna(False) & rows["fingerprint"].notna()]
+    ok_rows = ok_rows[~ok_rows["fingerprint"].astype(str).isin(worse)].drop_duplicates("fingerprint")
+    clean = {str(r["fingerprint"]): is_clean(r, noise.hysteresis) for r in ok_rows.to_dict("records")}
+    summary = CheckSummary(check_id=0, time=stamp(now), rows=len(rows), uncertain=len(unsure),
                            missing_reference=int((kinds == "missing_reference").fillna(False).sum()))
     tmp = checkfiles.write_temp(root, rows, store.store_id or "")
     staged = None
@@ -118,11 +135,27 @@ def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label:
                 corr.settings or {}, _coverage(corr), len(rows))
             unwaived = set(transitions.expire_waivers(conn, now, actor=actor, check_id=cid))
             existing = db.issues_by_fingerprint(conn)
+            before = triage_db.pending(conn)
+            streaks = {fp: before.get(fp, 0) + 1 for fp in worse}
             for row in filed.to_dict("records"):
                 _observe(conn, cid, now, actor, row, existing.get(str(row["fingerprint"])), summary, unwaived)
+            for row in unsure.to_dict("records"):
+                fp = str(row["fingerprint"])
+                iss = existing.get(fp)
+                if (iss is not None and iss["state"] != "resolved") or streaks[fp] >= noise.confirm_after:
+                    _observe(conn, cid, now, actor, row, iss, summary, unwaived,
+                             why=f"uncertain in {streaks[fp]} consecutive check(s) (confirm_after = {noise.confirm_after})")
+                else:
+                    summary.pending.append(fp)
+            triage_db.set_pending(conn, streaks, cid)
             for fp in sorted(clean):
                 iss = existing.get(fp)
                 if iss is None or iss["state"] not in (*ACTIVE, "waived"):
+                    continue
+                if not clean[fp]:
+                    summary.held.append(format_id(iss["num"]))
+                    if iss["clean_streak"]:
+                        db.update_issue(conn, iss["num"], {"clean_streak": 0})
                     continue
                 streak = int(iss["clean_streak"] or 0) + 1
                 if streak >= k:
@@ -133,7 +166,8 @@ def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label:
                 else:
                     db.update_issue(conn, iss["num"], {"clean_streak": streak})
             summary.unwaived.extend(format_id(n) for n in sorted(unwaived))
-            for lst in (summary.new, summary.reopened, summary.resolved, summary.still_open, summary.waived):
+            for lst in (summary.new, summary.reopened, summary.resolved, summary.still_open, summary.waived,
+                        summary.held):
                 lst.sort(key=lambda s: int(s[3:]))
             summary.total_open = db.count_in_states(conn, ACTIVE)
             staged = checkfiles.stage(root, tmp, store.store_id or "", cid)
@@ -150,14 +184,16 @@ def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label:
 
 
 def _observe(conn: Database, cid: int, now: datetime, actor: str, row: dict[str, Any],
-             iss: dict[str, Any] | None, summary: CheckSummary, unwaived: set[int]) -> None:
-    """File or update the issue of one discrepancy row, and add its observation."""
+             iss: dict[str, Any] | None, summary: CheckSummary, unwaived: set[int], why: str | None = None) -> None:
+    """File or update the issue of one discrepancy row, and add its observation (`why`: added to
+    the note of a filing or reopening)."""
+    extra = f"; {why}" if why else ""
     t = stamp(now)
     latest = {f: as_text(row.get(f)) if f in ("kind", "unit") else as_float(row.get(f)) for f in LATEST_COLUMNS}
     seen = {**latest, "clean_streak": 0, "last_seen": t, "last_check": cid}
     if iss is None:
         num = transitions.write(
-            conn, None, "detected", actor=actor, now=now, check_id=cid, note=f"first seen in check {cid}",
+            conn, None, "detected", actor=actor, now=now, check_id=cid, note=f"first seen in check {cid}{extra}",
             values={"fingerprint": str(row["fingerprint"]), **{c: as_text(row.get(c)) for c in KEY_COLUMNS},
                     **seen, "first_seen": t, "first_check": cid}).num
         summary.new.append(format_id(num))
@@ -167,7 +203,7 @@ def _observe(conn: Database, cid: int, now: datetime, actor: str, row: dict[str,
         bound = iss["waiver_max_error"]
         if state == "resolved":
             transitions.write(conn, iss, "recurred", actor=actor, now=now, check_id=cid, values=seen,
-                              note=f"seen again in check {cid}")
+                              note=f"seen again in check {cid}{extra}")
             summary.reopened.append(format_id(num))
         elif state == "waived" and bound is not None and rel is not None and abs(rel) > bound:
             transitions.write(conn, iss, "waiver_exceeded", actor=actor, now=now, check_id=cid, values=seen,

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 from xfid import sqlbackend
 from xfid.errors import StoreError, TrackerError
 from xfid.store import write_tx
-from xfid.tracker import checkfiles, db, lifecycle, transitions
+from xfid.tracker import checkfiles, db, lifecycle, transitions, triage_db
 from xfid.tracker.lifecycle import FILING_KINDS, STATES, TransitionRefused, format_id, stamp, utc
+from xfid.tracker.noise import NoiseSettings
 from xfid.tracker.recording import CheckSummary, record
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ class Tracker:
         on_disk = checkfiles.committed_on_disk(store.checks_root)  # listed first: see checkfiles.check_catalog
         try:
             db.setup(self.conn)
+            triage_db.setup(self.conn)
             known = db.rows_files(self.conn)
         except sqlbackend.errors() as e:
             raise TrackerError(f"{store.db_label}: cannot set up the tracker tables: {sqlbackend.mask(e)} "
@@ -64,7 +66,8 @@ class Tracker:
 
     # --- writing ---------------------------------------------------------------------
     def record_check(self, corr: Correlation, *, actor: str, now: datetime | None = None,
-                     label: str | None = None, clean_checks_to_resolve: int = 1) -> CheckSummary:
+                     label: str | None = None, clean_checks_to_resolve: int = 1,
+                     noise: NoiseSettings | None = None) -> CheckSummary:
         """Record one check: file new issues, reopen recurring ones, auto-resolve clean ones.
 
         Args:
@@ -74,6 +77,7 @@ class Tracker:
             now: the check time (default: the current time, UTC).
             label: a free label (a commit, "nightly", ...).
             clean_checks_to_resolve: K consecutive checks with the key within tolerance resolve it.
+            noise: confirm_after and hysteresis (xfid.tracker.noise; default NoiseSettings()).
 
         Returns:
             The summary: ids that are new, reopened, resolved, still open, waived.
@@ -83,7 +87,8 @@ class Tracker:
             StoreError: the store is read-only, or its database does not know its check files.
         """
         self.store.require_writable("record a check")
-        return record(self.store, corr, actor=actor, now=utc(now), label=label, k=clean_checks_to_resolve)
+        return record(self.store, corr, actor=actor, now=utc(now), label=label, k=clean_checks_to_resolve,
+                      noise=noise)
 
     def transition(self, issue_id: str, action: str, *, actor: str, note: str | None = None,
                    owner: str | None = None, reason: str | None = None, until: date | str | None = None,

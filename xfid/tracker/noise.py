@@ -1,0 +1,255 @@
+"""Noise-aware verdicts: a seeded bootstrap interval for a key's relative error from its repeats.
+
+A key has repeats when the run the engine chose holds several records of it on one side or
+both (duplicates in one run: `candidate_n` / `reference_n` > 1). The engine's value of a side
+is the median of those records; the interval resamples each side's records with replacement
+(`resamples` times, generator seeded by `seed` and the key's fingerprint, so the same data give
+the same interval whatever else the check holds), takes each resample's median, and reads the
+relative error of every draw as `(1 + e) * (m_c* / m_c) / (m_r* / m_r) - 1`, where `e` is the
+engine's error and `m` the medians (ratios, so unit conversions by the engine cancel). The
+interval is the central `level` fraction of the draws (percentile bootstrap). With three repeats
+a 95% interval is their range.
+
+Verdicts (`kind`): `over_tolerance` only when the interval lies beyond the tolerance
+(low > tol or high < -tol); `uncertain` when it straddles +-tol; `ok` when it lies within.
+Keys without repeats keep the engine's point verdict (`noise` says "point: no repeats").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from xfid.errors import ConfigError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from xfid.config import Config
+    from xfid.engine import Correlation
+    from xfid.store import Store
+
+UNCERTAIN = "uncertain"
+NOISE_COLUMNS = ("rel_error_low", "rel_error_high", "noise")
+"""Row columns added by `attach`: the interval (None without repeats) and how the verdict was made."""
+POINT = "point: no repeats"
+RESOLVE_AFTER = 2
+"""The default of `[tracker] resolve_after`: clean checks in a row that resolve an issue."""
+
+Repeats = Callable[[dict[str, Any]], "tuple[np.ndarray, np.ndarray] | str | None"]
+"""A row -> (candidate values, reference values) of its repeats, a reason text, or None (no repeats)."""
+
+
+@dataclass(frozen=True)
+class NoiseSettings:
+    """`[tracker]` keys of the noise-aware rules, with their defaults."""
+
+    level: float = 0.95  # noise_level: central fraction of the bootstrap draws
+    resamples: int = 2000  # noise_resamples
+    seed: int = 0  # noise_seed
+    confirm_after: int = 2  # uncertain-or-worse checks in a row before an uncertain key is filed
+    hysteresis: float = 0.2  # a clean check needs |error| (whole interval) <= tol * (1 - hysteresis)
+
+    @classmethod
+    def from_config(cls, section: dict[str, Any], where: str = "xfid.toml") -> NoiseSettings:
+        """Raises ConfigError for a value out of range (the checks of xfid.config admit its type)."""
+        s = cls(**{k: section[n] for k, n in _KEYS.items() if n in section})
+        if not 0 < s.level < 1:
+            raise ConfigError(f"{where}: [tracker] noise_level must be between 0 and 1 (e.g. 0.95), got {s.level!r}")
+        if not 0 <= s.hysteresis < 1:
+            raise ConfigError(f"{where}: [tracker] hysteresis must be a fraction of the tolerance in [0, 1) "
+                              f"(e.g. 0.2), got {s.hysteresis!r}")
+        return s
+
+
+_KEYS = {"level": "noise_level", "resamples": "noise_resamples", "seed": "noise_seed",
+         "confirm_after": "confirm_after", "hysteresis": "hysteresis"}
+
+
+def _key_seed(fingerprint: Any) -> int:
+    text = str(fingerprint or "")
+    try:
+        return int(text[:15], 16)
+    except ValueError:
+        return sum(ord(c) * 31 ** i for i, c in enumerate(text[:24])) % (1 << 60)
+
+
+def interval(cand: np.ndarray, ref: np.ndarray, rel: float, *, fingerprint: Any = "",
+             settings: NoiseSettings = NoiseSettings()) -> tuple[float, float]:
+    """The bootstrap interval (low, high) of a relative error `rel` from each side's repeats.
+
+    A side with one value contributes no spread. Deterministic for the same inputs.
+    """
+    rng = np.random.default_rng([settings.seed, _key_seed(fingerprint)])
+    factor = np.full(settings.resamples, 1.0 + rel)
+    for values, power in ((np.asarray(cand, float), 1.0), (np.asarray(ref, float), -1.0)):
+        values = values[np.isfinite(values)]
+        if len(values) < 2:
+            continue
+        med = float(np.median(values))
+        draws = values[rng.integers(0, len(values), (settings.resamples, len(values)))]
+        factor *= (np.median(draws, axis=1) / med) ** power
+    low, high = np.quantile(factor - 1.0, [(1 - settings.level) / 2, (1 + settings.level) / 2])
+    return float(low), float(high)
+
+
+def verdict(kind: str, rel: float | None, tol: float | None, low: float | None, high: float | None) -> str:
+    """The noise-aware kind of a row whose engine kind is `kind` (only ok / over_tolerance change)."""
+    if kind not in ("ok", "over_tolerance") or low is None or high is None or tol is None or rel is None:
+        return kind
+    if kind == "ok" and abs(rel) > tol:
+        return kind  # within by its absolute tolerance: the relative interval does not judge it
+    if low > tol or high < -tol:
+        return "over_tolerance"
+    if -tol <= low and high <= tol:
+        return "ok"
+    return UNCERTAIN
+
+
+def clean(row: dict[str, Any], hysteresis: float) -> bool:
+    """Whether a row counts towards resolving its issue: ok and its error (its whole interval when
+    it has one) within `tol * (1 - hysteresis)`."""
+    from xfid.tracker.db import as_float
+
+    if str(row.get("kind")) != "ok":
+        return False
+    tol, rel = as_float(row.get("tolerance")), as_float(row.get("rel_error"))
+    if tol is None or rel is None or abs(rel) > tol:
+        return True  # ok by an absolute tolerance or without a relative error: the engine's verdict
+    low, high = as_float(row.get("rel_error_low")), as_float(row.get("rel_error_high"))
+    worst = max(abs(low), abs(high)) if low is not None and high is not None else abs(rel)
+    return worst <= tol * (1 - hysteresis)
+
+
+def attach(corr: Correlation, repeats: Repeats, settings: NoiseSettings = NoiseSettings()) -> int:
+    """Add NOISE_COLUMNS to `corr.rows` and set the noise-aware kind; rebuild the discrepancies.
+
+    Returns the number of rows that got an interval.
+    """
+    import pandas as pd
+
+    from xfid.engine.fingerprints import fingerprint
+    from xfid.tracker.db import as_float
+
+    rows = corr.rows
+    if rows is None or not len(rows):
+        return 0
+    kinds = rows["kind"].astype(object).to_numpy(copy=True)
+    low = np.full(len(rows), np.nan)
+    high = np.full(len(rows), np.nan)
+    how = np.full(len(rows), POINT, dtype=object)
+    fps = rows["fingerprint"].astype(object).to_numpy(copy=True)
+    done = 0
+    has_n = [c for c in ("candidate_n", "reference_n") if c in rows.columns]
+    many = np.zeros(len(rows), bool)
+    for c in has_n:
+        many |= pd.to_numeric(rows[c], errors="coerce").fillna(0).to_numpy() > 1
+    for i in np.flatnonzero(many & np.isin(kinds, ["ok", "over_tolerance"])):
+        r = rows.iloc[i].to_dict()
+        rel, tol = as_float(r.get("rel_error")), as_float(r.get("tolerance"))
+        if rel is None or tol is None:
+            continue
+        got = repeats(r)
+        if got is None:
+            continue
+        if isinstance(got, str):
+            how[i] = f"point: {got}"
+            continue
+        fp = fps[i] if fps[i] is not None else fingerprint(*(str(r[k]) for k in (
+            "target", "workload", "op", "metric", "stat", "candidate", "reference")))
+        lo, hi = interval(got[0], got[1], rel, fingerprint=fp, settings=settings)
+        low[i], high[i], fps[i] = lo, hi, fp
+        how[i] = f"interval: {len(got[0])} x {len(got[1])} repeats, {settings.level:.0%}"
+        kinds[i] = verdict(str(kinds[i]), rel, tol, lo, hi)
+        done += 1
+    out = rows.copy()
+    out["fingerprint"] = fps
+    out["kind"] = pd.Categorical(kinds, categories=list(dict.fromkeys([*_kind_names(rows), UNCERTAIN])))
+    out["rel_error_low"], out["rel_error_high"], out["noise"] = low, high, how
+    corr.rows = out
+    corr.discrepancies = _discrepancies(out, corr.discrepancies)
+    return done
+
+
+def _kind_names(rows: pd.DataFrame) -> list[str]:
+    k = rows["kind"]
+    return [str(x) for x in k.cat.categories] if hasattr(k, "cat") else sorted({str(x) for x in k})
+
+
+def _discrepancies(rows: pd.DataFrame, before: pd.DataFrame | None) -> pd.DataFrame:
+    """The discrepancies again: rows other than ok, plus missing references if they were listed."""
+    keep_missing = before is not None and len(before) and (before["kind"].astype(str) == "missing_reference").any()
+    k = rows["kind"].astype(str)
+    mask = (k != "ok") & ((k != "missing_reference") | bool(keep_missing))
+    out = rows[mask].copy()
+    sev = out["severity"].astype(float).fillna(-1.0) if "severity" in out else None
+    if sev is not None:
+        out = out.assign(_s=sev).sort_values("_s", ascending=False, kind="stable").drop(columns="_s")
+    return out.reset_index(drop=True)
+
+
+def store_repeats(store: Store, config: Config, rows: pd.DataFrame) -> Repeats:
+    """Repeats read back from the store: the records of each side's chosen run for the row's key
+    (after the op maps). A row whose records cannot be matched one for one with the engine's count
+    (several raw ops merged, a converted metric) gets a reason instead, and keeps the point rule."""
+    import pandas as pd
+    import pyarrow.compute as pc
+
+    from xfid.engine.keys import encode, raw_codes
+    from xfid.engine.opmap import apply_op_maps
+    from xfid.engine.selection import load
+
+    need = rows[(pd.to_numeric(rows.get("candidate_n"), errors="coerce").fillna(0) > 1)
+                | (pd.to_numeric(rows.get("reference_n"), errors="coerce").fillna(0) > 1)]
+    if not len(need):
+        return lambda r: None
+    runs = sorted({str(x) for c in ("candidate_run", "reference_run") for x in need[c].dropna().astype(str)})
+    table = load(store, targets=sorted({str(x) for x in need["target"].astype(str)}), source_loc=False)
+    if table.num_rows:
+        table = table.filter(pc.is_in(table.column("run").cast("string"), value_set=pa_strings(runs)))
+    if not table.num_rows:
+        return lambda r: "the repeats' records are not in the store"
+    src, src_names = raw_codes(table.column("source"))
+    o_raw, raw_names = encode(table.column("op"))
+    o, on, _, _ = apply_op_maps(src, src_names, o_raw, raw_names, config.op_maps)
+    df = pd.DataFrame({c: table.column(c).cast("string").to_numpy(zero_copy_only=False)
+                       for c in ("fidelity", "target", "workload", "metric", "stat", "run")})
+    df["op"] = np.asarray(on, dtype=object)[o]
+    df["value"] = table.column("value").to_numpy(zero_copy_only=False).astype(float)
+    groups = {k: g.to_numpy() for k, g in df.groupby(["fidelity", "target", "workload", "op", "metric", "stat", "run"],
+                                                     dropna=False, sort=False)["value"]}
+
+    def side(r: dict[str, Any], s: str) -> np.ndarray | None:
+        got = groups.get((str(r[s]), *(str(r[k]) for k in ("target", "workload", "op", "metric", "stat")),
+                          str(r[f"{s}_run"])))
+        if got is None:
+            return None
+        got = got[np.isfinite(got)]
+        return got if len(got) == int(r[f"{s}_n"]) else None
+
+    def lookup(r: dict[str, Any]) -> tuple[np.ndarray, np.ndarray] | str | None:
+        if r.get("note") and "raw ops" in str(r["note"]):
+            return "several raw ops merged into the key"
+        c, ref = side(r, "candidate"), side(r, "reference")
+        if c is None or ref is None:
+            return "the repeats' records do not match the engine's count"
+        return c, ref
+
+    return lookup
+
+
+def pa_strings(values: list[str]) -> Any:
+    import pyarrow as pa
+
+    return pa.array(values, pa.string())
+
+
+def annotate(corr: Correlation, store: Store, config: Config) -> int:
+    """attach() with the repeats read from the store and the `[tracker]` settings of `config`."""
+    settings = NoiseSettings.from_config(config.section("tracker"), str(config.path or "bundled xfid.toml"))
+    if corr.rows is None or not len(corr.rows):
+        return 0
+    return attach(corr, store_repeats(store, config, corr.rows), settings)
