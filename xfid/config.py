@@ -215,8 +215,8 @@ BOOTSTRAP_BYTES = 24
 
 def _check_bootstrap(settings: dict[str, Any], where: str) -> None:
     """bootstrap_resamples x bootstrap_exact_max_n must fit the memory this machine has free."""
-    from xfid.engine.engines import HEADROOM, available_memory
     from xfid.engine.stats import BOOTSTRAP_EXACT_MAX_N, BOOTSTRAP_RESAMPLES
+    from xfid.sysmem import HEADROOM, available_memory
 
     r = settings.get("bootstrap_resamples", BOOTSTRAP_RESAMPLES)
     n = settings.get("bootstrap_exact_max_n", BOOTSTRAP_EXACT_MAX_N)

@@ -28,6 +28,7 @@ SCOPES: dict[str, str] = {
     "op": "one op invocation (a kernel, a layer, an RTL transaction)",
     "step": "one model step (one forward pass: a decode or prefill step of the whole model)",
     "request": "one request",
+    "batch": "one batch generated whole (an iteration of an offline latency benchmark)",
     "token": "one output token",
     "joule": "one joule (tokens per joule)",
     "run": "the whole benchmark run (every request, every step)",
@@ -96,6 +97,10 @@ ADAPTERS: dict[str, dict[str, Rule]] = {
     "trtllm-bench": {"*": PER_REQUEST_STATS},
     "perf-analyzer": {"*": PER_REQUEST_STATS},
     "mlperf": {"*": PER_REQUEST_STATS},
+    "serving-console": {"*": PER_REQUEST_STATS},  # the printed result block of a serving benchmark
+    # offline vLLM: a latency is one whole batch generation (one iteration); throughput totals per run
+    "vllm-latency": {"*": Rule("batch")},
+    "vllm-throughput": {"*": RUN},
 }
 """adapter (the records' `source`) -> metric -> Rule; `"*"`: every other extensive metric of it."""
 

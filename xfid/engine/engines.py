@@ -10,50 +10,25 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from xfid.config import ENGINES, Config
 from xfid.engine.contract import Correlation
 from xfid.errors import ConfigError, EngineError
 from xfid.store import Store
+from xfid.sysmem import HEADROOM, available_memory
 
 BYTES_PER_RECORD = 240
 """Peak memory of the local engine per record of the store (benchmarks/correlate.py at 10M
 records, full default statistics: 2.17 GB peak RSS, about 217 bytes a record; rounded up)."""
 BASE_BYTES = 300 << 20
 """What the process holds before the engine reads (interpreter, numpy, pandas, pyarrow)."""
-HEADROOM = 0.8
-"""The share of the available memory the estimate may take: an estimate is not a bound, and
-the rest of the machine keeps running (a 100M-record store estimated at 24.3 GB, with 24.4 GB
-available, grew past 15.8 GB in 2.5 minutes before it was stopped)."""
-
-
 def engine_name(config: Config, explicit: str | None = None) -> str:
     """The engine to use: `explicit`, else `[engine] name`, else "local"."""
     name = explicit or (config.raw.get("engine") or {}).get("name") or "local"
     if name not in ENGINES:
         raise ConfigError(f"unknown engine {name!r}; use {' or '.join(ENGINES)}")
     return name
-
-
-def available_memory() -> int | None:
-    """Bytes this process can still allocate: MemAvailable, capped by a cgroup v2 limit."""
-    avail = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                avail = int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        return None
-    try:
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        used = int(Path("/sys/fs/cgroup/memory.current").read_text().strip())
-        if limit != "max" and avail is not None:
-            avail = min(avail, int(limit) - used)
-    except (OSError, ValueError):
-        pass
-    return avail
 
 
 def local_estimate(records: int) -> int:

@@ -11,93 +11,29 @@ from __future__ import annotations
 import contextlib
 import sys
 import traceback
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
 from xfid.errors import XfidError
-from xfid.serve import auth, catalog
-from xfid.serve.tokens import Identity
-from xfid.sqlbackend import ServerLost, mask
+from xfid.serve import pages, routes_api
+from xfid.serve.served import (
+    DEFAULT_MAX_UPLOAD,
+    HEADERS,
+    STATIC,
+    NotFound,
+    Served,
+    TooLarge,
+    route,
+    status_of,
+)
+from xfid.sqlbackend import mask
 
-DEFAULT_MAX_UPLOAD = 512 * 1024 * 1024
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-       "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
-           (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY"),
-           (b"cache-control", b"no-store")]
-STATIC = Path(__file__).parent / "static"
-
-
-class TooLarge(XfidError):
-    """An upload over the server's limit (413)."""
-
-
-class NotFound(XfidError):
-    """An unknown page, issue or check (404)."""
-
-
-@dataclass
-class Served:
-    """What the server serves: the store and config every request opens, the upload limit."""
-
-    store: str | None
-    config: Any
-    max_upload: int = DEFAULT_MAX_UPLOAD
-    webhook_timeout: float = 5.0
-    _key: bytes | None = field(default=None, repr=False)
-
-    def open(self) -> Any:
-        from xfid.api import open_store
-
-        return open_store(self.store, self.config)
-
-    def key(self, conn: Any) -> bytes:
-        if self._key is None:
-            catalog.setup(conn)
-            self._key = catalog.secret(conn)
-        return self._key
-
-    @contextlib.contextmanager
-    def session(self, request: Request, role: str | None, what: str,
-                create: bool = False) -> Iterator[tuple[Any, Identity | None]]:
-        """(the opened XfidStore, who is asking), after checking `who` may act as `role`."""
-        api = self.open()
-        try:
-            conn = api.backend(create=create).conn
-            who, _ = auth.identify(conn, self.key(conn), request.headers, request.cookies)
-            if role is not None:
-                auth.require(who, role, what)
-            request.state.who = who
-            yield api, who
-        finally:
-            api.close()
-
-    def csrf(self, request: Request) -> str:
-        session = request.cookies.get(auth.SESSION_COOKIE, "")
-        return auth.csrf_for(self._key or b"", session) if session else ""
-
-
-def status_of(e: XfidError) -> int:
-    from xfid.errors import TrackerError
-
-    if isinstance(e, auth.AuthError):
-        return e.status
-    if isinstance(e, TooLarge):
-        return 413
-    if isinstance(e, ServerLost):
-        return 503
-    if isinstance(e, NotFound) or (isinstance(e, TrackerError) and str(e).startswith(("unknown issue",
-                                                                                      "unknown check"))):
-        return 404
-    return 400
+__all__ = ["DEFAULT_MAX_UPLOAD", "NotFound", "Served", "TooLarge", "make_app", "route", "status_of"]
 
 
 def error_response(request: Request, e: Exception) -> Response:
@@ -113,9 +49,7 @@ def error_response(request: Request, e: Exception) -> Response:
         from starlette.responses import RedirectResponse
 
         return RedirectResponse(f"/login?next={request.url.path}", 303)
-    from xfid.serve.pages import render
-
-    return render(request, "error.html", {"message": message, "status": status}, status)
+    return pages.render(request, "error.html", {"message": message, "status": status}, status)
 
 
 class SecurityHeaders:
@@ -140,8 +74,6 @@ class SecurityHeaders:
 
 def make_app(store: str | None = None, config: Any = None, *, max_upload: int = DEFAULT_MAX_UPLOAD) -> Starlette:
     """The server over one store; opens it once now (so a bad store or config fails at start)."""
-    from xfid.serve import pages, routes_api
-
     served = Served(store, config, max_upload)
     with contextlib.closing(served.open()) as api:
         served.config = api.config
@@ -162,5 +94,3 @@ def make_app(store: str | None = None, config: Any = None, *, max_upload: int = 
     return app
 
 
-def route(path: str, fn: Any, methods: list[str] | None = None) -> Route:
-    return Route(path, fn, methods=methods or ["GET"])

@@ -20,7 +20,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from xfid.errors import XfidError
 from xfid.serve import auth, links, svg, tokens, views
-from xfid.serve.app import Served, route
+from xfid.serve.served import Served, route
 from xfid.textsafe import terminal
 
 TEMPLATES = Path(__file__).parent / "templates"

@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, Response
 
 from xfid.errors import XfidError
 from xfid.serve import links, upload, views
-from xfid.serve.app import Served, route
+from xfid.serve.served import Served, route
 
 
 def dumps(value: Any) -> Response:

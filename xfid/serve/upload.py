@@ -27,7 +27,7 @@ CHUNK = 1 << 20
 
 
 def _too_large(limit: int) -> XfidError:
-    from xfid.serve.app import TooLarge
+    from xfid.serve.served import TooLarge
 
     return TooLarge(f"upload larger than the server's limit of {limit:,} bytes ({limit / 2**20:.0f} MiB); "
                     "split it into several ingests, or start the server with a larger --max-upload")
