@@ -96,6 +96,12 @@ ADAPTERS: dict[str, dict[str, Rule]] = {
     "trtllm-bench": {"*": PER_REQUEST_STATS},
     "perf-analyzer": {"*": PER_REQUEST_STATS},
     "mlperf": {"*": PER_REQUEST_STATS},
+    "serving-console": {"*": PER_REQUEST_STATS},
+    # offline batch benchmarks: each latency sample is one whole batch generated once (a run)
+    "vllm-latency": {"*": RUN},
+    "vllm-throughput": {"*": RUN},
+    # one static batch: the prefill and decode ops are one model step, the batch totals the run
+    "sglang-one-batch": {"*": Rule("step", workload="run")},
 }
 """adapter (the records' `source`) -> metric -> Rule; `"*"`: every other extensive metric of it."""
 
