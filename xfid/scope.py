@@ -101,6 +101,8 @@ ADAPTERS: dict[str, dict[str, Rule]] = {
     # offline vLLM: a latency is one whole batch generation (one iteration); throughput totals per run
     "vllm-latency": {"*": Rule("batch")},
     "vllm-throughput": {"*": RUN},
+    # one static batch: the prefill and decode ops are one model step, the batch totals the run
+    "sglang-one-batch": {"*": Rule("step", workload="run")},
 }
 """adapter (the records' `source`) -> metric -> Rule; `"*"`: every other extensive metric of it."""
 

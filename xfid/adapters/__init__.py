@@ -31,6 +31,7 @@ BUILTIN: dict[str, str] = {
     "vllm-latency": "xfid.adapters.vllm_offline:VllmLatencyAdapter",
     "vllm-throughput": "xfid.adapters.vllm_offline:VllmThroughputAdapter",
     "serving-console": "xfid.adapters.serving_console:ServingConsoleAdapter",
+    "sglang-one-batch": "xfid.adapters.sglang_one_batch:SglangOneBatchAdapter",
 }
 
 __all__ = ["Adapter", "ReadContext", "all_adapters", "detect", "get_adapter"]
