@@ -139,3 +139,24 @@ def test_an_uncertain_key_is_filed_after_confirm_after_checks(tmp_path):
     assert ids[0][0] == [] and ids[1][0] == [] and ids[2][0] == ["XF-1"]
     assert ids[0][1] == ids[1][1] == [c.rows.loc[0, "fingerprint"]] and ids[0][2] == 1
     assert "uncertain in 3 consecutive check(s)" in tr.issue("XF-1")["history"][0]["note"]
+
+
+def test_check_reads_the_repeats_from_the_store(tmp_path):
+    """fixtures/records/measured.csv holds attn.qkv_proj twice in run nsys-2026-11-27 (17.9, 18.3 us)
+    with stat mean, aligned with archmodel's value 17.2 us (run arch-v2) via value_matches."""
+    import xfid.api as api
+    from xfid.tracker.render import check_text
+
+    s = api.open_store(tmp_path / "st")
+    s.ingest(["fixtures/records/archmodel.csv", "fixtures/records/measured.csv"])
+    out = s.check(actor="t")
+    rows = s.tracker.check_rows(out.check_id).set_index("op")
+    qkv = rows.loc["attn.qkv_proj"]
+    assert qkv["noise"] == "interval: 1 x 2 repeats, 95%"
+    rel = qkv["rel_error"]
+    assert qkv["candidate_value"] == pytest.approx(17.2e-6)
+    # two repeats: a resample's median is the low one, their mean or the high one; 95% = their range
+    assert qkv["rel_error_low"] == pytest.approx(17.2 / 18.3 - 1) and qkv["rel_error_high"] == pytest.approx(17.2 / 17.9 - 1)
+    assert qkv["rel_error_low"] < rel < qkv["rel_error_high"]
+    assert rows.loc["attn.sdpa", "noise"] == POINT
+    assert "open issues now" in check_text(out)

@@ -219,16 +219,23 @@ def store_repeats(store: Store, config: Config, rows: pd.DataFrame) -> Repeats:
                        for c in ("fidelity", "target", "workload", "metric", "stat", "run")})
     df["op"] = np.asarray(on, dtype=object)[o]
     df["value"] = table.column("value").to_numpy(zero_copy_only=False).astype(float)
-    groups = {k: g.to_numpy() for k, g in df.groupby(["fidelity", "target", "workload", "op", "metric", "stat", "run"],
-                                                     dropna=False, sort=False)["value"]}
+    groups: dict[tuple, dict[str, np.ndarray]] = {}
+    for k, g in df.groupby(["fidelity", "target", "workload", "op", "metric", "run", "stat"], dropna=False,
+                           sort=False)["value"]:
+        v = g.to_numpy()
+        groups.setdefault(k[:-1], {})[k[-1]] = v[np.isfinite(v)]
 
     def side(r: dict[str, Any], s: str) -> np.ndarray | None:
-        got = groups.get((str(r[s]), *(str(r[k]) for k in ("target", "workload", "op", "metric", "stat")),
-                          str(r[f"{s}_run"])))
-        if got is None:
-            return None
-        got = got[np.isfinite(got)]
-        return got if len(got) == int(r[f"{s}_n"]) else None
+        """The side's records: the row's stat, else the one stat of the key with the engine's count
+        (a reference aligned through value_matches has its own stat, e.g. mean for value)."""
+        stats = groups.get((str(r[s]), *(str(r[k]) for k in ("target", "workload", "op", "metric")),
+                            str(r[f"{s}_run"])), {})
+        n = int(r[f"{s}_n"])
+        got = stats.get(str(r["stat"]))
+        if got is None or len(got) != n:
+            fits = [v for v in stats.values() if len(v) == n]
+            got = fits[0] if len(fits) == 1 else None
+        return got
 
     def lookup(r: dict[str, Any]) -> tuple[np.ndarray, np.ndarray] | str | None:
         if r.get("note") and "raw ops" in str(r["note"]):

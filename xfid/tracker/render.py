@@ -39,6 +39,11 @@ def check_text(s: CheckSummary) -> str:
     for name, ids in (("new", s.new), ("reopened", s.reopened), ("resolved", s.resolved),
                       ("still open", s.still_open), ("waived", s.waived)):
         lines.append(f"  {name:<11}{len(ids):>5}" + (f"  {_ids(ids)}" if ids else ""))
+    if s.uncertain:
+        lines.append(f"  uncertain: {s.uncertain} key(s) whose interval straddles the tolerance; "
+                     f"{len(s.pending)} not filed yet (filed after [tracker] confirm_after checks in a row)")
+    if s.held:
+        lines.append(f"  held (within tolerance, inside the hysteresis margin: not counted clean): {_ids(s.held)}")
     if s.unwaived:
         lines.append(f"  waiver ended (expired or error beyond its bound): {_ids(s.unwaived)}")
     lines.append(f"  missing reference: {s.missing_reference} key(s) (counted, not filed)")
