@@ -54,7 +54,7 @@ def test_ingest_check_fix_regress(engine, xfid_cli, tmp_path):
 
     arch2 = records(tmp_path / "arch2.csv", "archmodel", "model-v2", "2026-11-08T00:00:00Z", (1020, 2010))
     assert xfid_cli("ingest", arch2).exit_code == 0
-    s2 = check(xfid_cli)
+    s2 = check(xfid_cli, "--resolve-after", "1")  # the default (2 clean checks) is pinned in test_tracker_noise
     assert (s2["resolved"], s2["counts"]["total_open"]) == (["XF-1"], 0)
 
     arch3 = records(tmp_path / "arch3.csv", "archmodel", "model-v3", "2026-11-15T00:00:00Z", (700, 2500))
