@@ -251,7 +251,7 @@ def test_check_under_spark_files_and_resolves_like_local(spark, tmp_path, monkey
         with XfidStore(d / "s", tmp_path / "xfid.toml") as s:
             one = s.check(actor="t", engine=engine)
             s.ingest(write_csv(d / "fix.csv", fixed), adapter="xfid-records")
-            two = s.check(actor="t", engine=engine)
+            two = s.check(actor="t", engine=engine, resolve_after=1)
             results[engine] = (one.new, two.resolved, two.total_open, list(s.issues()["state"]))
     assert results["spark"] == results["local"]
     assert results["spark"][0] and results["spark"][1] == results["spark"][0] and results["spark"][2] == 0

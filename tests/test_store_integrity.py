@@ -228,12 +228,12 @@ def test_a_writers_finished_temps_stay_fresh_until_its_commit(tmp_path, monkeypa
 
     real = ing.prepare
 
-    def slow(st, path, opts, explicit):
+    def slow(*args, **kwargs):
         time.sleep(0.5)  # each file takes a while: the first temp would be past the grace by the commit
         temps = list((store / "records").rglob(".tmp-*"))
         if temps:
             seen.append(time.time() - min(f.stat().st_mtime for f in temps))
-        return real(st, path, opts, explicit)
+        return real(*args, **kwargs)
 
     monkeypatch.setattr(ing, "prepare", slow)
     with Store(store) as s, Store(store) as other:

@@ -91,7 +91,7 @@ def test_xf_numbers_unique_across_writers(pg_url, tmp_path):
     run(a, ea, "ingest", records(tmp_path / "a1.csv", "archmodel", "m1", (1500, 2010)))
     assert json.loads(run(a, ea, "check", "--format", "json"))["new"] == ["XF-1"]
     run(b, eb, "ingest", records(tmp_path / "a2.csv", "archmodel", "m2", (1000, 3000)))
-    s = json.loads(run(b, eb, "check", "--format", "json"))
+    s = json.loads(run(b, eb, "check", "--format", "json", "--resolve-after", "1"))
     assert s["new"] == ["XF-2"] and s["resolved"] == ["XF-1"]
 
 

@@ -33,14 +33,18 @@ def setup(conn: Database) -> None:
 
 
 def pending(conn: Database) -> dict[str, int]:
-    return {r[0]: int(r[1]) for r in conn.execute("SELECT fingerprint, streak FROM triage_pending")}
+    return {r[0]: int(r[1]) for r in conn.execute("SELECT fingerprint, streak FROM triage_pending WHERE streak > 0")}
 
 
 def set_pending(conn: Database, streaks: dict[str, int], check_id: int) -> None:
-    """Replace the streak table by `streaks` (fingerprints absent from it are no longer pending)."""
-    conn.execute("DELETE FROM triage_pending")
+    """Replace the streaks by `streaks` (fingerprints absent from it are no longer pending: streak 0).
+
+    UPDATE and upsert only, no DELETE: a writer role of docs/team.md may not delete tracker rows."""
+    conn.execute("UPDATE triage_pending SET streak = 0, last_check = ? WHERE streak > 0", (check_id,))
     for fp, n in sorted(streaks.items()):
-        conn.execute("INSERT INTO triage_pending (fingerprint, streak, last_check) VALUES (?,?,?)", (fp, n, check_id))
+        conn.execute("INSERT INTO triage_pending (fingerprint, streak, last_check) VALUES (?,?,?) "
+                     "ON CONFLICT (fingerprint) DO UPDATE SET streak = excluded.streak, "
+                     "last_check = excluded.last_check", (fp, n, check_id))
 
 
 def set_link(conn: Database, num: int, relation: str | None, other: int | None, reason: str | None,
