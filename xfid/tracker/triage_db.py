@@ -1,14 +1,10 @@
-"""The triage tables (migration component "triage"): uncertain streaks and issue links.
+"""The triage tables (migration component "triage"): uncertain streaks.
 
 `triage_pending`: per fingerprint, how many checks in a row saw it uncertain-or-worse (an
 uncertain key is filed once the streak reaches `[tracker] confirm_after`).
-`triage_links`: an issue marked `invalid` (with its reason), `duplicate` (of another issue) or
-`downstream` (caused by another issue); one row per issue, the latest triage.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from xfid.sqlbackend import Database
 from xfid.store import migrate
@@ -16,13 +12,6 @@ from xfid.store import migrate
 MIGRATIONS: list[str] = [
     """
     CREATE TABLE triage_pending (fingerprint TEXT PRIMARY KEY, streak INTEGER NOT NULL, last_check INTEGER);
-    CREATE TABLE triage_links (
-        issue_num INTEGER PRIMARY KEY REFERENCES issues(num),
-        relation TEXT NOT NULL,
-        other_num INTEGER,
-        reason TEXT,
-        time TEXT NOT NULL
-    );
     """,
 ]
 
@@ -46,20 +35,3 @@ def set_pending(conn: Database, streaks: dict[str, int], check_id: int) -> None:
                      "ON CONFLICT (fingerprint) DO UPDATE SET streak = excluded.streak, "
                      "last_check = excluded.last_check", (fp, n, check_id))
 
-
-def set_link(conn: Database, num: int, relation: str | None, other: int | None, reason: str | None,
-             time: str) -> None:
-    """Record (or, with relation None, clear) an issue's triage link."""
-    conn.execute("DELETE FROM triage_links WHERE issue_num=?", (num,))
-    if relation is not None:
-        conn.execute("INSERT INTO triage_links (issue_num, relation, other_num, reason, time) VALUES (?,?,?,?,?)",
-                     (num, relation, other, reason, time))
-
-
-def links(conn: Database) -> dict[int, dict[str, Any]]:
-    return {int(r["issue_num"]): dict(r) for r in conn.execute("SELECT * FROM triage_links")}
-
-
-def link(conn: Database, num: int) -> dict[str, Any] | None:
-    r = conn.execute("SELECT * FROM triage_links WHERE issue_num=?", (num,)).fetchone()
-    return None if r is None else dict(r)
