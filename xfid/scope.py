@@ -94,6 +94,8 @@ ADAPTERS: dict[str, dict[str, Rule]] = {
     "vllm": {"*": PER_REQUEST_STATS},
     "sglang": {"*": PER_REQUEST_STATS},
     "genai-perf": {"*": PER_REQUEST_STATS},
+    # AIPerf as genai-perf; an inter-chunk latency is one streamed chunk (normally one token)
+    "aiperf": {"aiperf:inter_chunk_latency": Rule("run", each="token"), "*": PER_REQUEST_STATS},
     "trtllm-bench": {"*": PER_REQUEST_STATS},
     "perf-analyzer": {"*": PER_REQUEST_STATS},
     "mlperf": {"*": PER_REQUEST_STATS},

@@ -15,6 +15,7 @@ BUILTIN: dict[str, str] = {
     "vllm": "xfid.adapters.vllm:VllmAdapter",
     "sglang": "xfid.adapters.sglang:SglangAdapter",
     "genai-perf": "xfid.adapters.genai_perf:GenaiPerfAdapter",
+    "aiperf": "xfid.adapters.aiperf:AiperfAdapter",
     "ncu": "xfid.adapters.ncu:NcuAdapter",
     "nsys": "xfid.adapters.nsys:NsysAdapter",
     "nvidia-smi": "xfid.adapters.nvidia_smi:NvidiaSmiAdapter",
