@@ -99,7 +99,8 @@ ADAPTERS: dict[str, dict[str, Rule]] = {
     "trtllm-bench": {"*": PER_REQUEST_STATS},
     "perf-analyzer": {"*": PER_REQUEST_STATS},
     "mlperf": {"*": PER_REQUEST_STATS},
-    "serving-console": {"*": PER_REQUEST_STATS},  # the printed result block of a serving benchmark
+    "serving-console": {"*": PER_REQUEST_STATS},
+    "llmperf": {"*": PER_REQUEST_STATS},  # a summary: totals per run, quantiles over requests  # the printed result block of a serving benchmark
     # offline vLLM: a latency is one whole batch generation (one iteration); throughput totals per run
     "vllm-latency": {"*": Rule("batch")},
     "vllm-throughput": {"*": RUN},

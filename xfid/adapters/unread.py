@@ -1,0 +1,41 @@
+"""Formats xfid recognises but does not read yet, so that such a file is refused by name.
+
+A GuideLLM report found beside serving results would otherwise get "no adapter recognises
+this file", which tells the user nothing. `recognise` is asked only once no adapter claimed
+the file; each entry is a cheap test of the file's first bytes, like an adapter's sniff.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from xfid.adapters.base import head_text
+
+
+def _guidellm(path: Path, head: bytes) -> bool:
+    """GuideLLM's benchmarks.json / .yaml: `generative_benchmark` entries, or its metadata block."""
+    t = head_text(head)
+    s = t.lstrip()
+    if s.startswith("{"):
+        return '"guidellm_version"' in t or ('"benchmarks"' in t and '"generative_benchmark"' in t)
+    return "benchmarks:" in t and "type_: generative_benchmark" in t
+
+
+KNOWN: tuple[tuple[str, Callable[[Path, bytes], bool], str], ...] = (
+    ("GuideLLM report", _guidellm,
+     "export the numbers with `guidellm benchmark from-file ... --output-path x.csv` and map them into "
+     "an xfid-records CSV, or ingest the serving benchmark's own results"),
+)
+"""(format, sniff, what to do instead) of each recognised format no adapter reads."""
+
+
+def recognise(path: Path, head: bytes) -> str | None:
+    """The refusal for a file of a known format xfid does not read; None for any other file."""
+    for what, sniff, fix in KNOWN:
+        if sniff(path, head):
+            return f"this is a {what}; xfid does not read it yet ({fix})"
+    return None
+
+
+__all__ = ["KNOWN", "recognise"]
