@@ -24,8 +24,8 @@ def _guidellm(path: Path, head: bytes) -> bool:
 
 KNOWN: tuple[tuple[str, Callable[[Path, bytes], bool], str], ...] = (
     ("GuideLLM report", _guidellm,
-     "export the numbers with `guidellm benchmark from-file ... --output-path x.csv` and map them into "
-     "an xfid-records CSV, or ingest the serving benchmark's own results"),
+     "write the numbers you need into an xfid-records CSV to ingest them, or skip the file "
+     "with `skip = true` in xfid-source.toml"),
 )
 """(format, sniff, what to do instead) of each recognised format no adapter reads."""
 
