@@ -295,8 +295,10 @@ def test_scalesim_v1_second_source(xfid_cli):
 
 
 @pytest.mark.parametrize("name", ["alexnet_cycles.csv", "alexnet_max_bw.csv"])
-def test_scalesim_v1_header_only_report_is_refused(xfid_cli, name):
-    r = xfid_cli("ingest", KANGSK / name)
+def test_scalesim_v1_header_only_report_is_refused(xfid_cli, tmp_path, name):
+    f = tmp_path / name  # the fixture folder's sidecar skips them, so that a folder ingest leaves them out
+    shutil.copy(KANGSK / name, f)
+    r = xfid_cli("ingest", f, "--target", "t", "--workload", "w")
     assert r.exit_code == 2 and "with a header but no layer rows" in r.output, r.output
 
 
@@ -318,6 +320,14 @@ def test_scalesim_v1_bad_row_is_a_clear_error(xfid_cli, tmp_path):
 # --- every real fixture through `xfid ingest` ------------------------------------------------
 READABLE = [*_data_files(AIPERF), *_data_files(LLMPERF), *_data_files(EYERISS),
             KANGSK / "alexnet_avg_bw.csv", KANGSK / "alexnet_detail.csv"]
+
+
+def test_folder_ingest_of_the_new_fixtures(xfid_cli):
+    """The demo ingests fixtures/measured and fixtures/models whole: these folders go in, the
+    GuideLLM reports and the header-only v1 reports left out with their reason."""
+    r = xfid_cli("ingest", AIPERF, LLMPERF, GUIDELLM, EYERISS, KANGSK)
+    assert r.exit_code == 0, r.output
+    assert "this is a GuideLLM report" in r.output and "skipped by xfid-source.toml" in r.output
 
 
 @pytest.mark.parametrize("path", READABLE, ids=lambda p: f"{p.parent.name}/{p.name}")
