@@ -184,7 +184,7 @@ class AiperfAdapter(Adapter):
             if not isinstance(m, dict) or "unit" not in m:
                 ctx.skip_keys([key], prefix=prefix)  # not a metric object (telemetry_data, run_info, ...)
                 continue
-            self._stats(ctx, out, OLD_TAGS.get(key, key), m, f"{prefix}{key}", base)
+            self._stats(ctx, out, OLD_TAGS.get(key) or str(key), m, f"{prefix}{key}", base)
         if layout is records:
             ctx.skip_keys((k for k in obj if k not in RUN_KEYS), prefix="$.")
         self._json_telemetry(ctx, obj)
