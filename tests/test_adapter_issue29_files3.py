@@ -40,8 +40,12 @@ def _one(recs, **kw):
     return hits[0]
 
 
+INDIVIDUAL = LLMPERF / "leaderboard_groq_70b_individual.json"
+"""llmperf's per-request file: recognised and refused by name, not read."""
+
+
 def _data_files(folder: Path) -> list[Path]:
-    return sorted(f for f in folder.iterdir() if f.name not in ("README.md", "xfid-source.toml"))
+    return sorted(f for f in folder.iterdir() if f.name not in ("README.md", "xfid-source.toml") and f != INDIVIDUAL)
 
 
 # --- detection -------------------------------------------------------------------------------
@@ -246,6 +250,21 @@ def test_guidellm_report_is_refused_by_name(xfid_cli, name):
     assert r.exit_code == 2, r.output
     assert "this is a GuideLLM report; xfid does not read it yet" in r.output
     assert "no adapter recognises" not in r.output and "Traceback" not in r.output
+
+
+def test_llmperf_individual_responses_are_refused_by_name(xfid_cli):
+    r = xfid_cli("ingest", INDIVIDUAL)
+    assert r.exit_code == 2, r.output
+    assert "this is an llmperf per-request file (individual responses); xfid does not read it yet" in r.output
+    assert "*_summary.json" in r.output
+
+
+def test_newer_guidellm_report_head_is_recognised(xfid_cli, tmp_path):
+    """GuideLLM 0.5 starts with a metadata block (the head as guidellm writes it; written for xfid)."""
+    f = tmp_path / "benchmarks.json"
+    f.write_text('{"metadata": {"version": 1, "guidellm_version": "0.5.0.dev0"}, "args": {}, "benchmarks": []}')
+    r = xfid_cli("ingest", f, "--target", "t", "--workload", "w")
+    assert r.exit_code == 2 and "this is a GuideLLM report" in r.output, r.output
 
 
 def test_guidellm_report_in_a_folder_is_skipped_by_name(xfid_cli, tmp_path):
