@@ -213,6 +213,20 @@ def test_aiperf_bad_csv_is_a_clear_error(xfid_cli, tmp_path, text, message):
     assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output
 
 
+@pytest.mark.parametrize(("text", "message"), [
+    ('{"aiperf_version": "0.10.0", "request_latency": {"unit": "ms", "avg": "slow"}}',
+     "$.request_latency.avg: 'avg' must be a number"),
+    ('{"aiperf_version": "0.10.0", "request_latency": {"unit": 3, "avg": 1.0}}', "unit must be text"),
+    ('{"aiperf_version": "0.10.0", "request_latency": {"unit": "ms", "avg": NaN}}', "NaN/Infinity are not JSON"),
+    ('{"aiperf_version": "0.10.0", "benchmark_id": "x"}', "no AIPerf metrics found"),
+])
+def test_aiperf_bad_json_is_a_clear_error(xfid_cli, tmp_path, text, message):
+    f = tmp_path / "profile_export_aiperf.json"
+    f.write_text(text)
+    r = xfid_cli("ingest", f, "--target", "t", "--workload", "w")
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output
+
+
 # --- llmperf ---------------------------------------------------------------------------------
 def test_llmperf_groq_summary(xfid_cli):
     recs, out = xfid_cli.ingest_export(LLMPERF / "leaderboard_groq_70b.json")

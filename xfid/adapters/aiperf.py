@@ -118,8 +118,8 @@ def is_aiperf(path: Path, head: bytes) -> bool:
     t = head_text(head)
     s = t.lstrip()
     if s.startswith("{"):
-        return ('"aiperf_version"' in t or path.name.endswith("_aiperf.json")
-                or ('"records"' in t and '"tag"' in t and '"header"' in t)) and '"unit"' in t
+        return '"aiperf_version"' in t or ('"unit"' in t and (
+            path.name.endswith("_aiperf.json") or ('"records"' in t and '"tag"' in t and '"header"' in t)))
     first = s.splitlines()[0] if s else ""
     if not first.startswith("Metric,"):
         return False
@@ -173,11 +173,11 @@ class AiperfAdapter(Adapter):
                 config[key] = obj[key]
         version = obj.get("aiperf_version")
         software = f"aiperf {version}" if isinstance(version, str) else "aiperf"
-        timestamp = self._json_times(ctx, layout, config)
+        prefix = "$.records." if layout is records else "$."
+        timestamp = self._json_times(ctx, layout, config, prefix)
         self._run_notes(ctx, obj)
         config.update(ctx.meta)
         base = {"config": canonical_json(config), "software": software, "run": ctx.run, "timestamp": timestamp}
-        prefix = "$.records." if layout is records else "$."
         for key, m in layout.items():
             if key in TIMESTAMPS or (layout is obj and key in RUN_KEYS):
                 continue
@@ -189,13 +189,14 @@ class AiperfAdapter(Adapter):
             ctx.skip_keys((k for k in obj if k not in RUN_KEYS), prefix="$.")
         self._json_telemetry(ctx, obj)
 
-    def _json_times(self, ctx: ReadContext, layout: dict[str, Any], config: dict[str, Any]) -> str | None:
+    @staticmethod
+    def _json_times(ctx: ReadContext, layout: dict[str, Any], config: dict[str, Any], prefix: str) -> str | None:
         """The first request's time (the records' timestamp); both epoch times go to config."""
         stamp = None
         for key in TIMESTAMPS:
             m = layout.get(key)
             if isinstance(m, dict):
-                ns = jsonutil.number(ctx, m, "avg", f"$.{key}.avg")
+                ns = jsonutil.number(ctx, m, "avg", f"{prefix}{key}.avg")
                 if ns is not None:
                     config[f"{key}_ns"] = ns
                     if key == "min_request_timestamp":
