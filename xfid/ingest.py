@@ -198,10 +198,10 @@ def prepare(store: Store, path: Path, opts: IngestOptions, explicit: bool,
     else:
         try:
             cls = detect(path)
-        except AdapterError:
+        except AdapterError as e:
             if explicit:
                 raise
-            return "no adapter recognises it"
+            return getattr(e, "reason", "no adapter recognises it")  # a known unread format says which
     ctx = ReadContext(
         path=path,
         target=opts.target or side.get("target"),

@@ -94,10 +94,13 @@ ADAPTERS: dict[str, dict[str, Rule]] = {
     "vllm": {"*": PER_REQUEST_STATS},
     "sglang": {"*": PER_REQUEST_STATS},
     "genai-perf": {"*": PER_REQUEST_STATS},
+    # AIPerf as genai-perf; an inter-chunk latency is one streamed chunk (normally one token)
+    "aiperf": {"aiperf:inter_chunk_latency": Rule("run", each="token"), "*": PER_REQUEST_STATS},
     "trtllm-bench": {"*": PER_REQUEST_STATS},
     "perf-analyzer": {"*": PER_REQUEST_STATS},
     "mlperf": {"*": PER_REQUEST_STATS},
-    "serving-console": {"*": PER_REQUEST_STATS},  # the printed result block of a serving benchmark
+    "serving-console": {"*": PER_REQUEST_STATS},
+    "llmperf": {"*": PER_REQUEST_STATS},  # a summary: totals per run, quantiles over requests  # the printed result block of a serving benchmark
     # offline vLLM: a latency is one whole batch generation (one iteration); throughput totals per run
     "vllm-latency": {"*": Rule("batch")},
     "vllm-throughput": {"*": RUN},

@@ -15,6 +15,7 @@ BUILTIN: dict[str, str] = {
     "vllm": "xfid.adapters.vllm:VllmAdapter",
     "sglang": "xfid.adapters.sglang:SglangAdapter",
     "genai-perf": "xfid.adapters.genai_perf:GenaiPerfAdapter",
+    "aiperf": "xfid.adapters.aiperf:AiperfAdapter",
     "ncu": "xfid.adapters.ncu:NcuAdapter",
     "nsys": "xfid.adapters.nsys:NsysAdapter",
     "nvidia-smi": "xfid.adapters.nvidia_smi:NvidiaSmiAdapter",
@@ -32,9 +33,19 @@ BUILTIN: dict[str, str] = {
     "vllm-throughput": "xfid.adapters.vllm_offline:VllmThroughputAdapter",
     "serving-console": "xfid.adapters.serving_console:ServingConsoleAdapter",
     "sglang-one-batch": "xfid.adapters.sglang_one_batch:SglangOneBatchAdapter",
+    "llmperf": "xfid.adapters.llmperf:LlmperfAdapter",
 }
 
-__all__ = ["Adapter", "ReadContext", "all_adapters", "detect", "get_adapter"]
+__all__ = ["Adapter", "ReadContext", "UnreadFormatError", "all_adapters", "detect", "get_adapter"]
+
+
+class UnreadFormatError(AdapterError):
+    """A file of a format xfid recognises but does not read (xfid.adapters.unread); `reason`
+    is the refusal without the path, shown as the skip reason in a folder ingest."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 def _load(spec: str) -> type[Adapter]:
@@ -83,6 +94,12 @@ def detect(path: Path) -> type[Adapter]:
     if len(hits) == 1:
         return get_adapter(hits[0])
     if not hits:
+        from xfid.adapters.unread import recognise
+
+        with open(path, "rb") as f:
+            refusal = recognise(path, f.read(HEAD_BYTES))
+        if refusal:
+            raise UnreadFormatError(f"{path}: {refusal}", refusal)
         raise AdapterError(
             f"{path}: no adapter recognises this file; pass --adapter NAME "
             f"(one of {', '.join(all_adapters())})"

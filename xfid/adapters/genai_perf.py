@@ -68,6 +68,10 @@ class GenaiPerfAdapter(Adapter):
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
+        from xfid.adapters.aiperf import is_aiperf
+
+        if is_aiperf(path, head):  # AIPerf's exports look alike; that adapter claims them
+            return False
         t = head_text(head)
         s = t.lstrip()
         if s.startswith("{"):
