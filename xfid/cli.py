@@ -12,7 +12,7 @@ from xfid import __version__
 from xfid.app import App
 from xfid.errors import XfidError
 from xfid.sqlbackend import mask
-from xfid.textsafe import terminal
+from xfid.textsafe import safe_output, terminal
 
 COMMANDS: dict[str, str] = {
     "adapters": "xfid.commands.adapters",
@@ -52,6 +52,11 @@ class LazyGroup(click.Group):
 
     It is also the one place that turns the library's `XfidError` into `Error: ...` + exit 2.
     """
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Every command's output, whatever prints it, goes through one sanitising stream."""
+        with safe_output():
+            return super().main(*args, **kwargs)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
