@@ -10,7 +10,7 @@ import click
 
 from xfid import __version__
 from xfid.app import App
-from xfid.errors import XfidError
+from xfid.errors import Interrupted, XfidError
 from xfid.sqlbackend import mask
 from xfid.textsafe import safe_output, terminal
 
@@ -64,8 +64,11 @@ class LazyGroup(click.Group):
         except XfidError as e:
             # names and excerpts from files escaped; any password of a database or bucket URL masked
             raise UserError(terminal(mask(str(e)))) from None
-        except KeyboardInterrupt:
-            raise click.exceptions.Abort() from None
+        except KeyboardInterrupt as e:
+            # Ctrl-C: say what it left (a command that knows raises Interrupted with that), exit 130
+            what = str(e) if isinstance(e, Interrupted) and str(e) else "Ctrl-C"
+            click.echo(f"Interrupted: {terminal(mask(what))}", err=True)
+            ctx.exit(130)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
