@@ -275,7 +275,7 @@ class NamesKind:
         def name() -> str:
             parts = [rng.choice(["qkv", "attn", "w", "r"])]
             for _ in range(rng.randint(1, 4)):
-                parts.append(rng.choice(HOSTILE + ["x", "ok", "\t", "µs"]))
+                parts.append(rng.choice([*HOSTILE, "x", "ok", "\t", "µs"]))
             return "".join(parts)
 
         return {"op": name(), "workload": name(), "run": name(), "owner": name(),
