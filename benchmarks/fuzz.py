@@ -19,6 +19,13 @@ through the CLI (`xfid --config`, `xfid ingest`, `xfid compare`):
 
     python benchmarks/fuzz.py --kind config --inputs 10000
     python benchmarks/fuzz.py --kind sidecar --kind baseline --inputs 10000 --cli-sample 100
+
+Folders to ingest (symlink loops, links out of the tree, FIFOs, hostile sidecar options),
+Verilog for `rtl inspect`, damaged check files under `report`/`doctor`, and hostile names
+through every command's output (benchmarks/fuzz_more.py):
+
+    python benchmarks/fuzz.py --kind tree --kind rtl --kind checkfile --inputs 10000
+    python benchmarks/fuzz.py --kind names --inputs 1000
 """
 
 from __future__ import annotations
@@ -166,23 +173,47 @@ def fuzz(adapter: str, seconds: float, rng: random.Random, tmp: Path) -> collect
     return counts
 
 
+def run_more_kinds(names: list[str], inputs: int, seed: int) -> int:
+    """The folder, Verilog, check-file and names kinds (benchmarks/fuzz_more.py), in this process."""
+    from benchmarks.fuzz_inputs import _alarm
+    from benchmarks.fuzz_more import run_more
+
+    resource.setrlimit(resource.RLIMIT_AS, (4096 * 2**20, 4096 * 2**20))
+    signal.signal(signal.SIGALRM, _alarm)
+    rng = random.Random(seed)
+    bad = 0
+    print(f"{'kind':<10} {'inputs':>7} {'ok':>6} {'XfidError':>10} {'BUG':>5} {'TIMEOUT':>8} {'MEMORY':>7} {'seconds':>8}")
+    with tempfile.TemporaryDirectory() as d:
+        for n in names:
+            c = run_more(n, inputs, rng, Path(d), LIMIT_S)
+            bad += c["BUG"] + c["TIMEOUT"] + c["MEMORY"]
+            print(f"{n:<10} {c['inputs']:>7} {c['ok']:>6} {c['xfid_error']:>10} {c['BUG']:>5} {c['TIMEOUT']:>8} "
+                  f"{c['MEMORY']:>7} {c['seconds']:>8}", flush=True)
+    return bad
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=180.0, help="per adapter")
     ap.add_argument("--adapter", action="append")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--kind", action="append", choices=("adapters", "sidecar", "config", "baseline"),
+    ap.add_argument("--kind", action="append",
+                    choices=("adapters", "sidecar", "config", "baseline", "tree", "rtl", "checkfile", "names"),
                     help="what to fuzz (repeatable; default adapters)")
     ap.add_argument("--inputs", type=int, default=10_000, help="inputs per in-process kind")
     ap.add_argument("--cli-sample", type=int, default=50, help="of those, how many also go through the CLI")
     a = ap.parse_args()
     kinds = a.kind or ["adapters"]
     bad = 0
-    if any(k != "adapters" for k in kinds):
-        sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT))
+    hand = [k for k in kinds if k in ("sidecar", "config", "baseline")]
+    if hand:
         from benchmarks.fuzz_inputs import run_kinds
 
-        bad += run_kinds([k for k in kinds if k != "adapters"], a.inputs, a.cli_sample, a.seed, mutate)
+        bad += run_kinds(hand, a.inputs, a.cli_sample, a.seed, mutate)
+    more = [k for k in kinds if k in ("tree", "rtl", "checkfile", "names")]
+    if more:
+        bad += run_more_kinds(more, a.inputs, a.seed)
     if "adapters" not in kinds:
         sys.exit(1 if bad else 0)
     from xfid.adapters import all_adapters

@@ -19,10 +19,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests import oracle
+from tests.conftest import SLOW_OK
 from tests.test_engine_helpers import config, make_store, rec
 from xfid.engine import correlate
 from xfid.engine.contract import COMPARISON_COLUMNS, ROW_COLUMNS
@@ -170,7 +171,7 @@ def check(tmp_path, seed: int) -> tuple[Any, oracle.Result]:
     return got, want
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=20, deadline=None, suppress_health_check=SLOW_OK)
 @given(st.integers(0, 2**32 - 1))
 def test_engine_equals_the_oracle_on_random_stores(tmp_path, seed):
     check(tmp_path, seed)

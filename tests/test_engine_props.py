@@ -6,9 +6,10 @@ import itertools
 import random
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import SLOW_OK
 from tests.test_engine_helpers import config, make_store, rec
 from xfid.engine import correlate
 
@@ -25,7 +26,7 @@ def _separated(xs: list[float]) -> bool:
 # stated (and tested) for values separated by more than 1e-9 relative.
 distinct_values = values.filter(lambda ps: _separated([x for x, _ in ps]) and _separated([y for _, y in ps]))
 _IDS = itertools.count()  # hypothesis reseeds `random` per example: names come from a counter
-SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=SLOW_OK)
 
 
 def _store(tmp_path, pairs, a="archmodel", b="measured", scale=1.0, shuffle=None, tag="s"):

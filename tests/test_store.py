@@ -11,9 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import SLOW_OK
 from tests.servers import sqlite_only
 from xfid.ingest import IngestOptions, ingest
 from xfid.store import Store
@@ -158,7 +159,7 @@ _text = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_c
 
 
 @sqlite_only("every example opens a new store directory; on PostgreSQL they would share the test's database")
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=SLOW_OK)
 @given(st.lists(st.tuples(st.sampled_from(["roofline", "archmodel", "rtl", "measured"]), _text.filter(bool), _text,
                           st.sampled_from(["latency", "cycles", "bytes", "power"]),
                           # >= 0: a negative latency, cycle count, size or power is refused by the normalizer

@@ -406,14 +406,20 @@ class XfidStore:
         """
         return self.tracker.transition(issue_id, action, actor=who_acts(actor), **details)
 
-    def history(self, key: str, alpha: float = 0.01) -> KeyHistory:
-        """One key's (XF-N or fingerprint) error at every recorded check, with change points."""
-        from xfid.drift.changepoint import change_points
-        from xfid.drift.history import key_history
+    def history(self, key: str, alpha: float | None = None) -> KeyHistory:
+        """One key's (XF-N or fingerprint) error at every recorded check, with change points
+        (E-divisive means; `alpha` the significance, default `xfid.drift.changepoint.ALPHA`)."""
+        from xfid.drift.history import key_history, series_change_points
 
         series = key_history(self.backend(), key)
-        cps = change_points([p["rel_error"] for p in series if p["rel_error"] is not None], alpha=alpha)
-        return KeyHistory(key, series, cps)
+        return KeyHistory(key, series, series_change_points([p["rel_error"] for p in series], alpha))
+
+    def pair_history(self, alpha: float | None = None) -> list[dict[str, Any]]:
+        """Each comparison's MAPE (estimate pairs) at every recorded check, with change points:
+        [{target, candidate, reference, metric, stat, series: [{check_id, time, mape, n}], change_points}]."""
+        from xfid.drift.history import pair_history
+
+        return pair_history(self.backend(), alpha)
 
     # --- baselines and reports --------------------------------------------------------
     def snapshot(self, output: PathLike | None = None, targets: Sequence[str] | None = None, run: Runs = None,

@@ -10,9 +10,9 @@ import click
 
 from xfid import __version__
 from xfid.app import App
-from xfid.errors import XfidError
+from xfid.errors import Interrupted, XfidError
 from xfid.sqlbackend import mask
-from xfid.textsafe import terminal
+from xfid.textsafe import safe_output, terminal
 
 COMMANDS: dict[str, str] = {
     "adapters": "xfid.commands.adapters",
@@ -53,14 +53,22 @@ class LazyGroup(click.Group):
     It is also the one place that turns the library's `XfidError` into `Error: ...` + exit 2.
     """
 
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Every command's output, whatever prints it, goes through one sanitising stream."""
+        with safe_output():
+            return super().main(*args, **kwargs)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except XfidError as e:
             # names and excerpts from files escaped; any password of a database or bucket URL masked
             raise UserError(terminal(mask(str(e)))) from None
-        except KeyboardInterrupt:
-            raise click.exceptions.Abort() from None
+        except KeyboardInterrupt as e:
+            # Ctrl-C: say what it left (a command that knows raises Interrupted with that), exit 130
+            what = str(e) if isinstance(e, Interrupted) and str(e) else "Ctrl-C"
+            click.echo(f"Interrupted: {terminal(mask(what))}", err=True)
+            ctx.exit(130)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)

@@ -57,3 +57,7 @@ class RTLError(XfidError):
 
 class ReportError(XfidError):
     """A report that cannot be rendered from what is in the store."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, with what it left behind: the CLI prints the message and exits 130."""

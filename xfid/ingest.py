@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from xfid.adapters import detect, get_adapter
 from xfid.adapters.base import ReadContext, iter_batches
-from xfid.errors import AdapterError, InputError, XfidError
+from xfid.errors import AdapterError, InputError, Interrupted, XfidError
 from xfid.ingest_tree import SIDECAR, check_name, check_value, expand, load_sidecar
 from xfid.schema import canonical_json, constant_column, normalize
 from xfid.store import PreparedSource, Store
@@ -329,9 +329,10 @@ def ingest(store: Store, paths: Iterable[str | Path], opts: IngestOptions,
 
         preps.extend(derive_energy_sources(store, preps))
         store.commit(preps)
-    except BaseException:
-        for p in preps:
-            store.discard(p)
+    except BaseException as e:
+        kept = _discard_uncommitted(store, preps)
+        if isinstance(e, KeyboardInterrupt) and not isinstance(e, Interrupted):
+            raise _interrupted(preps, kept) from None
         raise
     for p in preps:
         s = p.summary
@@ -341,3 +342,41 @@ def ingest(store: Store, paths: Iterable[str | Path], opts: IngestOptions,
                                        skipped_keys=s.get("skipped_keys", {})))
     report.files.sort(key=lambda f: f.path)
     return report
+
+
+def _committed(store: Store, tmp: Path) -> bool:
+    """Whether the catalog registers the part `tmp` becomes (then `tmp` is data, not litter).
+
+    When the catalog cannot be asked (a lost server), the answer is "maybe": True, so the temp
+    is kept and left to the next writer's sweep, which decides with the database.
+    """
+    try:
+        name = str(store.final_name(tmp).relative_to(store.records))
+        with store._db("read the manifest"):
+            return store.conn.execute("SELECT 1 FROM parts WHERE file=?", (name,)).fetchone() is not None
+    except Exception:
+        return True
+
+
+def _discard_uncommitted(store: Store, preps: list[PreparedSource]) -> list[PreparedSource]:
+    """Remove this ingest's temps, except those the catalog holds: a Ctrl-C (or error) that comes
+    after COMMIT but before the renames must not delete committed data. Returns the preps kept."""
+    kept = []
+    for p in preps:
+        if p.temps and any(_committed(store, t) for t in p.temps.values()):
+            p.temps.clear()  # committed: the next writer renames them; readers use them meanwhile
+            kept.append(p)
+        else:
+            store.discard(p)
+    return kept
+
+
+def _interrupted(preps: list[PreparedSource], committed: list[PreparedSource]) -> Interrupted:
+    """What a Ctrl-C during ingest left: nothing (its temps were removed) or everything."""
+    if committed:
+        return Interrupted(f"after the commit: {len(committed)} file(s) are in the store; "
+                           "their parts keep temporary names until the next writer (or `xfid doctor --repair`) "
+                           "renames them; readers already use them. Nothing needs to be done.")
+    return Interrupted(f"nothing was ingested ({len(preps)} file(s) were prepared; their "
+                       "temporary parts were removed - any that could not be are swept by the next "
+                       "writer after the grace period). Run the same ingest again.")

@@ -287,7 +287,7 @@ class PostgresDatabase(Database):
         when = "during a transaction, which the server rolled back: nothing of it was committed" if self._tx \
             else "between statements"
         return ServerLost(f"{self.label}: lost the PostgreSQL server ({_first_line(e)}) {when}; run the command "
-                          "again once the server is reachable (an ingest that did commit is then a no-op)")
+                          "again once the server is reachable")
 
     @property
     def in_transaction(self) -> bool:
@@ -323,7 +323,11 @@ class PostgresDatabase(Database):
             self.execute("COMMIT")
         except ServerLost as e:
             raise ServerLost(str(e).replace("between statements", "at COMMIT, so it may or may not have "
-                                            "been committed")) from None
+                                            "been committed").replace(
+                "run the command again once the server is reachable",
+                "once the server is reachable, see what is there (`xfid sources`, `xfid issues list`) before "
+                "running it again: an ingest run again is a no-op if it was committed, a check records a "
+                "second check")) from None
 
     @contextlib.contextmanager
     def _pipeline(self) -> Iterator[None]:

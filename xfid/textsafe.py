@@ -99,3 +99,72 @@ def _object_hit(s: Any) -> bool:
     except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed values: look at each
         return bool(s.map(lambda v: isinstance(v, str) and bool(v) and v[0] in FORMULA_START).any())
     return bool(pc.any(pc.match_substring_regex(arr, _FORMULA.pattern)).as_py())
+
+
+# --- the one output path ------------------------------------------------------------------
+
+_STREAM_UNSAFE = re.compile("\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""What `stream_safe` escapes: as `_UNSAFE`, but a CR that ends a CRLF line (CSV) is kept."""
+
+
+def stream_safe(text: str) -> str:
+    """`text` with every control and bidi character written as a `\\uNNNN` escape.
+
+    This is the last line of defence under every command's output: whatever a command prints
+    (tables, CSV, Markdown, JUnit, JSON) reaches the terminal through it. The `\\uNNNN` form is
+    also a valid JSON string escape that decodes to the same character, so JSON output stays
+    valid and means the same; a CRLF line end is kept, a lone CR (which moves the cursor back
+    over what was printed) is not.
+    """
+    if not _STREAM_UNSAFE.search(text):
+        return text
+    return _STREAM_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+class SafeStream:
+    """A text stream whose `write` passes everything through `stream_safe`.
+
+    Binary writes (`.buffer`, e.g. Parquet to a pipe) pass untouched: they are data, not text
+    for a terminal. Everything else is delegated to the wrapped stream.
+    """
+
+    def __init__(self, inner: Any):
+        self._inner = inner
+
+    @property
+    def raw_stream(self) -> Any:
+        """The wrapped stream, for output that must control the terminal (a progress bar)."""
+        return self._inner
+
+    def write(self, s: str) -> int:
+        self._inner.write(stream_safe(s) if isinstance(s, str) else s)
+        return len(s)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def raw(stream: Any) -> Any:
+    """The terminal stream under a `SafeStream` (or `stream` itself)."""
+    return stream.raw_stream if isinstance(stream, SafeStream) else stream
+
+
+class safe_output:
+    """Context manager: sys.stdout and sys.stderr are `SafeStream`s while a command runs."""
+
+    def __enter__(self) -> safe_output:
+        import sys
+
+        self._saved = (sys.stdout, sys.stderr)
+        sys.stdout = SafeStream(sys.stdout) if not isinstance(sys.stdout, SafeStream) else sys.stdout
+        sys.stderr = SafeStream(sys.stderr) if not isinstance(sys.stderr, SafeStream) else sys.stderr
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        import sys
+
+        sys.stdout, sys.stderr = self._saved

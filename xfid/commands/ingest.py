@@ -8,6 +8,7 @@ import sys
 import click
 
 from xfid.app import App, interactive
+from xfid import textsafe
 from xfid.commands import options
 
 
@@ -35,7 +36,7 @@ def cli(app: App, paths, adapter, fidelity, target, workload, run, meta, adapter
           "meta": options.parse_kv(meta, "--meta"), "options": options.parse_kv(adapter_options, "--option")}
     warn_unknown_target(app.config, target, app.store(), paths=paths)
     if interactive() and fmt == "text":  # a progress bar on a terminal, none in CI logs
-        with click.progressbar(length=1, label="ingesting", file=sys.stderr,
+        with click.progressbar(length=1, label="ingesting", file=textsafe.raw(sys.stderr),
                                item_show_func=lambda p: str(p)[-50:] if p else "") as bar:
             def progress(path, i, total):
                 bar.length = total

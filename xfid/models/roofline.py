@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from xfid.config import Target
-from xfid.errors import InputError
+from xfid.errors import ConfigError, InputError
 from xfid.models.energy import energy_table, op_energy
 from xfid.models.llm import (
     BYTES_PER_ELEMENT,
@@ -113,6 +114,7 @@ def bound_op(cost: OpCost, target: Target, precision: str, extra: dict[str, Any]
         if target.interconnect_latency_s:
             times["interconnect"] += cost.comm_steps * target.interconnect_latency_s
             prov.update(interconnect_latency_s=target.interconnect_latency_s, comm_steps=cost.comm_steps)
+    _check_finite(times, cost, target)
     order = list(times)  # compute, the memory levels in declared order, interconnect: ties go to the first
     if ms.overlap:
         limiter = max(order, key=lambda k: (times[k], -order.index(k)))
@@ -194,6 +196,19 @@ def _energy_totals(bounds: list[Bound], step: float, tokens: int, table: dict[st
     out.append(("power", total / step, "W", {**ecfg, "lower_bound": False, "bound": False,
                                              "formula": "energy / t_bound (the power at the bound, not a bound)"}))
     return out
+
+
+def _check_finite(times: dict[str, float], cost: OpCost, target: Target) -> None:
+    """A bound that overflowed (a rate so small, or a size so large, that the time is inf) is a
+    configuration error, not a number to print as `inf s`."""
+    for term, t in times.items():
+        if not math.isfinite(t):
+            rate = {"compute": "peak_flops", "interconnect": "interconnect_bw"}.get(term.split(":")[0], "mem_bw")
+            if term.startswith("memory:"):
+                rate = f"memory.{term.split(':', 1)[1]}.bw"
+            raise ConfigError(f"target {target.name!r}: the {term} time of op {cost.op!r} is not a finite number "
+                              f"({cost.flops:g} FLOP, {cost.bytes:g} B); [targets.{target.name}] {rate} is too small "
+                              f"(or the op too large) for a time in seconds - check its value and unit")
 
 
 def gemm_name(m: int, n: int, k: int) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+import sys
 from typing import Any
 
 from xfid.errors import ConfigError
@@ -20,6 +21,9 @@ def number(v: Any, key: str, where: str, positive: bool = False) -> float:
         raise ConfigError(f"{where}: {key} must not be negative, got {v!r}")
     if positive and v == 0:
         raise ConfigError(f"{where}: {key} must be greater than 0, got {v!r}")
+    if positive and v < sys.float_info.min:  # a subnormal: dividing by it overflows to inf
+        raise ConfigError(f"{where}: {key} = {v!r} is too small to divide by (the least usable value is "
+                          f"{sys.float_info.min:g}); check its unit")
     return float(v)
 
 

@@ -102,6 +102,21 @@ def allowed_events(state: str) -> list[str]:
     return [e for e, table in EVENTS.items() if state in table]
 
 
+MAX_NAME = 200
+"""Longest owner, actor or check label (characters): a name, not a document."""
+MAX_TEXT = 10_000
+"""Longest note or waiver reason (characters); longer text belongs in a linked document."""
+
+
+def check_text_sizes(iid: str, **fields: str | None) -> None:
+    """Refuse an owner/actor longer than MAX_NAME or a note/reason longer than MAX_TEXT."""
+    for name, value in fields.items():
+        limit = MAX_NAME if name in ("owner", "actor", "label") else MAX_TEXT
+        if value is not None and len(value) > limit:
+            raise TrackerError(f"{iid}: the {name} is {len(value):,} characters; at most {limit:,} are kept "
+                               f"- shorten it{' or link a document' if limit == MAX_TEXT else ''}")
+
+
 def parse_id(issue_id: str) -> int:
     """`XF-12` (any case, or a bare 12) -> 12.
 

@@ -86,6 +86,7 @@ class Tracker:
             TrackerError: K < 1 or rows without the contract columns.
             StoreError: the store is read-only, or its database does not know its check files.
         """
+        lifecycle.check_text_sizes("the check", actor=actor, label=label)
         self.store.require_writable("record a check")
         return record(self.store, corr, actor=actor, now=utc(now), label=label, k=clean_checks_to_resolve,
                       noise=noise)
@@ -105,6 +106,7 @@ class Tracker:
         iid = format_id(num)
         if action not in lifecycle.ACTIONS:
             raise TrackerError(f"unknown action {action!r}; actions: {', '.join(lifecycle.ACTIONS)}")
+        lifecycle.check_text_sizes(iid, owner=owner, note=note, reason=reason, actor=actor)
         if action == "ack":
             if not owner or not owner.strip():
                 raise TrackerError(f"acknowledging {iid} needs an owner (--owner NAME)")
