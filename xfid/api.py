@@ -13,6 +13,7 @@ Every `xfid` command is one call into this module; notebooks use the same calls:
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -353,8 +354,19 @@ class XfidStore:
                                                    str(self.config.path or "bundled xfid.toml"))
         if corr.rows is not None and "noise" not in corr.rows.columns:
             noise.annotate(corr, self.backend(), self.config)
-        return tracker.record_check(corr, actor=who_acts(actor), label=label, clean_checks_to_resolve=k,
-                                    noise=settings)
+        who = who_acts(actor)
+        summary = tracker.record_check(corr, actor=who, label=label, clean_checks_to_resolve=k, noise=settings)
+        self._notify(summary, who, label)
+        return summary
+
+    def _notify(self, summary: CheckSummary, actor: str, label: str | None) -> None:
+        """The [[notify.webhook]]s after a check that filed or reopened issues; failures are warnings."""
+        from xfid import notify
+
+        hooks = notify.webhooks(self.config.section("notify"), str(self.config.path or "bundled xfid.toml"))
+        if hooks:
+            notify.send(hooks, summary, store=str(self.path), actor=actor, label=label,
+                        warn=lambda m: print(m, file=sys.stderr))
 
     def resolve_after(self, override: int | None = None) -> int:
         """K for auto-resolve: `override`, else `[tracker] resolve_after`, else 2 (noise.RESOLVE_AFTER).
@@ -433,6 +445,61 @@ class XfidStore:
         if output is not None:
             write_snapshot(snap, output)
         return snap
+
+    def record_snapshot(self, label: str, snap: dict[str, Any] | None = None, *, actor: str | None = None,
+                        **select: Any) -> dict[str, Any]:
+        """Keep a snapshot in the store under `label` (a branch such as `main`), for
+        `compare(against=label)`: `snap`, or the current correlation (`select`: targets, run,
+        as_of, engine as for `snapshot()`). Returns id, label, time, actor and the counts.
+
+        Raises:
+            XfidError: a label that is not a plain name (letters, digits, . _ / @ + -).
+        """
+        from xfid.serve import labels
+
+        labels.check_label(label)
+        if snap is None:
+            snap = self.snapshot(None, label=label, **select)
+        backend = self.backend(create=True)
+        backend.require_writable(f"record a snapshot under {label!r}")
+        out = labels.record(backend.conn, label, snap, who_acts(actor))
+        out["keys"] = len(snap["keys"])
+        out["discrepancies"] = sum(1 for k in snap["keys"].values() if k["kind"] not in ("ok", "missing_reference"))
+        out["comparisons"] = len(snap["comparisons"])
+        return out
+
+    def labelled_snapshot(self, label: str) -> dict[str, Any]:
+        """The newest snapshot recorded under `label`.
+
+        Raises:
+            XfidError: none is (the labels that have one are listed).
+        """
+        from xfid.serve import labels
+
+        return labels.latest(self.backend().conn, label)
+
+    def link(self, issue_id: str, url: str, *, actor: str | None = None) -> dict[str, Any]:
+        """Link an issue to the team's bug tracker (an http(s) URL; stored and shown, never fetched).
+
+        Raises:
+            TrackerError: an unknown issue, or a URL that is not absolute http(s).
+        """
+        from xfid.serve import links
+
+        iid = self.tracker.issue(issue_id)["id"]  # an unknown id is the tracker's clean error
+        backend = self.backend()
+        backend.require_writable(f"link {iid}")
+        return links.add(backend.conn, iid, url, who_acts(actor))
+
+    def links(self, issue_id: str) -> list[dict[str, Any]]:
+        """The links of an issue, oldest first: url, actor, time."""
+        from xfid.serve import links
+
+        iid = self.tracker.issue(issue_id)["id"]
+        conn = self.backend().conn
+        if "issue_links" not in conn.tables():  # none linked yet: read without creating tables
+            return []
+        return links.listing(conn, iid)
 
     def report(self, period: Period | str | None = None, path: PathLike | None = None, html: bool = False, *,
                targets: Sequence[str] | None = None, max_points: int = REPORT_MAX_POINTS) -> ReportResult:

@@ -178,7 +178,7 @@ def load_config(explicit: str | os.PathLike[str] | None = None, *, bundled: bool
 
 
 SECTIONS = ("store", "settings", "targets", "tolerance", "op_map", "compare", "drift", "tracker", "report", "rtl",
-            "engine")
+            "engine", "notify")
 
 TARGET_KEYS = ("peak_flops", "mem_bw", "clock_hz", "interconnect_bw", "sram_bw", "tdp_w", "invented", "note", "blocks",
                "interconnect_latency_s", "energy", "memory")
@@ -345,6 +345,10 @@ def build_config(base: dict[str, Any], user: dict[str, Any], path: Path | None) 
     if "targets" in user and not isinstance(user["targets"], dict):
         raise ConfigError(f"{where}: targets must be tables: write [targets.NAME]")
     _check_sections(user, where)
+    if "notify" in user:  # [[notify.webhook]]: checked here, used after a check (xfid.notify)
+        from xfid.notify import webhooks
+
+        webhooks(user["notify"], where)
     if isinstance(user.get("settings"), dict):
         _check_bootstrap(user["settings"], where)
     raw = {**base, **user}

@@ -11,7 +11,10 @@ from xfid.commands import options
 
 
 @click.command("compare")
-@click.option("--baseline", required=True, type=click.Path(dir_okay=False), help="Snapshot from `xfid snapshot`.")
+@click.option("--baseline", type=click.Path(dir_okay=False), help="Snapshot file from `xfid snapshot -o`.")
+@click.option("--against", metavar="LABEL",
+              help="Compare with the newest snapshot recorded in the store under LABEL (`xfid snapshot --label`), "
+                   "e.g. main: a pull request gated against its base branch without a committed file.")
 @click.option("--current", type=click.Path(dir_okay=False), help="Compare this snapshot instead of the store.")
 @options.output_format("text", "markdown", "json", "junit")
 @options.output("Write the report here as well as deciding the exit code.")
@@ -19,10 +22,11 @@ from xfid.commands import options
               help="Comma list of new, regression, bound, drift, or any.")
 @options.selection
 @click.pass_obj
-def cli(app: App, baseline, current, fmt, output, fail_on, targets, runs, as_of) -> None:
+def cli(app: App, baseline, against, current, fmt, output, fail_on, targets, runs, as_of) -> None:
     """Compare with a baseline snapshot; exit 1 on fidelity drift (the CI gate).
 
-    The store's current correlation (or a --current snapshot) is compared with the baseline.
+    The store's current correlation (or a --current snapshot) is compared with the baseline:
+    a --baseline file, or --against LABEL, the newest snapshot recorded under that label.
 
     Reports new discrepancies, resolved ones, per-key error changes beyond `[drift] error_abs`
     (default 5 percentage points), aggregate MAPE/bias drift, a fidelity's own values changing
@@ -32,6 +36,12 @@ def cli(app: App, baseline, current, fmt, output, fail_on, targets, runs, as_of)
     from xfid.api import compare
     from xfid.drift.drift_format import FORMATTERS
 
+    if bool(baseline) == bool(against):
+        raise click.UsageError("give one baseline: --baseline FILE or --against LABEL" if baseline else
+                               "a baseline is needed: --baseline FILE (from `xfid snapshot -o`) or --against LABEL "
+                               "(from `xfid snapshot --label`)")
+    if against:
+        baseline = app.api.labelled_snapshot(against)
     if current and (runs or as_of):
         raise click.UsageError("--run/--as-of choose the store's numbers; with --current there are none to choose")
     rep = compare(baseline, current or app.api, config=app.config, fail_on=fail_on, targets=targets,

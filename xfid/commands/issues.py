@@ -48,7 +48,19 @@ def show_cmd(app: App, issue_id, fmt) -> None:
     from xfid.tracker import render
 
     d = app.api.issue(issue_id)
+    d["links"] = app.api.links(d["id"])
     click.echo(render.issues_json(d) if fmt == "json" else render.issue_text(d))
+
+
+@cli.command("link")
+@click.argument("issue_id", metavar="XF-N")
+@click.argument("url")
+@options.actor
+@click.pass_obj
+def link_cmd(app: App, issue_id, url, actor_opt) -> None:
+    """Link an issue to the team's bug tracker (an http:// or https:// URL; shown, never fetched)."""
+    d = app.api.link(issue_id, url, actor=actor_opt)
+    click.echo(f"{d['id']}: linked {d['url']}")
 
 
 def _change(app: App, issue_id: str, action: str, actor_opt: str | None, **kw: Any) -> None:

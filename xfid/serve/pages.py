@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from xfid.errors import XfidError
-from xfid.serve import auth, links, svg, tokens, views
+from xfid.serve import auth, svg, tokens, views
 from xfid.serve.served import Served, route
 from xfid.textsafe import terminal
 
@@ -110,7 +110,7 @@ def routes(served: Served) -> list[Any]:
             series = {"rel_error": [(o["check_id"], o["rel_error"]) for o in d["observations"]
                                     if o["rel_error"] is not None]}
             plot = svg.lines(series, y_label="relative error", title="error at each observation")
-            return render(request, "issue.html", {"d": d, "links": links.listing(api.backend().conn, d["id"]),
+            return render(request, "issue.html", {"d": d, "links": api.links(d["id"]),
                                                   "plot": plot, "flash": request.query_params.get("done")})
 
     async def act(request: Request) -> Response:
@@ -130,8 +130,7 @@ def routes(served: Served) -> list[Any]:
 
         def run() -> Response:
             with served.session(request, "writer", "link an issue") as (api, who):
-                iid = api.issue(request.path_params["iid"])["id"]
-                links.add(api.backend().conn, iid, str(form.get("url", "")), who.name)
+                iid = api.link(request.path_params["iid"], str(form.get("url", "")), actor=who.name)["id"]
                 return RedirectResponse(f"/issues/{iid}?done=link", 303)
 
         return await run_in_threadpool(run)

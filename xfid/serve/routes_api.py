@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from xfid.errors import XfidError
-from xfid.serve import links, upload, views
+from xfid.serve import upload, views
 from xfid.serve.served import Served, route
 
 
@@ -46,7 +46,7 @@ def routes(served: Served) -> list[Any]:
     def issue(request: Request) -> Response:
         with served.session(request, "reader", "read issues") as (api, _):
             d = api.issue(request.path_params["iid"])
-            d["links"] = links.listing(api.backend().conn, d["id"])
+            d["links"] = api.links(d["id"])
             return dumps(d)
 
     async def act(request: Request) -> Response:
@@ -64,8 +64,7 @@ def routes(served: Served) -> list[Any]:
 
         def run() -> Response:
             with served.session(request, "writer", "link an issue") as (api, who):
-                iid = api.issue(request.path_params["iid"])["id"]
-                return dumps(links.add(api.backend().conn, iid, str(data.get("url", "")), who.name))
+                return dumps(api.link(request.path_params["iid"], str(data.get("url", "")), actor=who.name))
 
         return await run_in_threadpool(run)
 

@@ -77,13 +77,12 @@ def compare(api: Any, data: dict[str, Any]) -> dict[str, Any]:
     returns the formatted report (`format`: text, markdown, json, junit) and the exit code."""
     from xfid.api import compare as compare_with
     from xfid.drift.drift_format import FORMATTERS
-    from xfid.serve import labels
 
     fmt = data.get("format", "text")
     if fmt not in FORMATTERS:
         raise XfidError(f"compare: unknown format {fmt!r}; formats: {', '.join(FORMATTERS)}")
     if data.get("against"):
-        base = labels.latest(api.backend().conn, str(data["against"]))
+        base = api.labelled_snapshot(str(data["against"]))
     elif isinstance(data.get("baseline"), dict):
         base = data["baseline"]
     else:
@@ -96,16 +95,8 @@ def compare(api: Any, data: dict[str, Any]) -> dict[str, Any]:
 
 def snapshot(api: Any, who: Identity, data: dict[str, Any]) -> dict[str, Any]:
     """`xfid snapshot --label L` on the server: the current correlation kept under the label."""
-    from xfid.serve import labels
-
-    label = labels.check_label(str(data.get("label") or ""))
-    snap = api.snapshot(None, _strings(data.get("target")) or None, _strings(data.get("run")) or None,
-                        data.get("as_of"), label)
-    out = labels.record(api.backend().conn, label, snap, who.name)
-    out["keys"] = len(snap["keys"])
-    out["discrepancies"] = sum(1 for k in snap["keys"].values() if k["kind"] not in ("ok", "missing_reference"))
-    out["comparisons"] = len(snap["comparisons"])
-    return out
+    return api.record_snapshot(str(data.get("label") or ""), actor=who.name, targets=_strings(data.get("target")) or None,
+                               run=_strings(data.get("run")) or None, as_of=data.get("as_of"))
 
 
 def check_list(api: Any) -> list[dict[str, Any]]:

@@ -100,6 +100,8 @@ def issue_text(d: dict[str, Any]) -> str:
         bound = d.get("waiver_max_error")
         out.append(f"  waived until {d['waiver_until']}: {clean(d['waiver_reason'])}"
                    + (f" (back to open if |rel_error| > {bound:.4g})" if bound is not None else ""))
+    for link in d.get("links") or []:
+        out.append(f"  link  {clean(link['url'])}  (by {clean(link['actor'])}, {link['time']})")
     out.append(f"history ({len(d['history'])}):")
     for h in d["history"]:
         extra = [f"{k}={clean(h[k])}" for k in ("owner", "reason", "until", "max_error") if h.get(k) is not None]
