@@ -2,7 +2,9 @@
 
 Values are read by hand from the fixtures and pinned exactly; the export gives them in xfid's
 canonical units, so an expected value is the file's decimal converted exactly
-(`_conv("154.26432382291665", 1, 1000)` for milliseconds).
+(`_conv("11205.91161602855", 1, 1000)` for milliseconds). Where no licensed real file shows a
+layout, a clearly labelled HAND-MADE input is written here in the test (NEWER_JSON, HTTP_CSV,
+TELEMETRY_ROWS), never as a fixture.
 """
 
 from __future__ import annotations
@@ -73,31 +75,85 @@ def test_a_genai_perf_looking_csv_named_aiperf_is_aiperf(tmp_path):
 
 
 # --- AIPerf JSON -----------------------------------------------------------------------------
+SMOKE_JSON = AIPERF / "aidynamo-smoke-100k-conc_profile_export_aiperf.json"
+SMOKE_CSV = AIPERF / "aidynamo-smoke-100k-conc_profile_export_aiperf.csv"
+"""One AIPerf 0.8.0 run (ai-dynamo/aiperf dev/results, against its mock server) exported twice."""
+
+
 def test_aiperf_json_top_level_layout(xfid_cli):
-    recs, _ = xfid_cli.ingest_export(AIPERF / "qwen36-5090-agent-c2_profile_export_aiperf.json")
-    assert {r["source"] for r in recs} == {"aiperf"} and {r["software"] for r in recs} == {"aiperf 0.10.0"}
+    recs, out = xfid_cli.ingest_export(SMOKE_JSON)
+    assert {r["source"] for r in recs} == {"aiperf"} and {r["software"] for r in recs} == {"aiperf 0.8.0"}
     ttft = _one(recs, metric="ttft", stat="mean")
-    assert ttft["value"] == _conv("154.26432382291665", 1, 1000) and ttft["unit"] == "s"
-    assert ttft["n_samples"] == 96 and ttft["source_loc"] == "$.time_to_first_token.avg"
-    assert _one(recs, metric="ttft", stat="sum")["value"] == _conv("14809.375086999999", 1, 1000)
-    assert _one(recs, metric="aiperf:time_to_second_token", stat="p99")["value"] == _conv("17.637750949999813", 1, 1000)
-    assert _one(recs, metric="aiperf:time_to_first_output_token", stat="min")["value"] == _conv("74.400987", 1, 1000)
+    assert ttft["value"] == _conv("11205.91161602855", 1, 1000) and ttft["unit"] == "s"
+    assert ttft["n_samples"] is None and ttft["source_loc"] == "$.time_to_first_token.avg"  # no `count` here
+    assert _one(recs, metric="ttft", stat="p90")["value"] == _conv("21587.5757342", 1, 1000)
+    assert _one(recs, metric="aiperf:time_to_second_token", stat="p99")["value"] == 0.0
+    assert _one(recs, metric="aiperf:time_to_first_output_token", stat="min")["value"] == _conv("1.246696", 1, 1000)
     osl = _one(recs, metric="aiperf:osl_mismatch_diff_pct", stat="mean")
-    assert osl["value"] == _conv("-78.77400716145833", 1, 100) and osl["unit"] == "ratio"
-    assert _one(recs, metric="aiperf:osl_mismatch_count")["value"] == 96
+    assert osl["value"] == _conv("-21.09375", 1, 100) and osl["unit"] == "ratio"
+    assert _one(recs, metric="aiperf:osl_mismatch_count")["value"] == 481414  # avg with null stats: one value
+    per_user = _one(recs, metric="aiperf:output_token_throughput_per_user", stat="p50")
+    assert per_user["value"] == 17.480369047369283 and per_user["unit"] == "tokens/s"
+    tput = _one(recs, metric="throughput_requests")
+    assert tput["stat"] == "mean" and tput["value"] == 3400.2168222410205 and tput["unit"] == "requests/s"
+    assert _one(recs, metric="throughput_total_tokens")["value"] == 778649.6522931937
+    assert _one(recs, metric="requests_completed")["value"] == 481414
+    assert _one(recs, metric="requests_failed")["value"] == 18586
+    assert _one(recs, metric="aiperf:total_error_isl")["value"] == 2379008
+    assert _one(recs, metric="duration")["value"] == 141.58332399600002
+    assert _one(recs, metric="aiperf:total_isl")["value"] == 61620992
+    assert not [r for r in recs if r["stat"] == "sum"]  # this export has no `sum` (see the hand-made one below)
+    cfg = json.loads(ttft["config"])
+    assert cfg["endpoint.type"] == "chat" and cfg["benchmark_id"] == "6478f6aac7c34ceb8b9fd97abd63d5b3"
+    assert cfg["start_time"] == "2026-05-01T05:29:24.409521"
+    assert "18586 failed request(s) of 1 kind(s)" in out
+
+
+NEWER_JSON = {
+    "schema_version": "1.3", "aiperf_version": "0.10.0", "benchmark_id": "handmade01",
+    "time_to_first_token": {"unit": "ms", "avg": 150.5, "min": 70.25, "max": 340.0, "p50": 136.5, "p99": 292.5,
+                            "std": 54.0, "count": 8, "sum": 1204.0},
+    "http_req_data_sent": {"unit": "KB", "avg": 11.5, "min": 1.5, "max": 40.8115234375, "count": 8, "sum": 92.0},
+    "http_req_connection_reused": {"unit": "ratio", "avg": 1.0, "min": 1.0, "max": 1.0, "count": 8, "sum": 8.0},
+    "http_req_chunks_received": {"unit": "count", "avg": 435.5, "min": 38.0, "max": 900.0, "count": 8,
+                                 "sum": 3484.0},
+    "osl_mismatch_diff_pct": {"unit": "%", "avg": -78.75, "min": -98.25, "max": -9.5, "count": 8, "sum": -630.0},
+    "request_count": {"unit": "requests", "avg": 8.0},
+    "telemetry_data": {"summary": {"endpoints_configured": ["http://localhost:9401/metrics"]}, "endpoints": {}},
+    "run_info": {"benchmark_id": "handmade01", "cli_command": "aiperf profile --model 'm' --streaming"},
+    "was_cancelled": False, "error_summary": [],
+}
+"""HAND-MADE test input, written for xfid (not a real export; numbers invented): the layout of
+AIPerf 0.10 / schema 1.3 (`sum` and `count` per metric, `http_req_*` metrics, `KB` sizes, an
+empty `telemetry_data.endpoints`, `run_info.cli_command`), which no licensed real file shows."""
+
+
+def test_aiperf_json_newer_layout_handmade(xfid_cli, tmp_path):
+    f = tmp_path / "profile_export_aiperf.json"
+    f.write_text(json.dumps(NEWER_JSON, indent=2))
+    recs, out = xfid_cli.ingest_export(f, "--target", "t", "--workload", "w")
+    assert {r["software"] for r in recs} == {"aiperf 0.10.0"}
+    total = _one(recs, metric="ttft", stat="sum")
+    assert total["value"] == _conv("1204.0", 1, 1000) and total["unit"] == "s" and total["n_samples"] == 8
+    assert total["source_loc"] == "$.time_to_first_token.sum"
     sent = _one(recs, metric="aiperf:http_req_data_sent", stat="max")  # AIPerf's KB is 1024 bytes
     assert sent["value"] == 40.8115234375 * 1024 == 41791.0 and sent["unit"] == "B"
-    per_user = _one(recs, metric="aiperf:output_token_throughput_per_user", stat="p50")
-    assert per_user["value"] == 179.65045750611534 and per_user["unit"] == "tokens/s"
-    tput = _one(recs, metric="throughput_requests")
-    assert tput["stat"] == "mean" and tput["value"] == 0.7460502167796494 and tput["unit"] == "requests/s"
-    assert _one(recs, metric="throughput_total_tokens")["value"] == 2454.2643011558785
-    assert _one(recs, metric="requests_completed")["value"] == 96
-    assert _one(recs, metric="duration")["value"] == 128.677665177
-    assert _one(recs, metric="aiperf:total_isl")["value"] == 274077
-    cfg = json.loads(ttft["config"])
-    assert cfg["endpoint.type"] == "chat" and cfg["benchmark_id"] == "f7db269e44e9"
-    assert cfg["run_info.cli_command"].startswith("aiperf profile --model 'qwen3.6-nvfp4'")
+    assert _one(recs, metric="aiperf:http_req_data_sent", stat="sum")["value"] == 92 * 1024
+    reused = _one(recs, metric="aiperf:http_req_connection_reused", stat="mean")
+    assert reused["value"] == 1.0 and reused["unit"] == "ratio"
+    assert _one(recs, metric="aiperf:http_req_chunks_received", stat="sum")["unit"] == "count"
+    assert _one(recs, metric="aiperf:osl_mismatch_diff_pct", stat="sum")["value"] == _conv("-630.0", 1, 100)
+    cfg = json.loads(total["config"])
+    assert cfg["run_info.cli_command"] == "aiperf profile --model 'm' --streaming"
+    assert "GPU telemetry in the JSON export is not read" not in out  # endpoints is empty
+
+
+def test_aiperf_json_telemetry_is_listed_as_not_read(xfid_cli, tmp_path):
+    f = tmp_path / "profile_export_aiperf.json"
+    with_gpu = {**NEWER_JSON, "telemetry_data": {"endpoints": {"localhost:9401": {"gpus": {}}}}}
+    f.write_text(json.dumps(with_gpu))
+    recs, out = xfid_cli.ingest_export(f, "--target", "t", "--workload", "w")
+    assert "GPU telemetry in the JSON export is not read" in out and not [r for r in recs if r["op"]]
 
 
 def test_aiperf_json_first_layout_records(xfid_cli):
@@ -116,46 +172,38 @@ def test_aiperf_json_first_layout_records(xfid_cli):
 
 
 # --- AIPerf CSV ------------------------------------------------------------------------------
-def test_aiperf_csv_sum_column_crlf_and_empty_telemetry_header(xfid_cli):
-    f = AIPERF / "qwen36-5090-agent-c2_profile_export_aiperf.csv"
-    assert b"\r\n" in f.read_bytes() and f.read_bytes().rstrip().endswith(b"p99,std")
-    recs, _ = xfid_cli.ingest_export(f)
+def test_aiperf_csv_newer_metrics(xfid_cli):
+    assert b"\r\n" in SMOKE_CSV.read_bytes()
+    recs, _ = xfid_cli.ingest_export(SMOKE_CSV)
     assert {r["software"] for r in recs} == {"aiperf (csv)"} and not [r for r in recs if r["op"]]
-    dur = _one(recs, metric="aiperf:http_req_duration", stat="p50")  # `HTTP Duration (excl. conn) (ms)`
-    assert dur["value"] == _conv("1565.86", 1, 1000) and dur["source_loc"] == "line 12, HTTP Duration (excl. conn) (ms), p50"
-    assert _one(recs, metric="aiperf:http_req_waiting", stat="mean")["value"] == _conv("153.93", 1, 1000)
-    chunks = _one(recs, metric="aiperf:http_req_chunks_received", stat="sum")  # no unit in the label: a count
-    assert chunks["value"] == 41805 and chunks["unit"] == "count"
-    assert _one(recs, metric="aiperf:http_req_data_received", stat="mean")["value"] == _conv("104.66", 1024)
-    assert _one(recs, metric="aiperf:http_req_connection_reused", stat="sum")["value"] == 96
-    osl = _one(recs, metric="aiperf:osl_mismatch_diff_pct", stat="min")
-    assert osl["value"] == _conv("-98.19", 1, 100)
-    assert _one(recs, metric="aiperf:output_token_throughput_per_user", stat="p99")["value"] == 189.05
-    assert _one(recs, metric="throughput_tokens")["value"] == 324.31
-    assert _one(recs, metric="requests_completed")["value"] == 96
+    ttft = _one(recs, metric="ttft", stat="sum")  # the `sum` column
+    assert ttft["value"] == _conv("5394682734.72", 1, 1000) and ttft["source_loc"] == "line 14, Time to First Token (ms), sum"
+    assert _one(recs, metric="aiperf:time_to_first_output_token", stat="p90")["value"] == _conv("21587.58", 1, 1000)
+    assert _one(recs, metric="aiperf:osl_mismatch_diff_pct", stat="sum")["value"] == _conv("-10154826.56", 1, 100)
+    assert _one(recs, metric="aiperf:osl_mismatch_diff_pct", stat="min")["value"] == _conv("-21.09", 1, 100)
+    assert _one(recs, metric="aiperf:osl_mismatch_count")["value"] == 481414
+    failed = _one(recs, metric="requests_failed")  # `Error Request Count`: no unit in the label, a count
+    assert failed["value"] == 18586 and failed["unit"] == "count"
+    assert _one(recs, metric="duration")["value"] == 141.58
+    assert _one(recs, metric="throughput_tokens")["value"] == 343421.90
+    assert _one(recs, metric="throughput_total_tokens")["value"] == 778649.65
+    assert _one(recs, metric="aiperf:prefill_throughput_per_user", stat="max")["value"] == 102671.38
+    assert _one(recs, metric="aiperf:output_token_throughput_per_user", stat="p99")["value"] == 6490.12
+    assert _one(recs, metric="aiperf:error_isl", stat="sum")["value"] == 2379008
+    assert _one(recs, metric="aiperf:total_error_isl")["value"] == 2379008
+    assert _one(recs, metric="requests_completed")["value"] == 481414
 
 
 def test_aiperf_csv_and_json_name_the_same_metrics(xfid_cli):
-    csv_recs, _ = xfid_cli.ingest_export(AIPERF / "qwen36-5090-agent-c2_profile_export_aiperf.csv")
-    both, _ = xfid_cli.ingest_export(AIPERF / "qwen36-5090-agent-c2_profile_export_aiperf.json")
+    csv_recs, _ = xfid_cli.ingest_export(SMOKE_CSV)
+    both, _ = xfid_cli.ingest_export(SMOKE_JSON)
     json_recs = [r for r in both if r["software"] != "aiperf (csv)"]
     assert {r["metric"] for r in csv_recs} == {r["metric"] for r in json_recs}
     c = _one(csv_recs, metric="ttft", stat="mean")["value"]
     j = _one(json_recs, metric="ttft", stat="mean")["value"]
-    assert c == _conv("154.26", 1, 1000) and round(j, 5) == c  # the CSV rounds to two decimals of ms
-
-
-def test_aiperf_csv_newer_metrics(xfid_cli):
-    recs, _ = xfid_cli.ingest_export(AIPERF / "aidynamo-smoke-100k-conc_profile_export_aiperf.csv")
-    assert _one(recs, metric="ttft", stat="sum")["value"] == _conv("5394682734.72", 1, 1000)
-    assert _one(recs, metric="aiperf:time_to_first_output_token", stat="p90")["value"] == _conv("21587.58", 1, 1000)
-    assert _one(recs, metric="aiperf:osl_mismatch_diff_pct", stat="sum")["value"] == _conv("-10154826.56", 1, 100)
-    assert _one(recs, metric="aiperf:osl_mismatch_count")["value"] == 481414
-    assert _one(recs, metric="requests_failed")["value"] == 18586
-    assert _one(recs, metric="duration")["value"] == 141.58
-    assert _one(recs, metric="throughput_total_tokens")["value"] == 778649.65
-    assert _one(recs, metric="aiperf:prefill_throughput_per_user", stat="max")["value"] == 102671.38
-    assert _one(recs, metric="aiperf:total_error_input_sequence_length")["value"] == 2379008
+    assert c == _conv("11205.91", 1, 1000) and round(j, 5) == c  # the CSV rounds to two decimals of ms
+    assert {r["run"] for r in csv_recs} == {"aiperf-smoke-100k-conc-csv"}
+    assert {r["run"] for r in json_recs} == {"aiperf-smoke-100k-conc"}
 
 
 def test_aiperf_example_csv_without_sum(xfid_cli):
@@ -167,13 +215,54 @@ def test_aiperf_example_csv_without_sum(xfid_cli):
 
 
 def test_aiperf_csv_lf_reads_like_crlf(xfid_cli, tmp_path):
-    src = AIPERF / "qwen36-5090-agent-c2_profile_export_aiperf.csv"
     lf = tmp_path / "lf_profile_export_aiperf.csv"
-    lf.write_bytes(src.read_bytes().replace(b"\r\n", b"\n"))
+    lf.write_bytes(SMOKE_CSV.read_bytes().replace(b"\r\n", b"\n"))
     recs, _ = xfid_cli.ingest_export(lf, "--target", "t", "--workload", "w")
-    assert _one(recs, metric="aiperf:http_req_duration", stat="p50")["value"] == _conv("1565.86", 1, 1000)
-    crlf = AiperfAdapter().read(ReadContext(path=src))
-    assert len(recs) == len(crlf["metric"]) == 27 * 14 + 9  # 27 rows of 14 stats, 9 single values
+    lat = _one(recs, metric="e2e_latency", stat="p50")
+    assert lat["value"] == _conv("16428.07", 1, 1000) and lat["source_loc"] == "line 12, Request Latency (ms), p50"
+    crlf = AiperfAdapter().read(ReadContext(path=SMOKE_CSV))
+    assert len(recs) == len(crlf["metric"]) == 14 * 14 + 11  # 14 rows of 14 stats, 11 single values
+
+
+HTTP_CSV = (
+    "Metric,avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std\r\n"
+    "HTTP Chunks Received,40.00,10.00,90.00,320.00,10.50,12.50,15.00,20.00,35.00,55.00,80.00,85.00,89.00,25.00\r\n"
+    "HTTP Connection Reused (ratio),0.75,0.00,1.00,6.00,0.00,0.00,0.00,1.00,1.00,1.00,1.00,1.00,1.00,0.46\r\n"
+    "HTTP Data Received (KB),12.50,2.00,30.00,100.00,2.10,2.50,3.00,6.00,11.00,18.00,25.00,28.00,29.80,9.00\r\n"
+    "HTTP Duration (excl. conn) (ms),812.34,201.00,1999.99,6498.72,205.00,230.00,260.00,400.00,700.25,1100.00,"
+    "1600.00,1800.00,1980.00,560.00\r\n"
+    "HTTP Waiting (TTFB) (ms),95.50,40.00,180.00,764.00,41.00,45.00,50.00,70.00,90.00,120.00,150.00,165.00,"
+    "178.00,40.00\r\n"
+    "\r\n"
+    "Metric,Value\r\n"
+    "Request Count,8.00\r\n"
+    "Benchmark Duration (sec),12.00\r\n"
+    "\r\n"
+    "\r\n"
+    "Endpoint,GPU_Index,GPU_Name,GPU_UUID,Metric,avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std\r\n"
+)
+"""HAND-MADE test input, written for xfid (not a real export; numbers invented): the CSV of
+AIPerf 0.10 with HTTP trace metrics (labels as AIPerf's metric headers spell them, two
+parentheses in `HTTP Duration (excl. conn) (ms)`, `(ratio)`, `HTTP Chunks Received` without a
+unit, `Metric,avg,min,max,sum,...` order) and the GPU-telemetry header it writes with no rows
+when no GPU was sampled. No licensed real AIPerf CSV with these rows was found."""
+
+
+def test_aiperf_csv_http_rows_and_empty_telemetry_header_handmade(xfid_cli, tmp_path):
+    f = tmp_path / "http_profile_export_aiperf.csv"
+    f.write_text(HTTP_CSV, newline="")
+    recs, _ = xfid_cli.ingest_export(f, "--target", "t", "--workload", "w")
+    assert not [r for r in recs if r["op"]] and len(recs) == 5 * 14 + 2  # the telemetry header adds nothing
+    dur = _one(recs, metric="aiperf:http_req_duration", stat="p50")  # `HTTP Duration (excl. conn) (ms)`
+    assert dur["value"] == _conv("700.25", 1, 1000) and dur["source_loc"] == "line 5, HTTP Duration (excl. conn) (ms), p50"
+    assert _one(recs, metric="aiperf:http_req_waiting", stat="mean")["value"] == _conv("95.50", 1, 1000)
+    chunks = _one(recs, metric="aiperf:http_req_chunks_received", stat="sum")  # no unit in the label: a count
+    assert chunks["value"] == 320 and chunks["unit"] == "count"
+    received = _one(recs, metric="aiperf:http_req_data_received", stat="mean")
+    assert received["value"] == _conv("12.50", 1024) and received["unit"] == "B"
+    reused = _one(recs, metric="aiperf:http_req_connection_reused", stat="sum")
+    assert reused["value"] == 6 and reused["unit"] == "ratio"
+    assert _one(recs, metric="requests_completed")["value"] == 8
 
 
 TELEMETRY_ROWS = (

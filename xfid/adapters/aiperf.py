@@ -54,6 +54,8 @@ METRICS: dict[str, tuple[str, str]] = {
     "benchmark_duration": ("Benchmark Duration", "duration"),
     "total_isl": ("Total Input Sequence Length", "aiperf:total_isl"),
     "total_osl": ("Total Output Sequence Length", "aiperf:total_osl"),
+    "error_isl": ("Error Input Sequence Length", "aiperf:error_isl"),
+    "total_error_isl": ("Total Error Input Sequence Length", "aiperf:total_error_isl"),
     "osl_mismatch_diff_pct": ("OSL Mismatch Diff %", "aiperf:osl_mismatch_diff_pct"),
     "http_req_blocked": ("HTTP Blocked", "aiperf:http_req_blocked"),
     "http_req_chunks_received": ("HTTP Chunks Received", "aiperf:http_req_chunks_received"),
