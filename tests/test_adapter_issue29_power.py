@@ -279,7 +279,7 @@ def test_round_robin_rule_on_single_gpu_times():
 # --- energy over a window from held -lms samples --------------------------------------------------
 def _held_log(path, start, seconds, lms, steps_w, update_s=0.1):
     """A single-GPU -lms log of a step power: the driver's reading changes every update_s."""
-    n = int(round(seconds * 1000 / lms))
+    n = round(seconds * 1000 / lms)
     rows = []
     for i in range(n + 1):
         t = i * lms / 1000
@@ -317,3 +317,30 @@ def test_constant_power_lms_log_equals_the_1s_log(xfid_cli, tmp_path, lms):
     slow = _held_log(tmp_path / "slow" / "slow.csv", T0 - timedelta(seconds=5), 20.0, 1000, [250.0] * 200)
     e_slow, _ = _window(other, tmp_path / "slow", slow, T0 + timedelta(seconds=10), 10.0)
     assert e_fast == pytest.approx(2500.0, rel=1e-12) and e_slow == pytest.approx(2500.0, rel=1e-12)
+
+
+def test_a_gpu_shared_by_pods_is_kept_once(xfid_cli, tmp_path):
+    line = 'DCGM_FI_DEV_POWER_USAGE{{gpu="0",UUID="GPU-a",modelName="NVIDIA H100 80GB HBM3",pod="{}"}} {}\n'
+    path = tmp_path / "dump.txt"
+    path.write_text(line.format("p1", "61.5") + line.format("p2", "61.5"))
+    recs, out = xfid_cli.ingest_export(path, "--target", "h100-sxm", "--workload", "w")
+    assert [r["value"] for r in recs] == [61.5] and json.loads(recs[0]["config"])["pod"] == "p1"
+    assert "the same GPU series as line 1, for another pod (a shared GPU): kept once" in out
+
+
+def test_dumps_of_a_run_ingested_together(xfid_cli, tmp_path):
+    tmp_path = tmp_path / "run"  # (the store lives in the test's own tmp_path)
+    tmp_path.mkdir()
+    vllm(tmp_path / "result.json", T0 + timedelta(seconds=60), 60.0)
+    side = ['target = "h100-sxm"', 'workload = "w/serve"', 'run = "r1"']
+    for k, (dt, mj) in enumerate([(-5, 10_000_000), (65, 10_000_000 + 70 * 150_000)]):  # 150 W throughout
+        _dump(tmp_path / f"dump{k}.txt", mj, 150.0)
+        side.append(f'[files."dump{k}.txt"]\noptions = {{ timestamp = "{(T0 + timedelta(seconds=dt)).isoformat()}Z" }}')
+    (tmp_path / "xfid-source.toml").write_text("\n".join(side) + "\n")
+    r = xfid_cli("ingest", tmp_path)
+    assert r.exit_code == 0 and "[derived-energy]  4 rows" in r.output, r.output
+    d = derived(export(xfid_cli))
+    assert d["energy"]["value"] == pytest.approx(150.0 * 60, rel=1e-12)
+    assert json.loads(d["energy"]["config"])["gpus"] == {"gpu0": {"readings": 2, "energy_j": 9000.0}}
+    again = xfid_cli("ingest", tmp_path)
+    assert again.exit_code == 0 and "0 new rows" in again.output, again.output

@@ -78,6 +78,7 @@ COUNTER_SCOPE = "counter"
 _LABEL_KEYS = {"UUID": "uuid", "modelName": "name", "Hostname": "hostname", "pci_bus_id": "pci_bus_id",
                "device": "device", "GPU_I_PROFILE": "mig_profile", "GPU_I_ID": "mig_instance",
                "DCGM_FI_DRIVER_VERSION": "driver_version"}
+_POD_LABELS = frozenset({"pod", "namespace", "container"})
 _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,|\})')
 _META = re.compile(r"^#\s*(HELP|TYPE)\s+(\S+)\s*(.*)$")
@@ -126,7 +127,7 @@ class DcgmExporterAdapter(Adapter):
             ctx.warn(f"{len(hosts)} hosts in one dump ({', '.join(sorted(h or '(none)' for h in hosts))}): "
                      "ops are named <Hostname>/gpu<N>")
         out = Columns()
-        seen: dict[tuple[str, str], int] = {}
+        seen: dict[tuple[str, str], tuple[int, dict[str, str]]] = {}
         for lineno, name, labels, cell, ts_ms in samples:
             loc = f"line {lineno}, {name}"
             if not name.startswith(("DCGM_FI_", "DCGM_EXP_")):
@@ -137,10 +138,14 @@ class DcgmExporterAdapter(Adapter):
                 continue
             op = _op(labels, len(hosts) > 1)
             if (op, name) in seen:
-                raise ctx.error(f"line {lineno}", f"{name} of {op} already appeared on line {seen[op, name]}",
+                first, first_labels = seen[op, name]
+                if _without_pods(first_labels) == _without_pods(labels) and first_labels != labels:
+                    ctx.skip(loc, f"the same GPU series as line {first}, for another pod (a shared GPU): kept once")
+                    continue
+                raise ctx.error(f"line {lineno}", f"{name} of {op} already appeared on line {first}",
                                 "one scrape per file: write each dump to its own file "
                                 "(curl -s host:9400/metrics > dump-$(date +%s).txt) and give each its time")
-            seen[op, name] = lineno
+            seen[op, name] = (lineno, labels)
             self._add(ctx, out, loc, name, labels, cell, op, _sample_time(when, ts_ms), helps, types)
         if not out:
             raise ctx.error(None, "no DCGM series with a gpu label", "pass a dcgm-exporter /metrics dump")
@@ -207,6 +212,11 @@ def _sample(ctx: ReadContext, lineno: int, s: str) -> tuple[str, dict[str, str],
             raise ctx.error(f"line {lineno}", f"{name}: sample timestamp {parts[1]!r} is not whole milliseconds")
         ts = int(parts[1])
     return name, labels, parts[0], ts
+
+
+def _without_pods(labels: dict[str, str]) -> dict[str, str]:
+    """The labels that name the GPU: a GPU shared by pods is exported once per pod."""
+    return {k: v for k, v in labels.items() if k not in _POD_LABELS}
 
 
 def _unescape(v: str) -> str:
