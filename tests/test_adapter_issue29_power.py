@@ -187,7 +187,7 @@ def test_real_single_gpu_log_without_index_is_gpu0(xfid_cli, fixtures):
     # line 2: 2026/01/03 15:36:53.507, NVIDIA GeForce RTX 4090, 1 %, 2 %, 1129 MiB, 33.09 W
     p = pick(recs, "power", loc="line 2,")
     assert (p["value"], p["unit"], p["timestamp"]) == (33.09, "W", "2026-01-03T15:36:53.507000Z")
-    assert p["hardware"] == "NVIDIA GeForce RTX 4090" and p["target"] == "rtx-4090"
+    assert p["hardware"] == "NVIDIA GeForce RTX 4090" and p["target"] == "rtx4090"
     assert json.loads(p["config"])["gpu_index_from"].startswith("assumed")
     assert pick(recs, "utilization", loc="line 2,")["value"] == pytest.approx(0.01)
     assert pick(recs, "nvidia_smi:utilization.memory", loc="line 2,")["value"] == pytest.approx(0.02)

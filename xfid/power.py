@@ -200,7 +200,7 @@ def _counter_pair(bsid: str, b: dict[str, Any], cn: dict[str, Any]) -> Derived:
     end = b["end_us"] / 1e6
     start = end - float(b["duration"])
     window = f"{_iso(int(start * 1e6))}..{_iso(b['end_us'])}"
-    total, per_gpu, used = 0.0, {}, set()
+    total, per_gpu, used = 0.0, {}, set[str]()
     for op, readings in sorted(cn["gpus"].items()):
         readings.sort()
         tt = np.array([r[0] for r in readings])

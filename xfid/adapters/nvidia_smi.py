@@ -85,7 +85,7 @@ class NvidiaSmiAdapter(Adapter):
         nounits = None
         for lineno, cells, row, ts in rows:
             loc = f"line {lineno}"
-            if single is not None:
+            if single is not None or gpu_field is None:
                 op = f"gpu{single}"
             elif gpu_field == "index":
                 if not row["index"].isdigit():
