@@ -125,14 +125,14 @@ def test_bad_dumps_are_refused_cleanly(xfid_cli, fixtures, tmp_path, text, opt, 
     assert "Traceback" not in r.output
 
 
-def _dump(path, energy_mj: int, watts: float) -> None:
+def _dump(path, energy_mj: int, watts: float, host: str = "node1", uuid: str = "GPU-a") -> None:
     path.write_text("# HELP DCGM_FI_DEV_POWER_USAGE Power draw (in W).\n# TYPE DCGM_FI_DEV_POWER_USAGE gauge\n"
-                    f'DCGM_FI_DEV_POWER_USAGE{{gpu="0",UUID="GPU-a",modelName="NVIDIA H100 80GB HBM3",'
-                    f'Hostname="node1"}} {watts:.6f}\n'
+                    f'DCGM_FI_DEV_POWER_USAGE{{gpu="0",UUID="{uuid}",modelName="NVIDIA H100 80GB HBM3",'
+                    f'Hostname="{host}"}} {watts:.6f}\n'
                     "# HELP DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION Total energy consumption since boot (in mJ).\n"
                     "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"
-                    f'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu="0",UUID="GPU-a",modelName="NVIDIA H100 80GB HBM3",'
-                    f'Hostname="node1"}} {energy_mj}\n')
+                    f'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu="0",UUID="{uuid}",modelName="NVIDIA H100 80GB HBM3",'
+                    f'Hostname="{host}"}} {energy_mj}\n')
 
 
 def test_dumps_at_several_times_make_a_series_energy_is_a_difference(xfid_cli, tmp_path):
@@ -156,7 +156,7 @@ def test_dumps_at_several_times_make_a_series_energy_is_a_difference(xfid_cli, t
     assert d["tokens_per_joule"]["value"] == pytest.approx(6000 / 12000.0, rel=1e-12)
     cfg = json.loads(d["energy"]["config"])
     assert cfg["method"].startswith("difference of DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION readings")
-    assert cfg["gpus"] == {"gpu0": {"readings": 3, "energy_j": 12000.0}}
+    assert cfg["gpus"] == {"gpu0": {"readings": 3, "energy_j": 12000.0}} and cfg["host"] == "node1"
     # a sum of the readings (or of the per-dump power samples) is nowhere
     assert all(r["value"] < 1e6 for r in d.values())
 
@@ -344,3 +344,20 @@ def test_dumps_of_a_run_ingested_together(xfid_cli, tmp_path):
     assert json.loads(d["energy"]["config"])["gpus"] == {"gpu0": {"readings": 2, "energy_j": 9000.0}}
     again = xfid_cli("ingest", tmp_path)
     assert again.exit_code == 0 and "0 new rows" in again.output, again.output
+
+
+def test_dumps_of_two_hosts_are_two_series_not_one(xfid_cli, tmp_path):
+    # node1 and node2 both export a gpu0; their counters differ by far (one series would go
+    # down): each host's dumps give its own energy, like one power log each
+    assert xfid_cli("ingest", vllm(tmp_path / "result.json", T0 + timedelta(seconds=60), 60.0), *CTX).exit_code == 0
+    for host, uuid, c0, watts in (("node1", "GPU-a", 5_000_000_000, 100.0), ("node2", "GPU-b", 9_000_000, 300.0)):
+        for k, dt in enumerate((0, 60, 90)):  # the third dump changes nothing already derived
+            path = tmp_path / f"{host}-{k}.txt"
+            _dump(path, c0 + int(watts * dt * 1000), watts, host, uuid)
+            r = xfid_cli("ingest", path, *CTX, "--option", f"timestamp={(T0 + timedelta(seconds=dt)).isoformat()}Z")
+            assert r.exit_code == 0, r.output
+    rows = [r for r in export(xfid_cli) if r["source"] == "derived-energy" and r["metric"] == "energy"]
+    assert len(rows) == 2  # one per host: no second estimate from the later dumps
+    energies = {json.loads(r["config"])["host"]: (r["value"], json.loads(r["config"])["gpus"]) for r in rows}
+    assert energies == {"node1": (pytest.approx(6000.0, rel=1e-12), {"gpu0": {"readings": 2, "energy_j": 6000.0}}),
+                        "node2": (pytest.approx(18000.0, rel=1e-12), {"gpu0": {"readings": 2, "energy_j": 18000.0}})}

@@ -127,6 +127,7 @@ def derive(records: Any, only: Iterable[str] | None = None) -> list[Derived]:
             "target", "workload", "hardware", "flags"]
     data = {c: t.column(c).cast(_plain(t.column(c).type)).to_pylist() if c != "timestamp"
             else pc.cast(t.column(c), "int64").to_pylist() for c in cols}
+    configs = t.column("config") if "config" in t.column_names else None  # read row by row, counters only
     only_set = set(only) if only is not None else None
     bench: dict[str, dict[str, Any]] = {}
     logs: dict[str, dict[str, Any]] = {}
@@ -148,7 +149,7 @@ def derive(records: Any, only: Iterable[str] | None = None) -> list[Derived]:
                                        "gpus": defaultdict(list)})
             lg["gpus"][data["op"][i]].append((data["timestamp"][i] / 1e6, data["value"][i]))
         elif src in COUNTER_SOURCES and metric == ENERGY_COUNTER:
-            _add_reading(counters, relative, data, i)
+            _add_reading(counters, relative, data, i, configs[i].as_py() if configs is not None else None)
     out = []
     for bsid, b in sorted(bench.items()):
         for lsid, lg in sorted(logs.items()):
@@ -163,45 +164,64 @@ def derive(records: Any, only: Iterable[str] | None = None) -> list[Derived]:
                                    f"run {b['run']!r}: power log {lg['path']} has no wall-clock times, so it cannot "
                                    f"be matched to {b['path']}'s window (dcgm: pass --option start=ISO-TIME; "
                                    "dcgm-exporter: --option timestamp=ISO-TIME)"))
-        cn = counters.get(b["run"])
-        if cn and (only_set is None or ({bsid} | set(cn["paths"])) & only_set):
-            out.append(_counter_pair(bsid, b, cn))
+        for host, cn in sorted(counters.get(b["run"], {}).items()):
+            if only_set is None or ({bsid} | set(cn["paths"])) & only_set:
+                out.append(_counter_pair(bsid, b, host, cn))
     return out
 
 
 def _add_reading(counters: dict[Any, dict[str, Any]], untimed: dict[str, dict[str, Any]], data: dict[str, list[Any]],
-                 i: int) -> None:
-    """Collect one energy-counter reading (J since boot) of a dump, by run, op and time."""
+                 i: int, config: str | None) -> None:
+    """Collect one energy-counter reading (J since boot) of a dump, by run, host, GPU and time.
+
+    The host is the dump's `Hostname` (from the record's config): like one power log, one host's
+    dumps make one series. The GPU is its UUID where the dump has one, else its op."""
+    import json
+
     sid, run = data["source_id"][i], data["run"][i]
     if NO_SAMPLE_TIME in (data["flags"][i] or "") or data["timestamp"][i] is None:
         untimed.setdefault(sid, {"run": run, "path": data["source_path"][i]})
         return
     if data["value"][i] is None:
         return
-    cn = counters.setdefault(run, {"hw": data["hardware"][i], "gpus": defaultdict(list), "paths": {}})
-    cn["gpus"][data["op"][i]].append((data["timestamp"][i] / 1e6, float(data["value"][i]), sid))
+    try:
+        cfg = json.loads(config) if config else {}
+    except ValueError:
+        cfg = {}
+    op, host = data["op"][i], str(cfg.get("hostname") or "")
+    key = cfg.get("uuid") or op
+    cn = counters.setdefault(run, {}).setdefault(host, {"hw": data["hardware"][i], "gpus": defaultdict(list),
+                                                        "paths": {}, "names": {}})
+    cn["gpus"][key].append((data["timestamp"][i] / 1e6, float(data["value"][i]), sid))
+    cn["names"][key] = op
+    cn["paths"][sid] = data["source_path"][i]
     cn["paths"][sid] = data["source_path"][i]
 
 
-def _counter_pair(bsid: str, b: dict[str, Any], cn: dict[str, Any]) -> Derived:
-    """Energy over a benchmark window from since-boot counter readings of several dumps.
+def _counter_pair(bsid: str, b: dict[str, Any], host: str, cn: dict[str, Any]) -> Derived:
+    """Energy over a benchmark window from since-boot counter readings of one host's dumps.
 
     The counter of each GPU is read at the dumps' times; between two readings it is taken as
     rising linearly (constant power), so the energy over [start, end] is the counter
     interpolated at `end` minus the counter interpolated at `start`: a difference of readings,
-    never a sum of them. A dump at or before the start and one at or after the end are needed."""
+    never a sum of them. A dump at or before the start and one at or after the end are needed.
+    The derived source's id is the benchmark's and the host's: the first dumps that span the
+    window give the host's energy, and a later dump of the same host adds no second estimate."""
     import hashlib
 
     from xfid.schema import canonical_json
 
-    name = f"run {b['run']!r}: {b['path']} with {len(cn['paths'])} dcgm-exporter dump(s)"
+    name = (f"run {b['run']!r}: {b['path']} with {len(cn['paths'])} dcgm-exporter dump(s)"
+            + (f" of host {host}" if host else ""))
     if b.get("duration") is None or b.get("end_us") is None:
         return Derived("", "", (bsid,), None, f"{name}: the result has no duration/end time; no energy derived")
     end = b["end_us"] / 1e6
     start = end - float(b["duration"])
     window = f"{_iso(int(start * 1e6))}..{_iso(b['end_us'])}"
     total, per_gpu, used = 0.0, {}, set[str]()
-    for op, readings in sorted(cn["gpus"].items()):
+    names = cn["names"]
+    for key, readings in sorted(cn["gpus"].items(), key=lambda kv: names[kv[0]]):
+        op = names[key]
         readings.sort()
         tt = np.array([r[0] for r in readings])
         cc = np.array([r[1] for r in readings])
@@ -222,14 +242,14 @@ def _counter_pair(bsid: str, b: dict[str, Any], cn: dict[str, Any]) -> Derived:
         per_gpu[op] = {"readings": len(idx), "energy_j": round(e, 6)}
         total += e
     sids = tuple(sorted(used))
-    sid = hashlib.sha256("\0".join((DERIVED, bsid, *sids)).encode()).hexdigest()
+    sid = hashlib.sha256("\0".join((DERIVED, bsid, COUNTER_SOURCES[0], host)).encode()).hexdigest()
     path = f"{b['path']} + " + " + ".join(cn["paths"][s] for s in sids)
     tokens = b.get("output_tokens")
     cfg = canonical_json({"method": "difference of DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION readings (since-boot "
                                     "counter) interpolated linearly to the window edges, summed over GPUs",
                           "window_start": _iso(int(start * 1e6)), "window_end": _iso(b["end_us"]),
                           "window_s": round(end - start, 6), "gpus": per_gpu, "output_tokens": tokens,
-                          "benchmark_source_id": bsid, "power_source_ids": list(sids)})
+                          "host": host or None, "benchmark_source_id": bsid, "power_source_ids": list(sids)})
     loc = f"window {window}; " + ", ".join(f"{op} {v['readings']} counter readings" for op, v in per_gpu.items())
     rows = Columns()
     n = sum(v["readings"] for v in per_gpu.values())
@@ -323,8 +343,14 @@ def derive_energy_sources(store: Any, preps: Sequence[Any]) -> list[Any]:
     keep = ["power", "duration", "output_tokens", ENERGY_COUNTER]
 
     def plain(t: pa.Table) -> pa.Table:
-        t = t.select(cols)
-        return pa.table({c: t.column(c).cast(_plain(t.column(c).type)) for c in cols})
+        """The columns derive reads; `config` only on the few counter readings (it names their GPU)."""
+        counter = pc.equal(t.column("metric").cast(pa.string()), ENERGY_COUNTER)
+        parts = []
+        for part, with_cfg in ((t.filter(counter), True), (t.filter(pc.invert(counter)), False)):
+            cfg = part.column("config").cast(pa.string()) if with_cfg else pa.nulls(part.num_rows, pa.string())
+            parts.append(pa.table({**{c: part.column(c).cast(_plain(part.column(c).type)) for c in cols},
+                                   "config": cfg}))
+        return pa.concat_tables(parts)
 
     tables = []
     for p in mine:
