@@ -361,3 +361,20 @@ def test_dumps_of_two_hosts_are_two_series_not_one(xfid_cli, tmp_path):
     energies = {json.loads(r["config"])["host"]: (r["value"], json.loads(r["config"])["gpus"]) for r in rows}
     assert energies == {"node1": (pytest.approx(6000.0, rel=1e-12), {"gpu0": {"readings": 2, "energy_j": 6000.0}}),
                         "node2": (pytest.approx(18000.0, rel=1e-12), {"gpu0": {"readings": 2, "energy_j": 18000.0}})}
+
+
+def test_curl_i_dump_takes_the_http_date(xfid_cli, fixtures, tmp_path):
+    real = (fixtures / DUMPS / "t4_serve_metrics.txt").read_text()
+    path = tmp_path / "dump.txt"
+    path.write_text("HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+                    "Date: Sun, 01 Mar 2026 12:00:05 GMT\r\nTransfer-Encoding: chunked\r\n\r\n" + real)
+    assert detect(path).name == "dcgm-exporter"
+    recs, out = xfid_cli.ingest_export(path, "--target", "t4", "--workload", "w")
+    p = pick(recs, "power", "424773df46e0/gpu0")
+    assert p["timestamp"] == "2026-03-01T12:00:05Z" and p["flags"] is None
+    assert p["source_loc"] == "line 17, DCGM_FI_DEV_POWER_USAGE"  # the file's own line numbers
+    assert json.loads(p["config"])["time_base"] == "HTTP Date header (curl -i)"
+    assert "is the HTTP Date header (line 3)" in out and "one sample" not in out
+    path.write_text("HTTP/1.1 200 OK\r\nDate: yesterday\r\n\r\n" + real)
+    r = xfid_cli("ingest", path, "--target", "t4", "--workload", "w")
+    assert r.exit_code == 2 and "line 2: HTTP Date header 'yesterday' is not a date" in r.output, r.output

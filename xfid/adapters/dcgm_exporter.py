@@ -9,7 +9,8 @@ What a dump is and is not:
 
 * one scrape: every series is **one sample** per GPU. A dump carries no time (dcgm-exporter
   does not write Prometheus sample timestamps); the sample time comes from `--option
-  timestamp=ISO-TIME` (or `options.timestamp` in xfid-source.toml), else the records are one
+  timestamp=ISO-TIME` (or `options.timestamp` in xfid-source.toml), or the `Date:` of a dump
+  saved with `curl -i` (response headers first), else the records are one
   sample without a time (flag `no_sample_time`, said in the ingest summary) and are never
   placed in a benchmark window;
 * profiling fields (`DCGM_FI_PROF_*`) are 0-1 ratios even where the help text says "(in %)";
@@ -28,7 +29,9 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -95,7 +98,10 @@ class DcgmExporterAdapter(Adapter):
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
-        for line in head_text(head).splitlines()[:50]:
+        lines = head_text(head).splitlines()
+        if lines and lines[0].startswith("HTTP/"):  # `curl -i`: the response headers first
+            lines = lines[next((i for i, x in enumerate(lines) if not x.strip()), len(lines)):]
+        for line in lines[:50]:
             s = line.strip()
             if s.startswith(("# HELP DCGM_", "# TYPE DCGM_", "DCGM_FI_", "DCGM_EXP_")):
                 return True
@@ -106,12 +112,18 @@ class DcgmExporterAdapter(Adapter):
     def read(self, ctx: ReadContext) -> dict[str, list[Any]]:
         lines = read_text(ctx).splitlines()
         when = _timestamp(ctx)
+        body = _skip_http_headers(ctx, lines)
+        self._time_base = "prometheus sample timestamp"
+        if when is None and body.date is not None:
+            when = body.date
+            self._time_base = "HTTP Date header (curl -i)"
+            ctx.warn(f"the sample time {when.isoformat()} is the HTTP Date header (line {body.date_line})")
         helps: dict[str, str] = {}
         types: dict[str, str] = {}
         samples: list[tuple[int, str, dict[str, str], str, int | None]] = []
         for lineno, line in enumerate(lines, 1):
             s = line.strip()
-            if not s:
+            if not s or lineno <= body.first_line:
                 continue
             if s.startswith("#"):
                 m = _META.match(s)
@@ -163,8 +175,8 @@ class DcgmExporterAdapter(Adapter):
         cfg.update({"tool": "dcgm-exporter", "gpu": labels["gpu"], "prometheus_type": types.get(name, "untyped")})
         if types.get(name) == "counter" and field not in RATE_FIELDS:
             cfg["scope"] = COUNTER_SCOPE
-        cfg["time_base"] = "option timestamp" if ts and ctx.options.get("timestamp") else \
-            "prometheus sample timestamp" if ts else "none: one sample without a time"
+        cfg["time_base"] = ("option timestamp" if ctx.options.get("timestamp") else self._time_base) if ts else \
+            "none: one sample without a time"
         driver = labels.get("DCGM_FI_DRIVER_VERSION")
         base = {"op": op, "timestamp": ts, "flags": None if ts else NO_SAMPLE_TIME, "config": canonical_json(cfg),
                 "hardware": labels.get("modelName") or None, "n_samples": 1,
@@ -176,6 +188,37 @@ class DcgmExporterAdapter(Adapter):
             out.add(metric, "value", None, unit, loc, null_reason=f"DCGM blank sentinel {cell}", **base)
         else:
             out.add(metric, "value", v, unit, loc, **base)
+
+
+@dataclass
+class _Body:
+    """Where the exposition text starts (after `curl -i` response headers), and their Date."""
+
+    first_line: int = 0
+    date: datetime | None = None
+    date_line: int = 0
+
+
+def _skip_http_headers(ctx: ReadContext, lines: list[str]) -> _Body:
+    """`curl -i host:9400/metrics` writes the response headers first; their `Date:` is when the
+    exporter answered, to the second: the dump's sample time when no option gives one."""
+    if not lines or not lines[0].startswith("HTTP/"):
+        return _Body()
+    body = _Body()
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            body.first_line = lineno
+            return body
+        key, _, value = line.partition(":")
+        if key.strip().lower() == "date":
+            try:
+                body.date = parsedate_to_datetime(value.strip()).astimezone(UTC)
+                body.date_line = lineno
+            except (TypeError, ValueError):
+                raise ctx.error(f"line {lineno}", f"HTTP Date header {value.strip()!r} is not a date",
+                                "pass --option timestamp=ISO-TIME, or save the dump without -i") from None
+    raise ctx.error(None, "HTTP response headers without the metrics after them (no blank line)",
+                    "save the whole response: curl -si host:9400/metrics > dump.txt")
 
 
 def _sample(ctx: ReadContext, lineno: int, s: str) -> tuple[str, dict[str, str], str, int | None]:
