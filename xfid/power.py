@@ -195,7 +195,6 @@ def _add_reading(counters: dict[Any, dict[str, Any]], untimed: dict[str, dict[st
     cn["gpus"][key].append((data["timestamp"][i] / 1e6, float(data["value"][i]), sid))
     cn["names"][key] = op
     cn["paths"][sid] = data["source_path"][i]
-    cn["paths"][sid] = data["source_path"][i]
 
 
 def _counter_pair(bsid: str, b: dict[str, Any], host: str, cn: dict[str, Any]) -> Derived:
