@@ -19,6 +19,13 @@ DERIVED = "derived-energy"
 MIN_SAMPLES = 3
 RELATIVE_TIME = "relative_time"
 """Flag on samples whose timestamps are not wall-clock times (dcgm without `start`)."""
+NO_SAMPLE_TIME = "no_sample_time"
+"""Flag on a sample whose file gives no time at all (a dcgm-exporter dump without `--option
+timestamp`): its record's timestamp is the ingest time, never a sample time."""
+COUNTER_SOURCES = ("dcgm-exporter",)
+"""Adapters whose energy is a since-boot counter read once per file (`dcgm:total_energy`): the
+dumps of one run make a series, and the energy over a window is a difference of readings."""
+ENERGY_COUNTER = "dcgm:total_energy"
 
 
 def trapezoid(t_s: Sequence[float], watts: Sequence[float]) -> float:
@@ -72,7 +79,7 @@ class Derived:
 
     source_id: str
     source_path: str
-    inputs: tuple[str, str]
+    inputs: tuple[str, ...]
     rows: dict[str, list[Any]] | None
     warning: str | None = None
 
@@ -120,10 +127,12 @@ def derive(records: Any, only: Iterable[str] | None = None) -> list[Derived]:
             "target", "workload", "hardware", "flags"]
     data = {c: t.column(c).cast(_plain(t.column(c).type)).to_pylist() if c != "timestamp"
             else pc.cast(t.column(c), "int64").to_pylist() for c in cols}
+    configs = t.column("config") if "config" in t.column_names else None  # read row by row, counters only
     only_set = set(only) if only is not None else None
     bench: dict[str, dict[str, Any]] = {}
     logs: dict[str, dict[str, Any]] = {}
     relative: dict[str, dict[str, Any]] = {}
+    counters: dict[Any, dict[str, Any]] = {}
     for i in range(t.num_rows):
         src, sid, run, metric, stat = (data[k][i] for k in ("source", "source_id", "run", "metric", "stat"))
         if src in BENCH_SOURCES and stat == "value" and metric in ("duration", "output_tokens"):
@@ -139,6 +148,8 @@ def derive(records: Any, only: Iterable[str] | None = None) -> list[Derived]:
             lg = logs.setdefault(sid, {"run": run, "path": data["source_path"][i], "hw": data["hardware"][i],
                                        "gpus": defaultdict(list)})
             lg["gpus"][data["op"][i]].append((data["timestamp"][i] / 1e6, data["value"][i]))
+        elif src in COUNTER_SOURCES and metric == ENERGY_COUNTER:
+            _add_reading(counters, relative, data, i, configs[i].as_py() if configs is not None else None)
     out = []
     for bsid, b in sorted(bench.items()):
         for lsid, lg in sorted(logs.items()):
@@ -151,8 +162,104 @@ def derive(records: Any, only: Iterable[str] | None = None) -> list[Derived]:
             if lg["run"] == b["run"] and (only_set is None or {bsid, lsid} & only_set):
                 out.append(Derived("", "", (bsid, lsid), None,
                                    f"run {b['run']!r}: power log {lg['path']} has no wall-clock times, so it cannot "
-                                   f"be matched to {b['path']}'s window (dcgm: pass --option start=ISO-TIME)"))
+                                   f"be matched to {b['path']}'s window (dcgm: pass --option start=ISO-TIME; "
+                                   "dcgm-exporter: --option timestamp=ISO-TIME)"))
+        for host, cn in sorted(counters.get(b["run"], {}).items()):
+            if only_set is None or ({bsid} | set(cn["paths"])) & only_set:
+                out.append(_counter_pair(bsid, b, host, cn))
     return out
+
+
+def _add_reading(counters: dict[Any, dict[str, Any]], untimed: dict[str, dict[str, Any]], data: dict[str, list[Any]],
+                 i: int, config: str | None) -> None:
+    """Collect one energy-counter reading (J since boot) of a dump, by run, host, GPU and time.
+
+    The host is the dump's `Hostname` (from the record's config): like one power log, one host's
+    dumps make one series. The GPU is its UUID where the dump has one, else its op."""
+    import json
+
+    sid, run = data["source_id"][i], data["run"][i]
+    if NO_SAMPLE_TIME in (data["flags"][i] or "") or data["timestamp"][i] is None:
+        untimed.setdefault(sid, {"run": run, "path": data["source_path"][i]})
+        return
+    if data["value"][i] is None:
+        return
+    try:
+        cfg = json.loads(config) if config else {}
+    except ValueError:
+        cfg = {}
+    op, host = data["op"][i], str(cfg.get("hostname") or "")
+    key = cfg.get("uuid") or op
+    cn = counters.setdefault(run, {}).setdefault(host, {"hw": data["hardware"][i], "gpus": defaultdict(list),
+                                                        "paths": {}, "names": {}})
+    cn["gpus"][key].append((data["timestamp"][i] / 1e6, float(data["value"][i]), sid))
+    cn["names"][key] = op
+    cn["paths"][sid] = data["source_path"][i]
+
+
+def _counter_pair(bsid: str, b: dict[str, Any], host: str, cn: dict[str, Any]) -> Derived:
+    """Energy over a benchmark window from since-boot counter readings of one host's dumps.
+
+    The counter of each GPU is read at the dumps' times; between two readings it is taken as
+    rising linearly (constant power), so the energy over [start, end] is the counter
+    interpolated at `end` minus the counter interpolated at `start`: a difference of readings,
+    never a sum of them. A dump at or before the start and one at or after the end are needed.
+    The derived source's id is the benchmark's and the host's: the first dumps that span the
+    window give the host's energy, and a later dump of the same host adds no second estimate."""
+    import hashlib
+
+    from xfid.schema import canonical_json
+
+    name = (f"run {b['run']!r}: {b['path']} with {len(cn['paths'])} dcgm-exporter dump(s)"
+            + (f" of host {host}" if host else ""))
+    if b.get("duration") is None or b.get("end_us") is None:
+        return Derived("", "", (bsid,), None, f"{name}: the result has no duration/end time; no energy derived")
+    end = b["end_us"] / 1e6
+    start = end - float(b["duration"])
+    window = f"{_iso(int(start * 1e6))}..{_iso(b['end_us'])}"
+    total, per_gpu, used = 0.0, {}, set[str]()
+    names = cn["names"]
+    for key, readings in sorted(cn["gpus"].items(), key=lambda kv: names[kv[0]]):
+        op = names[key]
+        readings.sort()
+        tt = np.array([r[0] for r in readings])
+        cc = np.array([r[1] for r in readings])
+        if tt[0] > start or tt[-1] < end:
+            return Derived("", "", (bsid, *sorted(cn["paths"])), None,
+                           f"{name}: the {op} energy counter is read at {len(tt)} time(s) from {_iso(int(tt[0] * 1e6))} "
+                           f"to {_iso(int(tt[-1] * 1e6))}, which does not span the window {window}; take a dump "
+                           "before the benchmark starts and one after it ends; no energy derived")
+        if np.any(np.diff(cc) < 0):
+            return Derived("", "", (bsid, *sorted(cn["paths"])), None,
+                           f"{name}: the {op} energy counter goes down between dumps (a driver reload or "
+                           "another GPU under the same op); no energy derived")
+        lo = int(np.searchsorted(tt, start, side="right")) - 1
+        hi = int(np.searchsorted(tt, end, side="left"))
+        idx = sorted({lo, min(lo + 1, len(tt) - 1), max(hi - 1, 0), hi})
+        e = float(np.interp(end, tt, cc) - np.interp(start, tt, cc))
+        used.update(readings[k][2] for k in idx)
+        per_gpu[op] = {"readings": len(idx), "energy_j": round(e, 6)}
+        total += e
+    sids = tuple(sorted(used))
+    sid = hashlib.sha256("\0".join((DERIVED, bsid, COUNTER_SOURCES[0], host)).encode()).hexdigest()
+    path = f"{b['path']} + " + " + ".join(cn["paths"][s] for s in sids)
+    tokens = b.get("output_tokens")
+    cfg = canonical_json({"method": "difference of DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION readings (since-boot "
+                                    "counter) interpolated linearly to the window edges, summed over GPUs",
+                          "window_start": _iso(int(start * 1e6)), "window_end": _iso(b["end_us"]),
+                          "window_s": round(end - start, 6), "gpus": per_gpu, "output_tokens": tokens,
+                          "host": host or None, "benchmark_source_id": bsid, "power_source_ids": list(sids)})
+    loc = f"window {window}; " + ", ".join(f"{op} {v['readings']} counter readings" for op, v in per_gpu.items())
+    rows = Columns()
+    n = sum(v["readings"] for v in per_gpu.values())
+    base = {"target": b["target"], "workload": b["workload"], "run": b["run"], "config": cfg,
+            "hardware": cn["hw"], "software": "xfid power (derived)", "timestamp": _iso(b["end_us"])}
+    rows.add("energy", "value", total, "J", loc, n_samples=n, **base)
+    rows.add("power", "mean", total / (end - start), "W", loc + "; energy / window", n_samples=n, **base)
+    if tokens:
+        rows.add("tokens_per_joule", "value", tokens / total, "tokens/J", loc + "; output_tokens / energy", **base)
+        rows.add("energy_per_token", "value", total / tokens, "J/token", loc + "; energy / output_tokens", **base)
+    return Derived(sid, path, (bsid, *sids), rows.cols)
 
 
 def _pair(sid: str, path: str, inputs: tuple[str, str], b: dict[str, Any], lg: dict[str, Any]) -> Derived:
@@ -227,16 +334,22 @@ def derive_energy_sources(store: Any, preps: Sequence[Any]) -> list[Any]:
     from xfid.schema import normalize
     from xfid.store import PreparedSource
 
-    mine = [p for p in preps if p.adapter in (*POWER_SOURCES, *BENCH_SOURCES) and p.temps]
+    mine = [p for p in preps if p.adapter in (*POWER_SOURCES, *COUNTER_SOURCES, *BENCH_SOURCES) and p.temps]
     if not mine:
         return []
     cols = ["source", "source_id", "source_path", "run", "metric", "stat", "op", "value", "timestamp",
             "target", "workload", "hardware", "flags"]
-    keep = ["power", "duration", "output_tokens"]
+    keep = ["power", "duration", "output_tokens", ENERGY_COUNTER]
 
     def plain(t: pa.Table) -> pa.Table:
-        t = t.select(cols)
-        return pa.table({c: t.column(c).cast(_plain(t.column(c).type)) for c in cols})
+        """The columns derive reads; `config` only on the few counter readings (it names their GPU)."""
+        counter = pc.equal(t.column("metric").cast(pa.string()), ENERGY_COUNTER)
+        parts = []
+        for part, with_cfg in ((t.filter(counter), True), (t.filter(pc.invert(counter)), False)):
+            cfg = part.column("config").cast(pa.string()) if with_cfg else pa.nulls(part.num_rows, pa.string())
+            parts.append(pa.table({**{c: part.column(c).cast(_plain(part.column(c).type)) for c in cols},
+                                   "config": cfg}))
+        return pa.concat_tables(parts)
 
     tables = []
     for p in mine:

@@ -33,6 +33,7 @@ SCOPES: dict[str, str] = {
     "joule": "one joule (tokens per joule)",
     "run": "the whole benchmark run (every request, every step)",
     "sample": "one sampling interval of a monitor",
+    "counter": "a reading of a since-boot counter (only the difference of two readings is an amount)",
     "second": "one second (a rate or a power)",
     "level": "not an amount: a level, ratio, setting or size (a utilization, a clock, memory in use)",
     "unstated": "no rule and no override says (only compared with another unstated number)",
@@ -89,6 +90,9 @@ ADAPTERS: dict[str, dict[str, Rule]] = {
     # monitors: energy counters over the logged window, the rest per sample
     "nvidia-smi": {"energy": RUN, "*": Rule("sample")},
     "dcgm": {"energy": RUN, "dcgm:totec_energy": RUN, "*": Rule("sample")},
+    # one scrape: every series one sample; the energy counter (and each TYPE counter series, by a
+    # per-record "scope": "counter") is a since-boot reading, an amount only as a difference
+    "dcgm-exporter": {"dcgm:total_energy": Rule("counter"), "*": Rule("sample")},
     "derived-energy": {"*": RUN},
     # serving benchmarks: totals per run, the distributions per request
     "vllm": {"*": PER_REQUEST_STATS},

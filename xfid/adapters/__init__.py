@@ -20,6 +20,7 @@ BUILTIN: dict[str, str] = {
     "nsys": "xfid.adapters.nsys:NsysAdapter",
     "nvidia-smi": "xfid.adapters.nvidia_smi:NvidiaSmiAdapter",
     "dcgm": "xfid.adapters.dcgm:DcgmAdapter",
+    "dcgm-exporter": "xfid.adapters.dcgm_exporter:DcgmExporterAdapter",
     "mlperf": "xfid.adapters.mlperf:MlperfAdapter",
     "scalesim": "xfid.adapters.scalesim:ScalesimAdapter",
     "timeloop": "xfid.adapters.timeloop:TimeloopAdapter",
