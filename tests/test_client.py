@@ -95,3 +95,42 @@ def test_an_unreachable_server_is_a_clean_error(tmp_path):
     assert r.returncode == 2 and "http:// or https://" in r.stderr
     r = run({**env, "XFID_SERVER": "http://u:pw-secret@127.0.0.1:1"}, "issues", "list")
     assert r.returncode == 2 and "pw-secret" not in r.stderr
+
+
+def test_sixteen_concurrent_uploads_lose_nothing(served, tmp_path):
+    """16 clients ingest at once through the server, one of them a broken file: the 15 good
+    uploads are all in (every row), the broken one left nothing, and nothing was ingested twice."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from xfid.client import RemoteStore
+    from xfid.errors import XfidError
+
+    store, url, writer, _reader, env = served
+    files = []
+    for i in range(16):
+        f = tmp_path / f"up{i}" / f"arch{i}.csv"
+        f.parent.mkdir()
+        if i == 7:
+            f.write_text("fidelity,target\nnot,a,records,file\n")
+        else:
+            rows = "".join(f"archmodel,t100-a0,w{i},op{j},cycles,value,{1000 + j},cycles,c{i},2026-11-01T00:00:00Z\n"
+                           for j in range(500))
+            f.write_text("fidelity,target,workload,op,metric,stat,value,unit,run,timestamp\n" + rows)
+        files.append(f)
+
+    def one(f):
+        try:
+            return RemoteStore(url, writer).ingest([f.parent], adapter="xfid-records").rows
+        except XfidError as e:
+            return e
+
+    with ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(one, files))
+    assert isinstance(results[7], XfidError) and "arch7.csv" in str(results[7])
+    assert [r for i, r in enumerate(results) if i != 7] == [500] * 15
+    doc = json.loads(run(env, "sources", "--format", "json", store=store).stdout)
+    paths = [s["path"] for s in doc]
+    assert sum("arch7.csv" in p for p in paths) == 0 and sum("/arch" in p for p in paths) >= 15
+    exported = [json.loads(x) for x in run(env, "export", store=store).stdout.splitlines()]
+    mine = [r for r in exported if str(r.get("run", "")).startswith("c") and r["workload"].startswith("w")]
+    assert len(mine) == 15 * 500 and len({(r["workload"], r["op"]) for r in mine}) == 15 * 500
