@@ -21,9 +21,15 @@ class App:
 
     store_opt: str | None = None
     config_opt: str | None = None
+    server: str | None = None
 
     @cached_property
     def api(self) -> XfidStore:
+        """The local store's API, or with --server a client of that server (same methods)."""
+        if self.server:
+            from xfid.client import RemoteStore
+
+            return RemoteStore(self.server, os.environ.get("XFID_TOKEN"))  # type: ignore[return-value]
         from xfid.api import open_store
 
         return open_store(self.store_opt, self.config_opt)

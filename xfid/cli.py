@@ -39,6 +39,8 @@ COMMANDS: dict[str, str] = {
 }
 """Command name -> the module whose `cli` it is (imported when the command runs or help lists it).
 The help shown for a command is its own docstring: one place."""
+REMOTE_COMMANDS = ("ingest", "check", "issues", "compare")
+"""The commands that `--server URL` sends to `xfid serve` (xfid.client)."""
 
 
 class UserError(click.ClickException):
@@ -91,14 +93,20 @@ class LazyGroup(click.Group):
               help="Store directory (default .xfid/, or [store].path in xfid.toml; env XFID_STORE).")
 @click.option("--config", "config_opt", metavar="FILE", envvar="XFID_CONFIG",
               help="xfid.toml to use (default ./xfid.toml, else the bundled targets).")
+@click.option("--server", "server_opt", metavar="URL", envvar="XFID_SERVER",
+              help="Talk to `xfid serve` at URL instead of the store (ingest, check, issues, compare); "
+                   "the token comes from env XFID_TOKEN (env XFID_SERVER).")
 @click.pass_context
-def cli(ctx: click.Context, store_opt: str | None, config_opt: str | None) -> None:
+def cli(ctx: click.Context, store_opt: str | None, config_opt: str | None, server_opt: str | None) -> None:
     """xfid: multi-fidelity correlation and discrepancy tracker for accelerator performance numbers.
 
     Ingest roofline, architecture-model, RTL and measured numbers into one store, correlate
     them, track every discrepancy, render reports and gate CI on fidelity drift.
     """
-    app = App(store_opt, config_opt)
+    if server_opt and ctx.invoked_subcommand not in REMOTE_COMMANDS:
+        raise click.UsageError(f"--server (or env XFID_SERVER) works with {', '.join(REMOTE_COMMANDS)}; "
+                               f"`xfid {ctx.invoked_subcommand}` runs on a store: unset XFID_SERVER for it")
+    app = App(store_opt, config_opt, server_opt or None)
     ctx.obj = app
     ctx.call_on_close(app.close)
 

@@ -34,7 +34,8 @@ def cli(app: App, paths, adapter, fidelity, target, workload, run, meta, adapter
 
     kw = {"adapter": adapter, "target": target, "workload": workload, "run": run, "fidelity": fidelity,
           "meta": options.parse_kv(meta, "--meta"), "options": options.parse_kv(adapter_options, "--option")}
-    warn_unknown_target(app.config, target, app.store(), paths=paths)
+    if not app.server:  # the server's ingest warns for its own store
+        warn_unknown_target(app.config, target, app.store(), paths=paths)
     if interactive() and fmt == "text":  # a progress bar on a terminal, none in CI logs
         with click.progressbar(length=1, label="ingesting", file=textsafe.raw(sys.stderr),
                                item_show_func=lambda p: str(p)[-50:] if p else "") as bar:
