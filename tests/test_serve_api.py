@@ -167,6 +167,14 @@ def test_report_download(served):
     assert r.status_code == 400
 
 
+def test_report_download_as_pdf(served):
+    _store, c, t = served
+    r = c.get("/report/download?period=2026-10-01..2027-01-31&format=pdf", headers=bearer(t["reader"]))
+    assert r.status_code == 200 and r.headers["content-type"].startswith("application/pdf")
+    assert r.headers["content-disposition"].startswith("attachment") and ".pdf" in r.headers["content-disposition"]
+    assert r.content.startswith(b"%PDF-") and r.content.rstrip().endswith(b"%%EOF") and len(r.content) > 10_000
+
+
 @pytest.mark.slow
 def test_lost_database_is_503_without_password(tmp_path, own_pg_server, monkeypatch):
     from tests.servers import PG_PASSWORD
