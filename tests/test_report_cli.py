@@ -72,9 +72,9 @@ def test_report_html_from_real_tracker(tracked, tmp_path):
     out = tmp_path / "r.html"
     r = tracked("report", "--week", "2026-W48", "--html", "-o", out)
     assert r.exit_code == 0, r.output
-    assert r.output.strip() == f"wrote {out} (HTML, 1 open issues, 1 pairs)"
+    assert r.output.strip() == f"wrote {out} (HTML, 1 active issues, 1 pairs)"
     html = out.read_text(encoding="utf-8")
-    assert 'data-count="open">1</td>' in html and 'data-count="resolved">1</td>' in html
+    assert 'data-count="active">1</td>' in html and 'data-count="resolved">1</td>' in html
     assert 'data-count="new">0</td>' in html
     assert "<td>XF-1 · open</td>" in html and "Resolved this period — 1" in html and "<td>XF-2</td>" in html
     pairs = html.split('<table class="pairs">')[1].split("</table>")[0]
@@ -95,7 +95,7 @@ def test_report_pdf_render(tracked, tmp_path):
     out.parent.mkdir()  # -o never creates a folder
     r = tracked("report", "--week", "2026-W48", "-o", out)
     assert r.exit_code == 0, r.output
-    m = re.fullmatch(r"wrote (.+) \((\d+) pages, 1 open issues, 1 pairs\)", r.output.strip())
+    m = re.fullmatch(r"wrote (.+) \((\d+) pages, 1 active issues, 1 pairs\)", r.output.strip())
     assert m and int(m.group(2)) > 1
     data = out.read_bytes()
     assert data.startswith(b"%PDF-") and data.rstrip().endswith(b"%%EOF")
@@ -162,7 +162,7 @@ def test_report_without_checks_correlates_live(xfid_cli, tmp_path):
     out = tmp_path / "live.html"
     r = xfid_cli("report", "--week", "2026-W48", "--html", "-o", out)
     assert r.exit_code == 0, r.output
-    assert r.output.strip() == f"wrote {out} (HTML, 0 open issues, 1 pairs)"
+    assert r.output.strip() == f"wrote {out} (HTML, 0 active issues, 1 pairs)"
     html = out.read_text(encoding="utf-8")
     assert "no `xfid check` has been recorded: numbers come from a correlation run at report time" in html
     pairs = html.split('<table class="pairs">')[1].split("</table>")[0]

@@ -115,8 +115,9 @@ class ReportResult:
     path: Path
     html: bool
     pages: int | None
-    open_issues: int
+    active_issues: int  # xfid.counts.active: open, acknowledged or reopened (the report's register)
     pairs: int
+    open_issues: int = 0  # of those, in state `open` exactly (as store.issues(state="open"))
 
 
 @dataclass
@@ -139,6 +140,7 @@ class XfidStore:
         self._config_arg = config
         self._backend: Store | None = None
         self._tracker: Tracker | None = None
+        self._config_checked = False  # the store's recorded config compared with this one (once)
 
     # --- what it is -------------------------------------------------------------------
     @cached_property
@@ -148,7 +150,35 @@ class XfidStore:
 
         if isinstance(self._config_arg, Config):
             return self._config_arg
-        return load_config(self._config_arg)
+        cfg = load_config(self._config_arg)
+        return self._store_config(cfg) if cfg.path is None else cfg
+
+    def _store_config(self, bundled: Config) -> Config:
+        """No config given or found: the config of the store's last check, said once on stderr
+        (xfid.storeconfig); the bundled one when the store has none recorded (or no store yet)."""
+        from xfid import storeconfig
+        from xfid.errors import StoreError
+        from xfid.store import DB_NAME, Store, resolve_store_path
+
+        path = self.__dict__["path"] = resolve_store_path(self._path_arg, bundled.store)
+        locations = {"database": os.environ.get("XFID_DATABASE_URL") or bundled.database,
+                     "records": os.environ.get("XFID_RECORDS_URL") or bundled.records}
+        if not (path / DB_NAME).is_file() and not locations["database"]:
+            return bundled
+        try:
+            self._backend = self._backend or Store(path, create=False, **locations)
+        except StoreError:
+            return bundled
+        rec = storeconfig.last_recorded(self._backend)
+        self._config_checked = True
+        if rec is None or rec.config_hash == bundled.hash():
+            return bundled
+        cfg = storeconfig.config_of(rec)
+        if cfg is None:  # only the hash is known (or it no longer loads): keep the bundled config, warn
+            storeconfig.say(storeconfig.mismatch(bundled, rec) or "")
+            return bundled
+        storeconfig.say(storeconfig.adopted(rec, cfg))
+        return cfg
 
     @cached_property
     def path(self) -> Path:
@@ -174,7 +204,28 @@ class XfidStore:
             from xfid.store import Store
 
             self._backend = Store(self.path, create=create, **self.locations())
+        if not self._config_checked:
+            self._warn_other_config()
         return self._backend
+
+    def _warn_other_config(self) -> None:
+        """Once per store: warn when this config is not the one of the store's last check."""
+        from xfid import storeconfig
+
+        self._config_checked = True
+        assert self._backend is not None
+        rec = storeconfig.last_recorded(self._backend)
+        msg = None if rec is None else storeconfig.mismatch(self.config, rec)
+        if msg:
+            storeconfig.say(msg)
+
+    def recorded_config(self) -> dict[str, Any] | None:
+        """The config of the store's last check: check_id, config_hash, path, content (None: no check)."""
+        from xfid import storeconfig
+
+        rec = storeconfig.last_recorded(self.backend())
+        return None if rec is None else {"check_id": rec.check_id, "config_hash": rec.config_hash,
+                                         "path": rec.path, "content": rec.content, "recorded": rec.known}
 
     @property
     def tracker(self) -> Tracker:
@@ -253,7 +304,9 @@ class XfidStore:
         for r in t.group_by(["fidelity", "target"]).aggregate([([], "count_all")]).to_pylist():
             by[(r["fidelity"], r["target"])] = r["count_all"]
         metrics = sorted(pc.value_counts(t.column("metric")).to_pylist(), key=lambda r: -r["counts"]) if t.num_rows else []
-        return {"store": str(store.root), "records": t.num_rows, "sources": len(store.sources()),
+        from xfid import counts
+
+        return {"store": str(store.root), "records": t.num_rows, "sources": counts.sources(store),
                 "by_fidelity_target": dict(sorted(by.items())),
                 "metrics": [(r["values"], r["counts"]) for r in metrics]}
 
@@ -353,8 +406,10 @@ class XfidStore:
                                                    str(self.config.path or "bundled xfid.toml"))
         if corr.rows is not None and "noise" not in corr.rows.columns:
             noise.annotate(corr, self.backend(), self.config)
+        from xfid.storeconfig import record_of
+
         return tracker.record_check(corr, actor=who_acts(actor), label=label, clean_checks_to_resolve=k,
-                                    noise=settings)
+                                    noise=settings, config=record_of(self.config))
 
     def resolve_after(self, override: int | None = None) -> int:
         """K for auto-resolve: `override`, else `[tracker] resolve_after`, else 2 (noise.RESOLVE_AFTER).
@@ -377,7 +432,10 @@ class XfidStore:
     def issues(self, state: str | None = None, *, target: str | Sequence[str] | None = None,
                kind: str | None = None, severity_min: float | None = None) -> pd.DataFrame:
         """Tracked issues as a DataFrame ordered by id: id (XF-N), fingerprint, state, kind, severity,
-        the key, both values, rel_error, owner, first/last seen, and the waiver and check columns."""
+        the key, both values, rel_error, owner, first/last seen, and the waiver and check columns.
+
+        `state`: one state (open, acknowledged, resolved, reopened, waived), or "active" for the
+        group open + acknowledged + reopened (xfid.counts)."""
         import pandas as pd
 
         from xfid.tracker.tracker import EXTRA_KEYS, ISSUE_KEYS
@@ -459,7 +517,8 @@ class XfidStore:
         else:
             pdf, pages = render_pdf(text)
             write_atomic(out, pdf)
-        return ReportResult(out, html, pages, len(data.open_issues), len(data.pairs))
+        in_open = sum(1 for i in data.open_issues if i.get("state") == "open")
+        return ReportResult(out, html, pages, len(data.open_issues), len(data.pairs), in_open)
 
     def profile(self, targets: str | Sequence[str]) -> Profile:
         """The capability profile of one target or several side by side (`xfid profile`).
