@@ -178,6 +178,7 @@ def test_report_reads_what_the_check_recorded_and_correlates_nothing(tmp_path, m
     from tests.conftest import FIXTURES
     from xfid.report.assemble import build_report_data
     from xfid.report.period import resolve_period
+    from xfid import counts
     from xfid.report.views import unmatched_ops
 
     store = xfid.open_store(tmp_path / "s", config=FIXTURES / "demo" / "xfid.toml")
@@ -194,7 +195,9 @@ def test_report_reads_what_the_check_recorded_and_correlates_nothing(tmp_path, m
     period = resolve_period(None, None, datetime.now(UTC).date().isoformat())
     data = build_report_data(store.backend(), store.config, period)
     assert data.checks[-1]["id"] == check.check_id
-    assert data.coverage["unmatched"] == unmatched_ops(live.coverage)[0] and data.coverage["unmatched_total"] > 0
+    assert data.coverage["unmatched"] == unmatched_ops(live.coverage)[0]
+    assert data.coverage["unmatched_total"] == len(counts.unmatched_ops(live.coverage))  # one definition
+    assert len(store.tracker.check_coverage(check.check_id)) == len(live.coverage) > 0  # read from the check
     assert data.bound_tolerance == live.settings["bound_tolerance"]
     (cal,) = data.calibration
     assert (cal["candidate"], cal["reference"], cal["target"]) == ("archmodel", "measured", "h100-sxm")

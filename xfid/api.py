@@ -145,36 +145,41 @@ class XfidStore:
     # --- what it is -------------------------------------------------------------------
     @cached_property
     def config(self) -> Config:
-        """The effective configuration (targets, tolerances, op maps, pairs, settings)."""
+        """The effective configuration (targets, tolerances, op maps, pairs, settings).
+
+        The config given (`config`, env XFID_CONFIG, ./xfid.toml); with none, the config the
+        store's last check recorded (said once on stderr: xfid.storeconfig), else the bundled one."""
+        from xfid.config import Config
+
+        cfg = self._given_config
+        if isinstance(self._config_arg, Config) or cfg.path is not None:
+            return cfg
+        return self._store_config(cfg)
+
+    @cached_property
+    def _given_config(self) -> Config:
+        """The config as given or found, before the store is asked (it says where the store is)."""
         from xfid.config import Config, load_config
 
-        if isinstance(self._config_arg, Config):
-            return self._config_arg
-        cfg = load_config(self._config_arg)
-        return self._store_config(cfg) if cfg.path is None else cfg
+        return self._config_arg if isinstance(self._config_arg, Config) else load_config(self._config_arg)
 
     def _store_config(self, bundled: Config) -> Config:
         """No config given or found: the config of the store's last check, said once on stderr
         (xfid.storeconfig); the bundled one when the store has none recorded (or no store yet)."""
         from xfid import storeconfig
         from xfid.errors import StoreError
-        from xfid.store import DB_NAME, Store, resolve_store_path
+        from xfid.store import DB_NAME
 
-        path = self.__dict__["path"] = resolve_store_path(self._path_arg, bundled.store)
-        locations = {"database": os.environ.get("XFID_DATABASE_URL") or bundled.database,
-                     "records": os.environ.get("XFID_RECORDS_URL") or bundled.records}
-        if not (path / DB_NAME).is_file() and not locations["database"]:
+        if not (self.path / DB_NAME).is_file() and not self.locations()["database"]:
             return bundled
         try:
-            self._backend = self._backend or Store(path, create=False, **locations)
+            rec = storeconfig.last_recorded(self.backend())
         except StoreError:
             return bundled
-        rec = storeconfig.last_recorded(self._backend)
-        self._config_checked = True
-        if rec is None or rec.config_hash == bundled.hash():
+        if rec is None or not rec.known or rec.config_hash == bundled.hash():
             return bundled
         cfg = storeconfig.config_of(rec)
-        if cfg is None:  # only the hash is known (or it no longer loads): keep the bundled config, warn
+        if cfg is None:  # the recorded text no longer loads: keep the bundled config, and say so
             storeconfig.say(storeconfig.mismatch(bundled, rec) or "")
             return bundled
         storeconfig.say(storeconfig.adopted(rec, cfg))
@@ -185,12 +190,13 @@ class XfidStore:
         """The store directory: the argument, env XFID_STORE, `[store].path`, else `.xfid`."""
         from xfid.store import resolve_store_path
 
-        return resolve_store_path(self._path_arg, self.config.store)
+        return resolve_store_path(self._path_arg, self._given_config.store)
 
     def locations(self) -> dict[str, str | None]:
         """Where the catalog and the records are: env XFID_DATABASE_URL / XFID_RECORDS_URL, else
-        `[store] database` / `[store] records` (None: the store's own SQLite file and records/)."""
-        cfg = self.config
+        `[store] database` / `[store] records` of the config given (None: the store's own SQLite
+        file and records/)."""
+        cfg = self._given_config
         return {"database": os.environ.get("XFID_DATABASE_URL") or cfg.database,
                 "records": os.environ.get("XFID_RECORDS_URL") or cfg.records}
 
@@ -209,11 +215,15 @@ class XfidStore:
         return self._backend
 
     def _warn_other_config(self) -> None:
-        """Once per store: warn when this config is not the one of the store's last check."""
+        """Once per store: warn when the config given is not the one of the store's last check
+        (with none given, `config` takes the store's own)."""
         from xfid import storeconfig
+        from xfid.config import Config
 
         self._config_checked = True
         assert self._backend is not None
+        if not isinstance(self._config_arg, Config) and self._given_config.path is None:
+            return
         rec = storeconfig.last_recorded(self._backend)
         msg = None if rec is None else storeconfig.mismatch(self.config, rec)
         if msg:

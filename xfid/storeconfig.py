@@ -70,11 +70,13 @@ def _pick(rec: RecordedConfig) -> str:
 
 
 def mismatch(config: Config, rec: RecordedConfig) -> str | None:
-    """The warning for a command run with `config` on a store last checked with `rec`; None: same."""
+    """The warning for a command run with `config` on a store last checked with `rec`; None: the
+    same config, or a last check that did not record its config (recorded before checks kept it,
+    or by a direct Tracker call: its hash alone names no file to pick, so nothing is said)."""
     h, path, _ = record_of(config)
-    if h == rec.config_hash:
+    if h == rec.config_hash or not rec.known:
         return None
-    theirs = describe(rec.path, rec.config_hash) if rec.known else f"a config of hash {rec.config_hash}"
+    theirs = describe(rec.path, rec.config_hash)
     return (f"warning: this command uses {describe(path, h)}, but the store's last check (#{rec.check_id}) used "
             f"{theirs}: discrepancies, drift and reports will differ from that check's. To use the store's "
             f"config, {_pick(rec)}; a check run with this one (`xfid check`) makes it the store's.")
