@@ -122,6 +122,7 @@ def run_demo(store: XfidStore, out_dir: Path, *, progress: Callable[[str], None]
         corr = store.correlate()
         res.check = store.check(actor=actor, label="demo", correlation=corr).to_dict()
         res.check["comparisons"] = int((corr.comparisons["workload"].isna()).sum()) if len(corr.comparisons) else 0
+        res.check["unmatched_ops"] = len(counts.unmatched_ops(corr.coverage))
         return corr
 
     corr = timed("correlating and updating the tracker", check)

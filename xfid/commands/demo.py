@@ -46,7 +46,7 @@ def cli(app: App, out_dir) -> None:
     click.echo(f"  check #{c.get('check_id')}: {len(c.get('new', []))} new, {len(c.get('reopened', []))} reopened, "
                f"{len(c.get('resolved', []))} resolved, {c.get('total_open', 0)} active issues "
                f"(open, acknowledged or reopened; {c.get('rows', 0)} aligned keys, "
-               f"{c.get('comparisons', 0)} pair aggregates)")
+               f"{c.get('comparisons', 0)} pair aggregates, {c.get('unmatched_ops', 0)} raw ops no op map matched)")
     click.echo(f"  report: {res.report_pdf} ({c.get('pages', '?')} pages) and {res.report_html}")
     cmp = res.compare
     if cmp.get("baseline"):
