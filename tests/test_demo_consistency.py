@@ -11,7 +11,8 @@ import pytest
 
 import xfid
 from tests.conftest import FIXTURES
-from tests.demo_run import Demo, run_demo, xfid as run
+from tests.demo_run import Demo, run_demo
+from tests.demo_run import xfid as run
 from xfid.config import load_config
 
 DEMO_CONFIG = FIXTURES / "demo" / "xfid.toml"

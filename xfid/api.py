@@ -48,7 +48,8 @@ def open_store(path: PathLike | None = None, config: PathLike | Config | None = 
     Args:
         path: the store directory; default env XFID_STORE, then `[store].path` of the config, then `.xfid`.
         config: an xfid.toml path or a loaded Config; default env XFID_CONFIG, then ./xfid.toml,
-            else the bundled targets. Its `[store] database` (a PostgreSQL URL) and `[store] records`
+            then the config the store's last check recorded (said once on stderr:
+            xfid.storeconfig), else the bundled targets. Its `[store] database` (a PostgreSQL URL) and `[store] records`
             (a directory or bucket URL) say where a team store keeps its catalog and its parts; env
             XFID_DATABASE_URL and XFID_RECORDS_URL override them (docs/team.md).
     """

@@ -82,7 +82,8 @@ class LazyGroup(click.Group):
 @click.option("--store", "store_opt", metavar="DIR", envvar="XFID_STORE",
               help="Store directory (default .xfid/, or [store].path in xfid.toml; env XFID_STORE).")
 @click.option("--config", "config_opt", metavar="FILE", envvar="XFID_CONFIG",
-              help="xfid.toml to use (default ./xfid.toml, else the bundled targets).")
+              help="xfid.toml to use (default ./xfid.toml, else the config of the store's last check, "
+                   "else the bundled targets).")
 @click.pass_context
 def cli(ctx: click.Context, store_opt: str | None, config_opt: str | None) -> None:
     """xfid: multi-fidelity correlation and discrepancy tracker for accelerator performance numbers.

@@ -22,6 +22,8 @@ def cli(app: App, out_dir) -> None:
     committed baseline. Running it again adds nothing to the store and files no new issue.
 
     Uses ./xfid.toml or --config when given, else fixtures/demo/xfid.toml over the bundled targets.
+    The store records that config with its check, so the next commands printed at the end, run
+    from the same directory, use it too and show the same numbers.
     """
     from xfid.api import open_store
     from xfid.demo import DEMO_CONFIG, run_demo

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from xfid.errors import ReportError, XfidError
 from xfid import counts
+from xfid.errors import ReportError, XfidError
 from xfid.report.data import MAX_POINTS, ReportData, count_issues
 from xfid.report.period import Period
 from xfid.report.views import T100, build_pairs, competitive_view, fidelity_coverage, unmatched_ops
