@@ -182,3 +182,20 @@ def test_a_different_config_warns_once_per_store_opened(tmp_path, capsys):
     with xfid.open_store(store, config=DEMO_CONFIG) as s:
         s.correlate()
     assert capsys.readouterr().err == ""
+
+
+def test_a_config_built_in_code_is_recorded_by_hash_only_and_never_adopted(tmp_path, monkeypatch, capsys):
+    from xfid.config import _bundled, build_config
+
+    cfg = build_config(_bundled(), {"settings": {"default_rel_tolerance": 0.25}}, None)  # no file, no text
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("XFID_CONFIG", raising=False)
+    with xfid.open_store(tmp_path / "s", config=cfg) as s:
+        s.ingest(SMALL)
+        s.check(actor="ci")
+        rec = s.recorded_config()
+        assert (rec["config_hash"], rec["recorded"], rec["content"]) == (cfg.hash(), False, None)
+    capsys.readouterr()
+    with xfid.open_store(tmp_path / "s") as s:
+        assert s.config.hash() == load_config(None).hash()  # the bundled config: nothing to rebuild from
+    assert capsys.readouterr().err == ""

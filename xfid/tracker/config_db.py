@@ -1,8 +1,9 @@
 """The config each check was checked with (migration component "check_config").
 
 `check_configs`: per check, the hash of the effective config (`Config.hash()`, the same value
-as `checks.config_hash`), the path of the user's xfid.toml as it was given (absolute; NULL:
-the bundled config alone) and its text as read. A store knows from it which config its
+as `checks.config_hash`), where it came from (`file`: an xfid.toml; `bundled`: the bundled
+config alone; `unsaved`: a Config built in code, whose text xfid never saw), the path of the
+xfid.toml as it was given (absolute) and its text as read. A store knows from it which config its
 numbers were judged by; a later command without `--config` uses the config of the last check
 (xfid.storeconfig), and one run with another config is warned about.
 """
@@ -17,15 +18,15 @@ from xfid.store import migrate
 MIGRATIONS: list[str] = [
     """
     CREATE TABLE check_configs (check_id INTEGER PRIMARY KEY REFERENCES checks(id), config_hash TEXT NOT NULL,
-                                path TEXT, content TEXT);
+                                origin TEXT NOT NULL, path TEXT, content TEXT);
     """,
 ]
 
 
 @dataclass(frozen=True)
 class RecordedConfig:
-    """The config of one recorded check. `known` is False for a check recorded before checks kept
-    their config (only its hash is known then, from the checks table)."""
+    """The config of one recorded check. `known` is False when only its hash is known: a check
+    recorded before checks kept their config, or one judged by an unsaved Config."""
 
     check_id: int
     config_hash: str
@@ -45,9 +46,18 @@ def setup(conn: Database) -> None:
 
 
 def insert(conn: Database, check_id: int, config_hash: str, path: str | None, content: str | None) -> None:
-    """Record the config of check `check_id` (inside the check's write transaction)."""
-    conn.execute("INSERT INTO check_configs (check_id, config_hash, path, content) VALUES (?,?,?,?)",
-                 (int(check_id), config_hash, path, content))
+    """Record the config of check `check_id` (inside the check's write transaction): an xfid.toml
+    (path and text), the bundled config (neither), or an unsaved Config (a path-less text-less
+    config whose hash is not the bundled one's: the caller passes path None, content None)."""
+    origin = "file" if content is not None else "bundled" if config_hash == _bundled_hash() else "unsaved"
+    conn.execute("INSERT INTO check_configs (check_id, config_hash, origin, path, content) VALUES (?,?,?,?,?)",
+                 (int(check_id), config_hash, origin, path, content))
+
+
+def _bundled_hash() -> str:
+    from xfid.config import config_from_text
+
+    return config_from_text(None, None).hash()
 
 
 def last(conn: Database) -> RecordedConfig | None:
@@ -61,7 +71,8 @@ def last(conn: Database) -> RecordedConfig | None:
         return None
     cid, chash = int(row[0]), str(row[1] or "")
     if "check_configs" in tables:
-        r = conn.execute("SELECT config_hash, path, content FROM check_configs WHERE check_id=?", (cid,)).fetchone()
+        r = conn.execute("SELECT config_hash, origin, path, content FROM check_configs WHERE check_id=?",
+                         (cid,)).fetchone()
         if r is not None:
-            return RecordedConfig(cid, str(r[0]), r[1], r[2])
+            return RecordedConfig(cid, str(r[0]), r[2], r[3], known=r[1] != "unsaved")
     return RecordedConfig(cid, chash, None, None, known=False)
