@@ -199,3 +199,17 @@ def test_a_config_built_in_code_is_recorded_by_hash_only_and_never_adopted(tmp_p
     with xfid.open_store(tmp_path / "s") as s:
         assert s.config.hash() == load_config(None).hash()  # the bundled config: nothing to rebuild from
     assert capsys.readouterr().err == ""
+
+
+def test_the_stores_config_on_each_catalog(catalog, tmp_path, monkeypatch, capsys):
+    """SQLite and a team store's PostgreSQL catalog keep the check's config alike."""
+    cfg = tmp_path / "team.toml"
+    cfg.write_text(DEMO_CONFIG.read_text())
+    _checked(tmp_path, cfg)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("XFID_CONFIG", raising=False)
+    capsys.readouterr()
+    with xfid.open_store(tmp_path / "s") as s:
+        assert s.config.hash() == load_config(cfg).hash() == s.recorded_config()["config_hash"]
+        assert s.recorded_config()["content"] == cfg.read_text()
+    assert "using the config of the store's last check (#1)" in capsys.readouterr().err
