@@ -419,8 +419,11 @@ class XfidStore:
             noise.annotate(corr, self.backend(), self.config)
         from xfid.storeconfig import record_of
 
+        used = record_of(self.config)
+        if corr.config_hash and corr.config_hash != used[0]:  # a correlation made under another config
+            used = (corr.config_hash, None, None)  # known by its hash only
         return tracker.record_check(corr, actor=who_acts(actor), label=label, clean_checks_to_resolve=k,
-                                    noise=settings, config=record_of(self.config))
+                                    noise=settings, config=used)
 
     def resolve_after(self, override: int | None = None) -> int:
         """K for auto-resolve: `override`, else `[tracker] resolve_after`, else 2 (noise.RESOLVE_AFTER).
