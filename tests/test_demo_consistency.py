@@ -213,3 +213,15 @@ def test_the_stores_config_on_each_catalog(catalog, tmp_path, monkeypatch, capsy
         assert s.config.hash() == load_config(cfg).hash() == s.recorded_config()["config_hash"]
         assert s.recorded_config()["content"] == cfg.read_text()
     assert "using the config of the store's last check (#1)" in capsys.readouterr().err
+
+
+def test_a_config_that_differs_only_in_where_the_store_is_is_not_another_config(tmp_path, capsys):
+    here = tmp_path / "laptop.toml"
+    here.write_text(DEMO_CONFIG.read_text() + '\n[store]\npath = "/mnt/laptop/.xfid"\n')
+    store = _checked(tmp_path, here)
+    there = tmp_path / "ci.toml"
+    there.write_text(DEMO_CONFIG.read_text() + '\n[store]\npath = "/srv/ci/.xfid"\n')
+    capsys.readouterr()
+    with xfid.open_store(store, config=there) as s:
+        s.correlate()
+    assert capsys.readouterr().err == ""

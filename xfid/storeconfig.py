@@ -32,6 +32,16 @@ def record_of(config: Config) -> tuple[str, str | None, str | None]:
     return config.hash(), path, config.text
 
 
+def judged_hash(config: Config) -> str:
+    """The hash of what judges the numbers: the config without `[store]` (where the store is, which
+    differs between the machines of one team store without changing any verdict)."""
+    import hashlib
+    import json
+
+    raw = {k: v for k, v in config.raw.items() if k != "store"}
+    return hashlib.sha256(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
 def describe(path: str | Path | None, config_hash: str) -> str:
     """`PATH (hash H)`, or the bundled config when there is no file."""
     where = str(path) if path is not None else "the bundled config (no xfid.toml)"
@@ -76,6 +86,9 @@ def mismatch(config: Config, rec: RecordedConfig) -> str | None:
     h, path, _ = record_of(config)
     if h == rec.config_hash or not rec.known:
         return None
+    theirs_config = config_of(rec)
+    if theirs_config is not None and judged_hash(theirs_config) == judged_hash(config):
+        return None  # only where the store is differs ([store]: another machine of a team store)
     theirs = describe(rec.path, rec.config_hash)
     return (f"warning: this command uses {describe(path, h)}, but the store's last check (#{rec.check_id}) used "
             f"{theirs}: discrepancies, drift and reports will differ from that check's. To use the store's "
