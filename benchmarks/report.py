@@ -34,7 +34,7 @@ def main() -> None:
     data = synthetic_report(n_issues=args.issues, n_workloads=args.workloads, seed=0)
     t_data = time.perf_counter() - t0
     keys = sum(len(p.rows) for p in data.pairs if p.rows is not None)
-    print(f"data: {len(data.open_issues)} open issues, {len(data.pairs)} pairs, {keys} keys, "
+    print(f"data: {len(data.open_issues)} active issues, {len(data.pairs)} pairs, {keys} keys, "
           f"{args.workloads} workloads (built in {t_data:.2f} s); imports {t_import:.2f} s")
 
     html_t, pdf_t, pages, size = [], [], 0, 0

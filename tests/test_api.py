@@ -128,7 +128,7 @@ def test_check_issues_act_history_report(store, tmp_path):
     assert (again.new, again.still_open) == ([], ["XF-1", "XF-2"])
     assert [p["check_id"] for p in store.history("XF-2").series] == [1, 2]
     rep = store.report(date.today().isoformat(), tmp_path / "r.html", html=True)
-    assert (rep.path, rep.html, rep.pages, rep.open_issues) == (tmp_path / "r.html", True, None, 2)
+    assert (rep.path, rep.html, rep.pages, rep.active_issues) == (tmp_path / "r.html", True, None, 2)
     assert "XF-1" in rep.path.read_text(encoding="utf-8")
 
 
@@ -177,6 +177,6 @@ def test_the_worked_example_in_docs_api_runs_as_written(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "new issues: ['XF-1', 'XF-2']" in r.stdout
     assert "drift exit code: 0" in r.stdout
-    assert re.search(r"example/report\.pdf \d+ pages, 2 open issues", r.stdout), r.stdout
+    assert re.search(r"example/report\.pdf \d+ pages, 2 active issues", r.stdout), r.stdout
     assert (tmp_path / "example" / "report.pdf").read_bytes().startswith(b"%PDF")
     assert json.loads((tmp_path / "example" / "correlation.json").read_text())["discrepancies"]

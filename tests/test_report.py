@@ -79,8 +79,8 @@ def test_helpers():
     assert fmt_qty(2.5e-5, "s") == "25.0 µs" and fmt_qty(None, "s") == "—" and fmt_qty(3.0, "cycles") == "3.00 cycles"
     checks = [{"time": "2026-11-24", "counts": {"new": 3, "reopened": 1, "resolved": 2, "total_open": 9, "waived": 1}},
               {"time": "2026-11-27", "counts": {"new": 1, "reopened": 0, "resolved": 4, "total_open": 6, "waived": 2}}]
-    assert count_issues(checks) == {"open": 6, "new": 4, "reopened": 1, "resolved": 6, "waived": 2}
-    assert count_issues([]) == {"open": 0, "new": 0, "reopened": 0, "resolved": 0, "waived": 0}
+    assert count_issues(checks) == {"active": 6, "new": 4, "reopened": 1, "resolved": 6, "waived": 2}
+    assert count_issues([]) == {"active": 0, "new": 0, "reopened": 0, "resolved": 0, "waived": 0}
 
 
 def test_sample_keeps_discrepancies_and_is_seeded():

@@ -72,9 +72,9 @@ def test_report_html_from_real_tracker(tracked, tmp_path):
     out = tmp_path / "r.html"
     r = tracked("report", "--week", "2026-W48", "--html", "-o", out)
     assert r.exit_code == 0, r.output
-    assert r.output.strip() == f"wrote {out} (HTML, 1 open issues, 1 pairs)"
+    assert r.output.strip() == f"wrote {out} (HTML, 1 active issues, 1 pairs)"
     html = out.read_text(encoding="utf-8")
-    assert 'data-count="open">1</td>' in html and 'data-count="resolved">1</td>' in html
+    assert 'data-count="active">1</td>' in html and 'data-count="resolved">1</td>' in html
     assert 'data-count="new">0</td>' in html
     assert "<td>XF-1 · open</td>" in html and "Resolved this period — 1" in html and "<td>XF-2</td>" in html
     pairs = html.split('<table class="pairs">')[1].split("</table>")[0]
@@ -95,7 +95,7 @@ def test_report_pdf_render(tracked, tmp_path):
     out.parent.mkdir()  # -o never creates a folder
     r = tracked("report", "--week", "2026-W48", "-o", out)
     assert r.exit_code == 0, r.output
-    m = re.fullmatch(r"wrote (.+) \((\d+) pages, 1 open issues, 1 pairs\)", r.output.strip())
+    m = re.fullmatch(r"wrote (.+) \((\d+) pages, 1 active issues, 1 pairs\)", r.output.strip())
     assert m and int(m.group(2)) > 1
     data = out.read_bytes()
     assert data.startswith(b"%PDF-") and data.rstrip().endswith(b"%%EOF")
@@ -162,7 +162,7 @@ def test_report_without_checks_correlates_live(xfid_cli, tmp_path):
     out = tmp_path / "live.html"
     r = xfid_cli("report", "--week", "2026-W48", "--html", "-o", out)
     assert r.exit_code == 0, r.output
-    assert r.output.strip() == f"wrote {out} (HTML, 0 open issues, 1 pairs)"
+    assert r.output.strip() == f"wrote {out} (HTML, 0 active issues, 1 pairs)"
     html = out.read_text(encoding="utf-8")
     assert "no `xfid check` has been recorded: numbers come from a correlation run at report time" in html
     pairs = html.split('<table class="pairs">')[1].split("</table>")[0]
@@ -178,6 +178,7 @@ def test_report_reads_what_the_check_recorded_and_correlates_nothing(tmp_path, m
     from tests.conftest import FIXTURES
     from xfid.report.assemble import build_report_data
     from xfid.report.period import resolve_period
+    from xfid import counts
     from xfid.report.views import unmatched_ops
 
     store = xfid.open_store(tmp_path / "s", config=FIXTURES / "demo" / "xfid.toml")
@@ -194,7 +195,9 @@ def test_report_reads_what_the_check_recorded_and_correlates_nothing(tmp_path, m
     period = resolve_period(None, None, datetime.now(UTC).date().isoformat())
     data = build_report_data(store.backend(), store.config, period)
     assert data.checks[-1]["id"] == check.check_id
-    assert data.coverage["unmatched"] == unmatched_ops(live.coverage)[0] and data.coverage["unmatched_total"] > 0
+    assert data.coverage["unmatched"] == unmatched_ops(live.coverage)[0]
+    assert data.coverage["unmatched_total"] == len(counts.unmatched_ops(live.coverage))  # one definition
+    assert len(store.tracker.check_coverage(check.check_id)) == len(live.coverage) > 0  # read from the check
     assert data.bound_tolerance == live.settings["bound_tolerance"]
     (cal,) = data.calibration
     assert (cal["candidate"], cal["reference"], cal["target"]) == ("archmodel", "measured", "h100-sxm")

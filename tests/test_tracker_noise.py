@@ -159,4 +159,4 @@ def test_check_reads_the_repeats_from_the_store(tmp_path):
     assert qkv["rel_error_low"] == pytest.approx(17.2 / 18.3 - 1) and qkv["rel_error_high"] == pytest.approx(17.2 / 17.9 - 1)
     assert qkv["rel_error_low"] < rel < qkv["rel_error_high"]
     assert rows.loc["attn.sdpa", "noise"] == POINT
-    assert "open issues now" in check_text(out)
+    assert "active issues now" in check_text(out)

@@ -49,7 +49,8 @@ def open_store(path: PathLike | None = None, config: PathLike | Config | None = 
     Args:
         path: the store directory; default env XFID_STORE, then `[store].path` of the config, then `.xfid`.
         config: an xfid.toml path or a loaded Config; default env XFID_CONFIG, then ./xfid.toml,
-            else the bundled targets. Its `[store] database` (a PostgreSQL URL) and `[store] records`
+            then the config the store's last check recorded (said once on stderr:
+            xfid.storeconfig), else the bundled targets. Its `[store] database` (a PostgreSQL URL) and `[store] records`
             (a directory or bucket URL) say where a team store keeps its catalog and its parts; env
             XFID_DATABASE_URL and XFID_RECORDS_URL override them (docs/team.md).
     """
@@ -116,8 +117,9 @@ class ReportResult:
     path: Path
     html: bool
     pages: int | None
-    open_issues: int
+    active_issues: int  # xfid.counts.active: open, acknowledged or reopened (the report's register)
     pairs: int
+    open_issues: int = 0  # of those, in state `open` exactly (as store.issues(state="open"))
 
 
 @dataclass
@@ -140,28 +142,63 @@ class XfidStore:
         self._config_arg = config
         self._backend: Store | None = None
         self._tracker: Tracker | None = None
+        self._config_checked = False  # the store's recorded config compared with this one (once)
 
     # --- what it is -------------------------------------------------------------------
     @cached_property
     def config(self) -> Config:
-        """The effective configuration (targets, tolerances, op maps, pairs, settings)."""
+        """The effective configuration (targets, tolerances, op maps, pairs, settings).
+
+        The config given (`config`, env XFID_CONFIG, ./xfid.toml); with none, the config the
+        store's last check recorded (said once on stderr: xfid.storeconfig), else the bundled one."""
+        from xfid.config import Config
+
+        cfg = self._given_config
+        if isinstance(self._config_arg, Config) or cfg.path is not None:
+            return cfg
+        return self._store_config(cfg)
+
+    @cached_property
+    def _given_config(self) -> Config:
+        """The config as given or found, before the store is asked (it says where the store is)."""
         from xfid.config import Config, load_config
 
-        if isinstance(self._config_arg, Config):
-            return self._config_arg
-        return load_config(self._config_arg)
+        return self._config_arg if isinstance(self._config_arg, Config) else load_config(self._config_arg)
+
+    def _store_config(self, bundled: Config) -> Config:
+        """No config given or found: the config of the store's last check, said once on stderr
+        (xfid.storeconfig); the bundled one when the store has none recorded (or no store yet)."""
+        from xfid import storeconfig
+        from xfid.errors import StoreError
+        from xfid.store import DB_NAME
+
+        if not (self.path / DB_NAME).is_file() and not self.locations()["database"]:
+            return bundled
+        try:
+            rec = storeconfig.last_recorded(self.backend())
+        except StoreError:
+            return bundled
+        if rec is None or not rec.known or rec.config_hash == bundled.hash():
+            return bundled
+        cfg = storeconfig.config_of(rec)
+        if cfg is None:  # the recorded text no longer loads: keep the bundled config, and say so
+            storeconfig.say(storeconfig.mismatch(bundled, rec) or "")
+            return bundled
+        storeconfig.say(storeconfig.adopted(rec, cfg))
+        return cfg
 
     @cached_property
     def path(self) -> Path:
         """The store directory: the argument, env XFID_STORE, `[store].path`, else `.xfid`."""
         from xfid.store import resolve_store_path
 
-        return resolve_store_path(self._path_arg, self.config.store)
+        return resolve_store_path(self._path_arg, self._given_config.store)
 
     def locations(self) -> dict[str, str | None]:
         """Where the catalog and the records are: env XFID_DATABASE_URL / XFID_RECORDS_URL, else
-        `[store] database` / `[store] records` (None: the store's own SQLite file and records/)."""
-        cfg = self.config
+        `[store] database` / `[store] records` of the config given (None: the store's own SQLite
+        file and records/)."""
+        cfg = self._given_config
         return {"database": os.environ.get("XFID_DATABASE_URL") or cfg.database,
                 "records": os.environ.get("XFID_RECORDS_URL") or cfg.records}
 
@@ -175,7 +212,32 @@ class XfidStore:
             from xfid.store import Store
 
             self._backend = Store(self.path, create=create, **self.locations())
+        if not self._config_checked:
+            self._warn_other_config()
         return self._backend
+
+    def _warn_other_config(self) -> None:
+        """Once per store: warn when the config given is not the one of the store's last check
+        (with none given, `config` takes the store's own)."""
+        from xfid import storeconfig
+        from xfid.config import Config
+
+        self._config_checked = True
+        assert self._backend is not None
+        if not isinstance(self._config_arg, Config) and self._given_config.path is None:
+            return
+        rec = storeconfig.last_recorded(self._backend)
+        msg = None if rec is None else storeconfig.mismatch(self.config, rec)
+        if msg:
+            storeconfig.say(msg)
+
+    def recorded_config(self) -> dict[str, Any] | None:
+        """The config of the store's last check: check_id, config_hash, path, content (None: no check)."""
+        from xfid import storeconfig
+
+        rec = storeconfig.last_recorded(self.backend())
+        return None if rec is None else {"check_id": rec.check_id, "config_hash": rec.config_hash,
+                                         "path": rec.path, "content": rec.content, "recorded": rec.known}
 
     @property
     def tracker(self) -> Tracker:
@@ -254,7 +316,9 @@ class XfidStore:
         for r in t.group_by(["fidelity", "target"]).aggregate([([], "count_all")]).to_pylist():
             by[(r["fidelity"], r["target"])] = r["count_all"]
         metrics = sorted(pc.value_counts(t.column("metric")).to_pylist(), key=lambda r: -r["counts"]) if t.num_rows else []
-        return {"store": str(store.root), "records": t.num_rows, "sources": len(store.sources()),
+        from xfid import counts
+
+        return {"store": str(store.root), "records": t.num_rows, "sources": counts.sources(store),
                 "by_fidelity_target": dict(sorted(by.items())),
                 "metrics": [(r["values"], r["counts"]) for r in metrics]}
 
@@ -354,8 +418,14 @@ class XfidStore:
                                                    str(self.config.path or "bundled xfid.toml"))
         if corr.rows is not None and "noise" not in corr.rows.columns:
             noise.annotate(corr, self.backend(), self.config)
+        from xfid.storeconfig import record_of
+
+        used = record_of(self.config)
+        if corr.config_hash and corr.config_hash != used[0]:  # a correlation made under another config
+            used = (corr.config_hash, None, None)  # known by its hash only
         who = who_acts(actor)
-        summary = tracker.record_check(corr, actor=who, label=label, clean_checks_to_resolve=k, noise=settings)
+        summary = tracker.record_check(corr, actor=who, label=label, clean_checks_to_resolve=k, noise=settings,
+                                       config=used)
         self._notify(summary, who, label)
         return summary
 
@@ -389,7 +459,10 @@ class XfidStore:
     def issues(self, state: str | None = None, *, target: str | Sequence[str] | None = None,
                kind: str | None = None, severity_min: float | None = None) -> pd.DataFrame:
         """Tracked issues as a DataFrame ordered by id: id (XF-N), fingerprint, state, kind, severity,
-        the key, both values, rel_error, owner, first/last seen, and the waiver and check columns."""
+        the key, both values, rel_error, owner, first/last seen, and the waiver and check columns.
+
+        `state`: one state (open, acknowledged, resolved, reopened, waived), or "active" for the
+        group open + acknowledged + reopened (xfid.counts)."""
         import pandas as pd
 
         from xfid.tracker.tracker import EXTRA_KEYS, ISSUE_KEYS
@@ -532,7 +605,8 @@ class XfidStore:
         else:
             pdf, pages = render_pdf(text)
             write_atomic(out, pdf)
-        return ReportResult(out, html, pages, len(data.open_issues), len(data.pairs))
+        in_open = sum(1 for i in data.open_issues if i.get("state") == "open")
+        return ReportResult(out, html, pages, len(data.open_issues), len(data.pairs), in_open)
 
     def profile(self, targets: str | Sequence[str]) -> Profile:
         """The capability profile of one target or several side by side (`xfid profile`).

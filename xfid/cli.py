@@ -92,7 +92,8 @@ class LazyGroup(click.Group):
 @click.option("--store", "store_opt", metavar="DIR", envvar="XFID_STORE",
               help="Store directory (default .xfid/, or [store].path in xfid.toml; env XFID_STORE).")
 @click.option("--config", "config_opt", metavar="FILE", envvar="XFID_CONFIG",
-              help="xfid.toml to use (default ./xfid.toml, else the bundled targets).")
+              help="xfid.toml to use (default ./xfid.toml, else the config of the store's last check, "
+                   "else the bundled targets).")
 @click.option("--server", "server_opt", metavar="URL", envvar="XFID_SERVER",
               help="Talk to `xfid serve` at URL instead of the store (ingest, check, issues, compare); "
                    "the token comes from env XFID_TOKEN (env XFID_SERVER).")

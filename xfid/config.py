@@ -108,6 +108,7 @@ class Config:
     raw: dict[str, Any]
     database: str | None = None  # [store] database: a PostgreSQL URL (None: the store's SQLite file)
     records: str | None = None  # [store] records: a directory, file:///…, s3://… or gs://… (None: <store>/records)
+    text: str | None = None  # the user's xfid.toml as read (None: bundled only); recorded with each check
 
     def target(self, name: str) -> Target:
         if name not in self.targets:
@@ -165,16 +166,32 @@ def load_config(explicit: str | os.PathLike[str] | None = None, *, bundled: bool
         ConfigError: unreadable TOML or a malformed entry, naming the file and key.
     """
     path = find_config(explicit)
-    base = _bundled() if bundled else {}
-    user: dict[str, Any] = {}
+    text = None
     if path is not None:
         try:
-            user = tomllib.loads(path.read_text(encoding="utf-8-sig"))
-        except tomllib.TOMLDecodeError as e:
-            raise ConfigError(f"{path}: not valid TOML: {e}") from None
+            text = path.read_text(encoding="utf-8-sig")
         except UnicodeDecodeError:
             raise ConfigError(f"{path}: not UTF-8 text") from None
-    return build_config(base, user, path)
+    return config_from_text(text, path, bundled=bundled)
+
+
+def config_from_text(text: str | None, path: Path | None, *, bundled: bool = True) -> Config:
+    """The effective config of one xfid.toml's text (None: the bundled config alone), as
+    `load_config` builds it; a store rebuilds the config its last check recorded with this.
+
+    Raises:
+        ConfigError: invalid TOML or a malformed entry, naming `path` and the key.
+    """
+    base = _bundled() if bundled else {}
+    user: dict[str, Any] = {}
+    if text is not None:
+        try:
+            user = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    cfg = build_config(base, user, path)
+    cfg.text = text
+    return cfg
 
 
 SECTIONS = ("store", "settings", "targets", "tolerance", "op_map", "compare", "drift", "tracker", "report", "rtl",

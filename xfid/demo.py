@@ -31,7 +31,9 @@ class DemoResult:
     report_pdf: Path | None = None
     report_html: Path | None = None
     new_rows: int = 0
-    already: int = 0
+    sources_before: int = 0  # xfid.counts.sources before and after the run
+    sources: int = 0
+    period: tuple[str, str] = ("", "")  # the report's first and last day (YYYY-MM-DD)
     rtl: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     check: dict[str, Any] = field(default_factory=dict)
@@ -89,7 +91,6 @@ def step_roofline(store: XfidStore, res: DemoResult) -> None:
 
 def _count(res: DemoResult, rep: Any) -> None:
     res.new_rows += rep.rows
-    res.already += sum(1 for f in rep.files if f.already)
 
 
 def run_demo(store: XfidStore, out_dir: Path, *, progress: Callable[[str], None] = lambda s: None,
@@ -97,10 +98,12 @@ def run_demo(store: XfidStore, out_dir: Path, *, progress: Callable[[str], None]
     """RTL -> fixtures -> roofline -> check -> report -> compare, each one call of the Python API. Safe to run again."""
     from datetime import UTC, datetime
 
+    from xfid import counts
     from xfid.api import compare
     from xfid.report.period import resolve_period
 
     res = DemoResult(store.backend(create=True).root)
+    res.sources_before = counts.sources(store.backend())
 
     def timed(label: str, fn: Callable[[], Any]) -> Any:
         progress(label)
@@ -119,12 +122,15 @@ def run_demo(store: XfidStore, out_dir: Path, *, progress: Callable[[str], None]
         corr = store.correlate()
         res.check = store.check(actor=actor, label="demo", correlation=corr).to_dict()
         res.check["comparisons"] = int((corr.comparisons["workload"].isna()).sum()) if len(corr.comparisons) else 0
+        res.check["unmatched_ops"] = len(counts.unmatched_ops(corr.coverage))
         return corr
 
     corr = timed("correlating and updating the tracker", check)
+    res.sources = counts.sources(store.backend())
 
     def report() -> None:
         period = resolve_period(None, None, datetime.now(UTC).date().isoformat())  # the 7 days up to today
+        res.period = (period.start.isoformat(), period.end.isoformat())
         out_dir.mkdir(parents=True, exist_ok=True)
         res.report_html = store.report(period, out_dir / "xfid-demo.html", html=True).path
         pdf = store.report(period, out_dir / "xfid-demo.pdf")

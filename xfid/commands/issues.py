@@ -19,12 +19,14 @@ def cli() -> None:
     """List, show and change tracked discrepancies (XF-N).
 
     States: open -> acknowledged -> resolved; resolved -> reopened when it recurs;
-    waived with a reason and an expiry date. See docs/tracker.md.
+    waived with a reason and an expiry date. Active: open, acknowledged or reopened (someone
+    still has to act). See docs/tracker.md.
     """
 
 
 @cli.command("list")
-@click.option("--state", type=click.Choice(STATES), help="Only issues in this state.")
+@click.option("--state", type=click.Choice([*STATES, "active"]),
+              help="Only issues in this state; active: open, acknowledged or reopened.")
 @options.targets
 @click.option("--kind", type=click.Choice(KINDS), help="Only issues of this discrepancy kind.")
 @click.option("--severity-min", type=NON_NEGATIVE, metavar="X", help="Only issues with severity >= X (|error|/tolerance).")

@@ -28,4 +28,4 @@ def cli(app: App, week, since, until, output, as_html, targets, max_points) -> N
 
     res = app.api.report(resolve_period(week, since, until), output, as_html, targets=targets, max_points=max_points)
     what = "HTML" if res.html else f"{res.pages} pages"
-    click.echo(f"wrote {res.path} ({what}, {res.open_issues} open issues, {res.pairs} pairs)")
+    click.echo(f"wrote {res.path} ({what}, {res.active_issues} active issues, {res.pairs} pairs)")

@@ -130,8 +130,9 @@ def to_markdown(corr: Correlation, limit: int = 50) -> str:
     parts += [table(DISC_HEAD, discrepancy_rows(corr, limit, arrow=" → ")) if n else "None.", ""]
     if n > limit:
         parts += [f"{n - limit} more not shown (use --format json).", ""]
-    cov = corr.coverage
-    gaps = cov[~cov["matched"].astype(bool) & cov["has_rules"].astype(bool)] if len(cov) else cov
+    from xfid.counts import unmatched_ops
+
+    gaps = unmatched_ops(corr.coverage).sort_values(["source", "raw_op"], kind="stable")
     if len(gaps):
         parts += ["## Raw ops no op map matched", "",
                   table(["source", "raw op", "records"], [[r.source, r.raw_op, str(r.records)] for r in gaps.itertuples()]), ""]
@@ -154,8 +155,9 @@ def to_table(corr: Correlation, limit: int = 20) -> str:
     lines += ["", f"discrepancies: {n}" + (f" (worst {limit} shown)" if n > limit else "")]
     if n:
         lines.append(_plain(DISC_HEAD, discrepancy_rows(corr, limit)))
-    miss = int((corr.rows["kind"] == "missing_reference").sum()) if len(corr.rows) else 0
-    gaps = int(((~corr.coverage["matched"]) & corr.coverage["has_rules"]).sum()) if len(corr.coverage) else 0
+    from xfid.counts import keys_without_reference, unmatched_ops
+
+    miss, gaps = keys_without_reference(corr.rows), len(unmatched_ops(corr.coverage))
     lines += ["", f"keys without a reference: {miss}; raw ops no op map matched: {gaps}"]
     return "\n".join(lines) + "\n"
 

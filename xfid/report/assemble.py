@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from xfid import counts
 from xfid.errors import ReportError, XfidError
-from xfid.report.data import MAX_POINTS, OPEN_STATES, ReportData, count_issues
+from xfid.report.data import MAX_POINTS, ReportData, count_issues
 from xfid.report.period import Period
 from xfid.report.views import T100, build_pairs, competitive_view, fidelity_coverage, unmatched_ops
 
@@ -74,7 +75,7 @@ def _tracker_part(data: ReportData, store: Store, period: Period) -> _Basis | No
     rows = tr.check_rows(latest["id"])
     data.pairs = build_pairs(history, rows, data.targets)
     issues = [i for i in tr.issues() if _in_targets(i, data.targets)]
-    data.open_issues = [i for i in issues if i["state"] in OPEN_STATES]
+    data.open_issues = [dict(i) for i in counts.active(issues)]  # the active ones: open, acknowledged, reopened
     resolved_ids = {e["id"] for e in tr.events(period.since, period.until) if e["to_state"] == "resolved"}
     data.resolved_issues = [i for i in issues if i["id"] in resolved_ids]
     data.counts["waived"] = sum(1 for i in issues if i["state"] == "waived") if checks else data.counts["waived"]
@@ -95,7 +96,7 @@ def _live_part(data: ReportData, store: Store, config: Config) -> _Basis:
     data.pairs = build_pairs([{"time": now, "label": "now", "comparisons": comps}], corr.rows, data.targets)
     data.open_issues = [dict(r, id=r["fingerprint"][:8], state="untracked", owner="", first_seen=None, last_seen=now)
                         for r in corr.discrepancies.to_dict("records") if _in_targets(r, data.targets)]
-    data.counts = {"open": len(data.open_issues), "new": 0, "reopened": 0, "resolved": 0, "waived": 0}
+    data.counts = {"active": len(data.open_issues), "new": 0, "reopened": 0, "resolved": 0, "waived": 0}
     data.caveats.append("no `xfid check` has been recorded: numbers come from a correlation run at report time; "
                         "issue counts, ages and trends need the tracker")
     return _Basis(corr.rows, corr.coverage, corr.settings)

@@ -12,8 +12,8 @@ import pandas as pd
 
 from xfid.report.period import Period
 
-COUNT_KEYS = ("open", "new", "reopened", "resolved", "waived")
-OPEN_STATES = ("open", "acknowledged", "reopened")
+COUNT_KEYS = ("active", "new", "reopened", "resolved", "waived")
+"""`active`: open, acknowledged or reopened at the period's last check (xfid.counts)."""
 KIND_RANK = {"bound_violation": 0, "config_mismatch": 1, "over_tolerance": 2, "missing_reference": 3, "ok": 9}
 SEVERITY_RANK = {"critical": 0, "high": 1, "major": 1, "medium": 2, "minor": 3, "low": 3, "info": 4}
 FIDELITY_ORDER = ("roofline", "archmodel", "rtl", "measured")
@@ -142,7 +142,7 @@ def age_days(first_seen: Any, now: datetime) -> int | None:
 
 
 def count_issues(checks: list[dict[str, Any]]) -> dict[str, int]:
-    """Counts for a period from its checks: new/reopened/resolved summed, open/waived as of the last."""
+    """Counts for a period from its checks: new/reopened/resolved summed, active/waived as of the last."""
     out = dict.fromkeys(COUNT_KEYS, 0)
     if not checks:
         return out
@@ -152,7 +152,7 @@ def count_issues(checks: list[dict[str, Any]]) -> dict[str, int]:
         for key in ("new", "reopened", "resolved"):
             out[key] += int(k.get(key, 0) or 0)
     last = ordered[-1].get("counts") or {}
-    out["open"] = int(last.get("total_open", last.get("still_open", 0)) or 0)
+    out["active"] = int(last.get("total_open", last.get("still_open", 0)) or 0)
     out["waived"] = int(last.get("waived", 0) or 0)
     return out
 

@@ -123,8 +123,8 @@ def synthetic_report(n_issues: int = 60, n_workloads: int = 8, seed: int = 0, ho
     data = ReportData(period=period, generated_at=datetime(2026, 12, 1, 8, 30, tzinfo=UTC), store="(synthetic)",
                       config_hash="synthetic", checks=[checks[-1]], pairs=pairs, open_issues=issues,
                       resolved_issues=resolved, seed=seed)
-    data.counts = {"open": len(issues), "new": 8, "reopened": 1, "resolved": len(resolved), "waived": 1}
-    data.prev_counts = {"open": len(issues) - 1, "new": 7, "reopened": 0, "resolved": 2, "waived": 1}
+    data.counts = {"active": len(issues), "new": 8, "reopened": 1, "resolved": len(resolved), "waived": 1}
+    data.prev_counts = {"active": len(issues) - 1, "new": 7, "reopened": 0, "resolved": 2, "waived": 1}
     data.competitive = competitive_view(_records(workloads), invented=True,
                                         note="example target invented for xfid's demo; not a real chip")
     data.calibration = [{"candidate": "archmodel", "reference": "measured", "target": "h100-sxm",

@@ -158,8 +158,9 @@ def fidelity_coverage(records: pd.DataFrame, targets: list[str] | None = None) -
 
 
 def unmatched_ops(coverage: pd.DataFrame | None, limit: int = 40) -> tuple[list[dict[str, Any]], int]:
-    """Raw op names no op map matched (most records first), and how many there are in all."""
-    if coverage is None or coverage.empty:
-        return [], 0
-    un = coverage[~coverage["matched"].astype(bool)].sort_values("records", ascending=False)
+    """Raw op names no op map of their source matched (xfid.counts.unmatched_ops: most records
+    first), and how many there are in all."""
+    from xfid.counts import unmatched_ops as gaps
+
+    un = gaps(coverage)
     return un.head(limit).to_dict("records"), len(un)

@@ -101,7 +101,7 @@ def routes(served: Served) -> list[Any]:
             all_rows = api.issue_list()
             return render(request, "issues.html", {
                 "rows": rows, "q": request.query_params, "states": ("open", "acknowledged", "resolved", "reopened",
-                                                                    "waived"),
+                                                                    "waived", "active"),
                 "kinds": sorted({r["kind"] for r in all_rows}), "targets": sorted({str(r["target"]) for r in all_rows})})
 
     def issue(request: Request) -> Response:

@@ -118,7 +118,9 @@ def overview(api: Any, now: datetime | None = None) -> dict[str, Any]:
     """The overview page's numbers: open issues by severity band, target and pair; the transitions
     of the last check and of the last 7 days; each pair's share of keys within tolerance per check."""
     now = now or datetime.now(UTC)
-    open_rows = [r for r in api.issue_list() if r["state"] in ("open", "reopened", "acknowledged")]
+    from xfid import counts
+
+    open_rows = counts.active(api.issue_list())  # the active ones (xfid.counts): the key stays "open"
     bands = Counter(_band(r.get("severity")) for r in open_rows)
     checks = api.tracker.checks()
     last = checks[-1] if checks else None

@@ -9,10 +9,13 @@ from typing import TYPE_CHECKING, Any
 from xfid.errors import TrackerError
 from xfid.sqlbackend import Database
 from xfid.store import fault_point, write_tx
-from xfid.tracker import checkfiles, db, transitions, triage_db
+from xfid.tracker import checkfiles, config_db, db, transitions, triage_db
 from xfid.tracker.db import KEY_COLUMNS, LATEST_COLUMNS, as_float, as_text, plain
 from xfid.tracker.lifecycle import ACTIVE, FILING_KINDS, format_id, stamp
 from xfid.tracker.noise import UNCERTAIN, NoiseSettings, clean as is_clean
+
+CheckConfig = tuple[str, str | None, str | None]
+"""(hash, path, text) of the config a check was judged by (xfid.tracker.config_db)."""
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -92,7 +95,7 @@ def _coverage(corr: Correlation) -> dict[str, Any] | None:
 
 
 def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label: str | None,
-           k: int, noise: NoiseSettings | None = None) -> CheckSummary:
+           k: int, noise: NoiseSettings | None = None, config: CheckConfig | None = None) -> CheckSummary:
     """Record one check (the body of Tracker.record_check: see there).
 
     Filing: over-tolerance, bound-violation and config-mismatch rows file (or reopen) at once;
@@ -133,6 +136,8 @@ def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label:
             cid = summary.check_id = db.insert_check(
                 conn, stamp(now), actor, label, corr.config_hash or "", corr.sources or [], _comparisons(corr),
                 corr.settings or {}, _coverage(corr), len(rows))
+            if config is not None:  # (hash, path, text) of the config the check was judged by
+                config_db.insert(conn, cid, *config)
             unwaived = set(transitions.expire_waivers(conn, now, actor=actor, check_id=cid))
             existing = db.issues_by_fingerprint(conn)
             before = triage_db.pending(conn)

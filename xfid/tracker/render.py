@@ -47,7 +47,7 @@ def check_text(s: CheckSummary) -> str:
     if s.unwaived:
         lines.append(f"  waiver ended (expired or error beyond its bound): {_ids(s.unwaived)}")
     lines.append(f"  missing reference: {s.missing_reference} key(s) (counted, not filed)")
-    lines.append(f"  open issues now: {s.total_open}")
+    lines.append(f"  active issues now: {s.total_open} (open, acknowledged or reopened)")
     return "\n".join(lines)
 
 

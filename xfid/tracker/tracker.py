@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from xfid import sqlbackend
 from xfid.errors import StoreError, TrackerError
 from xfid.store import write_tx
-from xfid.tracker import checkfiles, db, lifecycle, transitions, triage_db
+from xfid.tracker import checkfiles, config_db, db, lifecycle, transitions, triage_db
 from xfid.tracker.lifecycle import FILING_KINDS, STATES, TransitionRefused, format_id, stamp, utc
 from xfid.tracker.noise import NoiseSettings
 from xfid.tracker.recording import CheckSummary, record
@@ -58,6 +58,7 @@ class Tracker:
         try:
             db.setup(self.conn)
             triage_db.setup(self.conn)
+            config_db.setup(self.conn)
             known = db.rows_files(self.conn)
         except sqlbackend.errors() as e:
             raise TrackerError(f"{store.db_label}: cannot set up the tracker tables: {sqlbackend.mask(e)} "
@@ -67,7 +68,8 @@ class Tracker:
     # --- writing ---------------------------------------------------------------------
     def record_check(self, corr: Correlation, *, actor: str, now: datetime | None = None,
                      label: str | None = None, clean_checks_to_resolve: int = 1,
-                     noise: NoiseSettings | None = None) -> CheckSummary:
+                     noise: NoiseSettings | None = None,
+                     config: tuple[str, str | None, str | None] | None = None) -> CheckSummary:
         """Record one check: file new issues, reopen recurring ones, auto-resolve clean ones.
 
         Args:
@@ -78,6 +80,8 @@ class Tracker:
             label: a free label (a commit, "nightly", ...).
             clean_checks_to_resolve: K consecutive checks with the key within tolerance resolve it.
             noise: confirm_after and hysteresis (xfid.tracker.noise; default NoiseSettings()).
+            config: (hash, path, text) of the config the check was judged by, recorded with it
+                (xfid.tracker.config_db); None records none.
 
         Returns:
             The summary: ids that are new, reopened, resolved, still open, waived.
@@ -89,7 +93,7 @@ class Tracker:
         lifecycle.check_text_sizes("the check", actor=actor, label=label)
         self.store.require_writable("record a check")
         return record(self.store, corr, actor=actor, now=utc(now), label=label, k=clean_checks_to_resolve,
-                      noise=noise)
+                      noise=noise, config=config)
 
     def transition(self, issue_id: str, action: str, *, actor: str, note: str | None = None,
                    owner: str | None = None, reason: str | None = None, until: date | str | None = None,
@@ -154,11 +158,18 @@ class Tracker:
                severity_min: float | None = None, now: datetime | None = None) -> list[dict[str, Any]]:
         """Issues ordered by id, filtered by state, target, kind and minimum severity.
 
+        `state` is one of STATES, or "active": the group open, acknowledged and reopened
+        (xfid.counts: the issues someone still has to act on).
+
         Raises:
             TrackerError: an unknown state or kind (the valid ones listed).
         """
+        if state == "active":
+            return [i for i in self.issues(target=target, kind=kind, severity_min=severity_min, now=now)
+                    if i["state"] in lifecycle.ACTIVE]
         if state is not None and state not in STATES:
-            raise TrackerError(f"unknown state {state!r}; states: {', '.join(STATES)}")
+            raise TrackerError(f"unknown state {state!r}; states: {', '.join(STATES)}, or active "
+                               f"({', '.join(lifecycle.ACTIVE)})")
         if kind is not None and kind not in FILING_KINDS:
             raise TrackerError(f"unknown issue kind {kind!r}; kinds: {', '.join(FILING_KINDS)}")
         self._expire_on_read(now)
