@@ -90,8 +90,11 @@ def cli(ctx: click.Context, store_opt: str | None, config_opt: str | None) -> No
     Ingest roofline, architecture-model, RTL and measured numbers into one store, correlate
     them, track every discrepancy, render reports and gate CI on fidelity drift.
     """
+    from xfid import outfile
+
     app = App(store_opt, config_opt)
     ctx.obj = app
+    outfile.protect(app, app.store_areas)  # no -o of any command may write into this store
     ctx.call_on_close(app.close)
 
 

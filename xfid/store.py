@@ -19,8 +19,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from xfid import outfile, sqlbackend
 from xfid import records as recloc
-from xfid import sqlbackend
 from xfid.errors import StoreError
 from xfid.parts import (
     FILE_SCHEMA,
@@ -120,6 +120,17 @@ def resolve_store_path(explicit: str | os.PathLike[str] | None, config_store: st
     return Path(explicit or os.environ.get("XFID_STORE") or config_store or ".xfid")
 
 
+def store_area(root: Path, location: recloc.Location) -> outfile.StoreArea:
+    """A store's folder, records and checks as `xfid.outfile.guard` protects them."""
+    if location.fs is not None:
+        from urllib.parse import urlsplit
+
+        scheme = urlsplit(location.label).scheme
+        return outfile.StoreArea(str(root), (root, root / "checks"), urls=(f"{scheme}://{location.base}",))
+    records = Path(location.base)
+    return outfile.StoreArea(str(root), (root, records, records.parent / "checks"))
+
+
 def connect(db_path: Path, readonly: bool = False) -> Database:
     """The store's SQLite database (xfid.sqlbackend.connect_sqlite)."""
     return sqlbackend.connect_sqlite(db_path, readonly=readonly)
@@ -217,6 +228,7 @@ class Store:
         self.location = recloc.resolve(given, self.root)
         self.fs = self.location.fs  # None: a local or network directory, renamed into place
         self.records: Any = self.location.base
+        outfile.protect(self, self.area())
         self.store_id: str | None = None
         self._expected: dict[str, tuple[str, int]] = {}  # part path -> (manifest file, rows)
         self._touched = 0.0
@@ -360,7 +372,12 @@ class Store:
                 raise StoreError(f"{self.db_label}: the store database is damaged ({msg}); run `xfid doctor`") from None
             raise StoreError(f"{self.db_label}: cannot {what}: {msg} (run `xfid doctor`)") from None
 
+    def area(self) -> outfile.StoreArea:
+        """The folders (and records URL) no output of any command may be written into."""
+        return store_area(self.root, self.location)
+
     def close(self) -> None:
+        outfile.unprotect(self)
         self.conn.close()
 
     def __enter__(self) -> Store:
