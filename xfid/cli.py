@@ -61,6 +61,21 @@ class LazyGroup(click.Group):
             raise UserError(terminal(mask(str(e)))) from None
         except KeyboardInterrupt:
             raise click.exceptions.Abort() from None
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError):
+            raise
+        except Exception as e:  # a bug: its traceback is shown for the report, never with a password in it
+            raise internal_error(e) from None
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """click's main, with any text of an exception raised outside `invoke` (while parsing the
+        global options, opening the App) masked as well."""
+        try:
+            return super().main(*args, **kwargs)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError,
+                SystemExit, KeyboardInterrupt):
+            raise
+        except Exception as e:
+            raise SystemExit(internal_error(e).exit_code) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -75,6 +90,17 @@ class LazyGroup(click.Group):
         rows = [(name, importlib.import_module(COMMANDS[name]).cli.get_short_help_str(90)) for name in COMMANDS]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+def internal_error(e: BaseException) -> click.exceptions.Exit:
+    """Print `e`'s traceback masked and escaped (the last line of defence: whatever text it
+    carries, a URL's password is never shown) and give the exit of an internal error (1)."""
+    import traceback
+
+    click.echo(terminal(mask("".join(traceback.format_exception(e)))).rstrip("\n"), err=True)
+    click.echo(terminal(mask(f"Error: internal error ({type(e).__name__}); this is a bug in xfid: please report "
+                             "it with the traceback above")), err=True)
+    return click.exceptions.Exit(1)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from xfid.errors import StoreError
 from xfid.records import Location
+from xfid.sqlbackend import UrlError
 from xfid.store import (
     _MANIFEST_MIGRATIONS,
     COMMITTED_GLOB,
@@ -162,6 +163,8 @@ def _examine_team(root: Path, rep: DoctorReport, repair: bool, database: str | N
     except CatalogMismatch as e:
         rep.problems.append(Problem("catalog_mismatch", str(root), str(e), ""))
         return rep
+    except UrlError:
+        raise  # a URL that cannot be read is the user's input, not a damaged store: Error:, exit 2
     except StoreError as e:
         rep.problems.append(Problem("db_corrupt", str(root), str(e), ""))
         return rep

@@ -158,6 +158,7 @@ def migrate(conn: Database, component: str, migrations: Sequence[sqlbackend.Migr
 def resolve_database(explicit: str | None = None) -> str | None:
     """The catalog's database URL: the argument, then env XFID_DATABASE_URL; None: the store's own SQLite file."""
     url = explicit or os.environ.get("XFID_DATABASE_URL") or None
+    sqlbackend.remember_secrets(url)
     if url and not sqlbackend.is_postgres(url):
         raise StoreError(f"database {sqlbackend.mask(url)!r}: not a PostgreSQL URL; write "
                          "postgresql://USER@HOST[:PORT]/DBNAME (the password from PGPASSWORD or ~/.pgpass), or "
