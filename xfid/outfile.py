@@ -181,8 +181,8 @@ def _refuse_same_file(real: Path, shown: str, flag: str, areas: list[StoreArea],
 
 
 def _refusal(shown: str, flag: str, why: str) -> str:
-    return (f"{flag} {shown} {why}: writing there would destroy the store's data; nothing was written "
-            "(write the output outside the store)")
+    return (f"cannot write {flag} {shown}: it {why}, and writing there would destroy the store's data; nothing "
+            "was written (write the output outside the store)")
 
 
 def resolve(path: str | os.PathLike[str]) -> tuple[Path, bool]:
