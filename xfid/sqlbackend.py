@@ -103,13 +103,18 @@ def check_url(url: str) -> None:
     """
     remember_secrets(url)
     head = url.split("://", 1)[1].split("?", 1)[0]
-    if "@" in head[:head.rfind("@")]:
-        raise UrlError(f"database URL {mask(url)!r}: the user or password holds an unencoded '@' (write it as %40: "
-                       "a password P@ss is written P%40ss, or leave the password out and put it in PGPASSWORD "
-                       "or ~/.pgpass)")
+    userinfo = head[:head.rfind("@")] if "@" in head else ""
+    for ch, code in (("@", "%40"), ("/", "%2F")):
+        if ch in userinfo:
+            raise UrlError(f"database URL {mask(url)!r}: the user or password holds an unencoded {ch!r} (libpq "
+                           f"would read part of the password as the host; write it as {code}, or leave the password "
+                           "out and put it in PGPASSWORD or ~/.pgpass)")
     psycopg = require_psycopg()
     try:
-        psycopg.conninfo.conninfo_to_dict(url)
+        params = psycopg.conninfo.conninfo_to_dict(url)
+        for port in str(params.get("port") or "").split(","):
+            if port and not (port.isdigit() and 0 < int(port) < 65536):
+                raise psycopg.ProgrammingError(f"invalid port {port!r} (a number from 1 to 65535)")
     except psycopg.Error as e:
         raise UrlError(f"database URL {mask(url)!r} cannot be read: {_first_line(e)} (percent-encode any of "
                        "@ : / % ? # [ ] in the user or password, e.g. %40 for @; see the libpq connection URI "
