@@ -188,6 +188,13 @@ def test_an_empty_output_name_is_an_error_not_stdout(team: Team):
         assert "empty name" in r.output or "Invalid value" in r.output, (cmd, r.output)
     r = team.cli("export", "-o", "", "--format", "csv")
     assert "empty name" in r.output and "measured" not in r.output  # nothing went to stdout
+    from xfid.api import open_store
+    from xfid.errors import XfidError
+
+    with open_store(team.root, CONFIG) as s:
+        for call in (lambda: s.export("csv", ""), lambda: s.snapshot(""), lambda: s.report(None, "")):
+            with pytest.raises(XfidError, match="empty name"):
+                call()
 
 
 # --- doctor verifies what the check files hold ------------------------------------------------

@@ -109,6 +109,15 @@ class Config:
     database: str | None = None  # [store] database: a PostgreSQL URL (None: the store's SQLite file)
     records: str | None = None  # [store] records: a directory, file:///…, s3://… or gs://… (None: <store>/records)
 
+    def __repr__(self) -> str:
+        """The dataclass repr with any password of [store] database/records masked (a notebook or
+        a traceback shows it)."""
+        from dataclasses import fields
+
+        from xfid.sqlbackend import mask
+
+        return f"Config({mask(', '.join(f'{f.name}={getattr(self, f.name)!r}' for f in fields(self)))})"
+
     def target(self, name: str) -> Target:
         if name not in self.targets:
             close = self.close_targets(name)

@@ -99,7 +99,7 @@ def _existing_ancestors(p: Path) -> Iterator[Path]:
             yield a
 
 
-def guard(path: str | os.PathLike[str], *, folder: bool = False, flag: str = "-o",
+def guard(path: str | os.PathLike[str], *, folder: bool = False, flag: str = "output",
           error: type[XfidError] = XfidError) -> None:
     """Refuse an output path that would write into a store, before anything is written.
 
@@ -107,7 +107,7 @@ def guard(path: str | os.PathLike[str], *, folder: bool = False, flag: str = "-o
         path: the file (or, with `folder`, the folder) the user named.
         folder: the output is a folder the command fills: it must neither lie in a store nor
             hold one.
-        flag: the option that named it, for the message.
+        flag: the option (or parameter) that named it, for the message.
         error: the XfidError subclass raised.
 
     Raises:
@@ -116,7 +116,7 @@ def guard(path: str | os.PathLike[str], *, folder: bool = False, flag: str = "-o
     """
     shown = os.fspath(path)
     if not shown.strip():
-        raise error(f"{flag} was given an empty name: give a file name (leave {flag} out to write to stdout)")
+        raise error(f"{flag}: an empty name; give a file name (or leave the option out for its default: stdout, or the default file)")
     areas = _known_areas()
     for a in areas:
         for url in a.urls:
