@@ -153,12 +153,12 @@ def test_the_python_api_refuses_the_same_paths(team: Team):
     before = team.state()
     files = {k: v for k, v in targets(team).items() if k != "folder holding the store"}
     with open_store(team.root, CONFIG) as s:
-        for name, dest in files.items():
+        for dest in files.values():
             for call in (lambda d: s.export("csv", d), lambda d: s.export("parquet", d),
                          lambda d: s.snapshot(d), lambda d: s.report("2026-01-01..2026-12-31", d, html=True)):
                 with pytest.raises(XfidError, match="store"):
                     call(dest)
-    assert team.state() == before, name
+    assert team.state() == before
 
 
 def test_a_store_the_process_was_not_pointed_at_is_refused_too(team: Team, tmp_path: Path):

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from xfid.api import XfidStore
-    from xfid.outfile import StoreArea
     from xfid.config import Config
+    from xfid.outfile import StoreArea
     from xfid.store import Store
 
 

@@ -324,9 +324,10 @@ def _check_saved_checks(store: Store, rep: DoctorReport) -> None:
     from xfid.tracker import checkfiles
     from xfid.tracker import db as tracker_db
 
+    unreadable: tuple[type[BaseException], ...] = (StoreError, *sqlbackend_errors())
     try:
         saved = tracker_db.saved_rows(store.conn)
-    except (StoreError, *sqlbackend_errors()):  # no tracker tables yet
+    except unreadable:  # no tracker tables yet
         return
     for row in saved:
         s = checkfiles.Saved(*row)

@@ -48,13 +48,11 @@ class StoreArea:
     Attributes:
         label: how the store is named in messages (its folder).
         dirs: its folders (the store folder, the records folder, the checks folder).
-        files: files outside those folders (a database file named elsewhere).
         urls: object-store prefixes of its records (`s3://bucket/prefix`).
     """
 
     label: str
     dirs: tuple[Path, ...] = ()
-    files: tuple[Path, ...] = ()
     urls: tuple[str, ...] = ()
 
 
@@ -116,7 +114,8 @@ def guard(path: str | os.PathLike[str], *, folder: bool = False, flag: str = "ou
     """
     shown = os.fspath(path)
     if not shown.strip():
-        raise error(f"{flag}: an empty name; give a file name (or leave the option out for its default: stdout, or the default file)")
+        raise error(f"{flag}: an empty name; give a file name (or leave the option out for its default: stdout, "
+                    "or the default file)")
     areas = _known_areas()
     for a in areas:
         for url in a.urls:
@@ -158,7 +157,7 @@ def _refuse_holding(real: Path, shown: str, flag: str, dirs: list[tuple[Path, tu
 
 
 def _refuse_same_file(real: Path, shown: str, flag: str, areas: list[StoreArea], error: type[XfidError]) -> None:
-    """The target is one of a store's files under another name (a hard link, a bind mount)."""
+    """The target is one of a store's files under another name (a hard link)."""
     try:
         st = os.stat(real)
     except OSError:
@@ -166,9 +165,6 @@ def _refuse_same_file(real: Path, shown: str, flag: str, areas: list[StoreArea],
     if not stat.S_ISREG(st.st_mode):
         return
     ident = (st.st_dev, st.st_ino)
-    for a in areas:
-        if ident in {_ident(f) for f in a.files}:
-            raise error(_refusal(shown, flag, f"is a file of the store {a.label}"))
     if st.st_nlink < 2:
         return  # one name only: its folders were compared above
     for a in areas:

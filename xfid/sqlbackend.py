@@ -519,7 +519,7 @@ __all__ = [
     "errors",
     "is_postgres",
     "mask",
-    "remember_secrets",
     "migrate",
+    "remember_secrets",
     "sqlite_readonly",
 ]

@@ -253,7 +253,7 @@ def verify(root: Path, saved: Saved, store_id: str | None) -> str | None:
     which names the file)."""
     if not saved.rows_file:
         return None
-    path, data = _load(root, saved, store_id)
+    _path, data = _load(root, saved, store_id)
     if data is None:
         return f"the rows of check {saved.check_id} are missing"
     why = content_problem(data, saved, store_id)
