@@ -248,3 +248,20 @@ def test_a_check_recorded_before_the_hash_is_verified_by_footer_and_rows(team: T
     sink = pa.BufferOutputStream()
     pq.write_table(pa.table({"a": [1]}), sink)
     assert "footer" in str(checkfiles.content_problem(sink.getvalue().to_pybytes(), old, None))
+
+
+def test_an_object_store_records_prefix_is_refused(tmp_path: Path):
+    """A bucket's records are compared by URL prefix (an output named by URL never lands among them)."""
+    from xfid import outfile
+    from xfid.errors import XfidError
+
+    owner = object()
+    outfile.protect(owner, outfile.StoreArea("s3 store", (), urls=("s3://bucket/records",)))
+    try:
+        for dest in ("s3://bucket/records", "s3://bucket/records/fidelity=rtl/part-x.parquet"):
+            with pytest.raises(XfidError, match="records of the store"):
+                outfile.guard(dest)
+        outfile.guard(str(tmp_path / "x.csv"))  # elsewhere: no refusal
+        outfile.guard("s3://bucket/records-other/x")
+    finally:
+        outfile.unprotect(owner)
