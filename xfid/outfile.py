@@ -157,7 +157,7 @@ def _refuse_holding(real: Path, shown: str, flag: str, dirs: list[tuple[Path, tu
 
 
 def _refuse_same_file(real: Path, shown: str, flag: str, areas: list[StoreArea], error: type[XfidError]) -> None:
-    """The target is one of a store's files under another name (a hard link)."""
+    """The target is one of a store's files under another name (a hard link, a mount)."""
     try:
         st = os.stat(real)
     except OSError:
@@ -165,15 +165,23 @@ def _refuse_same_file(real: Path, shown: str, flag: str, areas: list[StoreArea],
     if not stat.S_ISREG(st.st_mode):
         return
     ident = (st.st_dev, st.st_ino)
-    if st.st_nlink < 2:
-        return  # one name only: its folders were compared above
     for a in areas:
         for d in a.dirs:
-            for top, _subdirs, names in os.walk(d):
+            # every file when it has other names; else the files right in the store's folders (the
+            # database and its -wal, the check files): one bind-mounted elsewhere has one link
+            walk = os.walk(d) if st.st_nlink > 1 else [(str(d), [], _names(d))]
+            for top, _subdirs, names in walk:
                 for n in names:
                     if _ident(os.path.join(top, n)) == ident:
-                        raise error(_refusal(shown, flag, f"is another name (a hard link) of "
+                        raise error(_refusal(shown, flag, f"is another name (a hard link or mount) of "
                                                           f"{os.path.join(top, n)}, a file of the store {a.label}"))
+
+
+def _names(d: Path) -> list[str]:
+    try:
+        return os.listdir(d)
+    except OSError:
+        return []
 
 
 def _refusal(shown: str, flag: str, why: str) -> str:
