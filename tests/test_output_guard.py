@@ -265,3 +265,15 @@ def test_an_object_store_records_prefix_is_refused(tmp_path: Path):
         outfile.guard("s3://bucket/records-other/x")
     finally:
         outfile.unprotect(owner)
+
+
+def test_the_records_of_a_store_no_option_names_are_refused(team: Team, tmp_path: Path):
+    """A `fidelity=*` folder holding parts is a store's records, even a team store's this machine
+    was not pointed at (no xfid.db beside them)."""
+    other = Cli(tmp_path / "elsewhere", tmp_path)
+    before = team.state()
+    for dest in (team.part(), team.part().parent / "new.csv"):
+        r = other("export", "-o", str(dest), "--format", "csv", env={"XFID_RECORDS_URL": "",
+                                                                      "XFID_DATABASE_URL": ""})
+        assert r.exit_code == 2 and "Error:" in r.output and "Traceback" not in r.output, r.output
+    assert team.state() == before

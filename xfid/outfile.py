@@ -12,8 +12,8 @@ No output may land in a store: `guard` (called by `open_output`, and by every co
 writes a file or a folder some other way) refuses, before anything is written, a path that
 resolves into a store's folder, its database or its records location (after `..`, symlinks,
 bind mounts and hard links: folders and files are compared by device and inode). The stores
-known are those this process has opened or been pointed at (`protect`), and any folder that
-holds an `xfid.db`.
+known are those this process has opened or been pointed at (`protect`), any folder that holds
+an `xfid.db`, and any `fidelity=*` folder that holds parts.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ _FD_DIR = re.compile(r"^/proc/(?:self|thread-self|\d+)(?:/task/\d+)?/fd$")
 _OWN_FD = re.compile(r"^/proc/(\d+)(?:/task/\d+)?/fd/(\d+)$")
 _MAX_LINKS = 40
 STORE_DB = "xfid.db"
-"""A folder holding a file of this name is a store's folder, whether this process knows it or not."""
+"""A folder holding a file of this name is a store's folder, whether this process knows it or not
+(and a `fidelity=*` folder holding `part-*.parquet` files is a store's records)."""
 
 
 @dataclass(frozen=True)
@@ -134,13 +135,21 @@ def guard(path: str | os.PathLike[str], *, folder: bool = False, flag: str = "ou
     for anc in _existing_ancestors(real):
         if anc != real or folder:
             label = labels.get(_ident(anc) or (-1, -1))
-            if label is None and (anc / STORE_DB).is_file():
+            if label is None and _looks_like_a_store(anc):
                 label = str(anc)
             if label is not None:
                 raise error(_refusal(shown, flag, f"is inside the store {label}"))
     if folder and real.is_dir():
         _refuse_holding(real, shown, flag, dirs, error)
     _refuse_same_file(real, shown, flag, areas, error)
+
+
+def _looks_like_a_store(d: Path) -> bool:
+    """A store's folder (it holds an xfid.db) or a records partition (`fidelity=*` holding parts),
+    whether this process knows the store or not."""
+    if (d / STORE_DB).is_file():
+        return True
+    return d.name.startswith("fidelity=") and next(iter(d.glob("part-*.parquet")), None) is not None
 
 
 def _refuse_holding(real: Path, shown: str, flag: str, dirs: list[tuple[Path, tuple[int, int], str]],
