@@ -513,7 +513,10 @@ class XfidStore:
 
         With engine "spark" the snapshot holds the aggregates and the discrepancies' keys."""
         from xfid.drift.snapshot import make_snapshot, write_snapshot
+        from xfid.outfile import guard
 
+        if output is not None:
+            guard(output)  # before the work: a path into the store is refused first
         snap = make_snapshot(self.correlate(targets, None, run, as_of, engine=engine), label=label)
         if output is not None:
             write_snapshot(snap, output)
@@ -592,6 +595,11 @@ class XfidStore:
         from xfid.report.assemble import build_report_data
         from xfid.report.render import render_html, render_pdf, write_atomic
 
+        if path is not None:
+            from xfid.errors import ReportError
+            from xfid.outfile import guard
+
+            guard(path, error=ReportError)  # before the work: a path into the store is refused first
         p = _period(period)
         data = build_report_data(self.backend(), self.config, p, list(targets or []), max_points=max_points)
         out = Path(path) if path is not None else default_output(p.label, html)

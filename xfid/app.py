@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from xfid.api import XfidStore
     from xfid.config import Config
+    from xfid.outfile import StoreArea
     from xfid.store import Store
 
 
@@ -45,7 +46,32 @@ class App:
     def store(self, create: bool = True) -> Store:
         return self.api.backend(create=create)
 
+    def store_areas(self) -> list[StoreArea]:
+        """The store the global options name, as `xfid.outfile.guard` protects it, without
+        opening it (a command that writes a file but never opens the store is guarded too)."""
+        from urllib.parse import urlsplit
+
+        from xfid.errors import XfidError
+        from xfid.outfile import StoreArea
+        from xfid.records import OBJECT_SCHEMES
+        from xfid.store import resolve_store_path
+
+        try:
+            root, records = self.api.path, self.api.locations()["records"]
+        except XfidError:  # a broken config: the command says so; the store's folder is still known
+            root, records = resolve_store_path(self.store_opt), os.environ.get("XFID_RECORDS_URL") or None
+        if records is None:
+            return [StoreArea(str(root), (root, root / "records", root / "checks"))]
+        url = urlsplit(str(records))
+        if url.scheme.lower() in OBJECT_SCHEMES:
+            return [StoreArea(str(root), (root, root / "checks"), urls=(f"{url.scheme}://{url.hostname or ''}{url.path}",))]
+        base = Path(url.path) if url.scheme.lower() == "file" else Path(str(records))
+        return [StoreArea(str(root), (root, base, base.parent / "checks"))]
+
     def close(self) -> None:
+        from xfid import outfile
+
+        outfile.unprotect(self)
         if "api" in self.__dict__:
             self.api.close()
 

@@ -56,9 +56,17 @@ class LazyGroup(click.Group):
     """
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
-        """Every command's output, whatever prints it, goes through one sanitising stream."""
+        """click's main with every command's output, whatever prints it, through one sanitising
+        stream, and any text of an exception raised outside `invoke` (while parsing the global
+        options, opening the App) masked as well."""
         with safe_output():
-            return super().main(*args, **kwargs)
+            try:
+                return super().main(*args, **kwargs)
+            except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError,
+                    SystemExit, KeyboardInterrupt):
+                raise
+            except Exception as e:
+                raise SystemExit(internal_error(e).exit_code) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -71,6 +79,10 @@ class LazyGroup(click.Group):
             what = str(e) if isinstance(e, Interrupted) and str(e) else "Ctrl-C"
             click.echo(f"Interrupted: {terminal(mask(what))}", err=True)
             ctx.exit(130)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError):
+            raise
+        except Exception as e:  # a bug: its traceback is shown for the report, never with a password in it
+            raise internal_error(e) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -85,6 +97,17 @@ class LazyGroup(click.Group):
         rows = [(name, importlib.import_module(COMMANDS[name]).cli.get_short_help_str(90)) for name in COMMANDS]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+def internal_error(e: BaseException) -> click.exceptions.Exit:
+    """Print `e`'s traceback masked and escaped (the last line of defence: whatever text it
+    carries, a URL's password is never shown) and give the exit of an internal error (1)."""
+    import traceback
+
+    click.echo(terminal(mask("".join(traceback.format_exception(e)))).rstrip("\n"), err=True)
+    click.echo(terminal(mask(f"Error: internal error ({type(e).__name__}); this is a bug in xfid: please report "
+                             "it with the traceback above")), err=True)
+    return click.exceptions.Exit(1)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -104,11 +127,14 @@ def cli(ctx: click.Context, store_opt: str | None, config_opt: str | None, serve
     Ingest roofline, architecture-model, RTL and measured numbers into one store, correlate
     them, track every discrepancy, render reports and gate CI on fidelity drift.
     """
+    from xfid import outfile
+
     if server_opt and ctx.invoked_subcommand not in REMOTE_COMMANDS:
         raise click.UsageError(f"--server (or env XFID_SERVER) works with {', '.join(REMOTE_COMMANDS)}; "
                                f"`xfid {ctx.invoked_subcommand}` runs on a store: unset XFID_SERVER for it")
     app = App(store_opt, config_opt, server_opt or None)
     ctx.obj = app
+    outfile.protect(app, app.store_areas)  # no -o of any command may write into this store
     ctx.call_on_close(app.close)
 
 

@@ -110,6 +110,15 @@ class Config:
     records: str | None = None  # [store] records: a directory, file:///…, s3://… or gs://… (None: <store>/records)
     text: str | None = None  # the user's xfid.toml as read (None: bundled only); recorded with each check
 
+    def __repr__(self) -> str:
+        """The dataclass repr with any password of [store] database/records masked (a notebook or
+        a traceback shows it)."""
+        from dataclasses import fields
+
+        from xfid.sqlbackend import mask
+
+        return f"Config({mask(', '.join(f'{f.name}={getattr(self, f.name)!r}' for f in fields(self)))})"
+
     def target(self, name: str) -> Target:
         if name not in self.targets:
             close = self.close_targets(name)

@@ -7,6 +7,7 @@ under the store's write lock, so a writer committing meanwhile is never "repaire
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sqlite3
@@ -21,6 +22,8 @@ import pyarrow.parquet as pq
 
 from xfid.errors import StoreError
 from xfid.records import Location
+from xfid.sqlbackend import UrlError
+from xfid.sqlbackend import errors as sqlbackend_errors
 from xfid.store import (
     _MANIFEST_MIGRATIONS,
     COMMITTED_GLOB,
@@ -46,7 +49,8 @@ PART_PROBLEMS = ("missing_part", "corrupt_part", "row_mismatch")
 @dataclass
 class Problem:
     kind: str  # db_corrupt | catalog_mismatch | missing_part | corrupt_part | row_mismatch |
-    #            unfinished_rename | stale_temp | foreign_temp | orphan_check
+    #            unfinished_rename | stale_temp | foreign_temp | orphan_check | missing_check_rows |
+    #            bad_check_rows
     path: str
     detail: str
     repair: str  # what --repair does about it ("" when it cannot; then the fix is in detail)
@@ -162,6 +166,8 @@ def _examine_team(root: Path, rep: DoctorReport, repair: bool, database: str | N
     except CatalogMismatch as e:
         rep.problems.append(Problem("catalog_mismatch", str(root), str(e), ""))
         return rep
+    except UrlError:
+        raise  # a URL that cannot be read is the user's input, not a damaged store: Error:, exit 2
     except StoreError as e:
         rep.problems.append(Problem("db_corrupt", str(root), str(e), ""))
         return rep
@@ -185,6 +191,7 @@ def _examine_team(root: Path, rep: DoctorReport, repair: bool, database: str | N
             _check_temps(store, rep)
         else:
             _check_objects(store, rep)
+        _check_saved_checks(store, rep)
         if repair and rep.problems:
             if store.readonly:
                 raise StoreError(f"{root}: the store is read-only: `xfid doctor --repair` cannot change it")
@@ -301,6 +308,7 @@ def _check_files(store: Store) -> set[str]:
 
 
 def _check_checkfiles(store: Store, rep: DoctorReport) -> None:
+    _check_saved_checks(store, rep)
     checks_dir = store.checks_root / "checks"
     if not checks_dir.is_dir():
         return
@@ -308,6 +316,31 @@ def _check_checkfiles(store: Store, rep: DoctorReport) -> None:
         if _orphan_check(store, f):
             rep.problems.append(Problem("orphan_check", str(f), "temp check rows of a check that did not finish",
                                         "quarantine it"))
+
+
+def _check_saved_checks(store: Store, rep: DoctorReport) -> None:
+    """Each recorded check's rows file: there, and holding that check's rows (its recorded hash;
+    footer and row count for older checks), not an output written over it or another check's."""
+    from xfid.tracker import checkfiles
+    from xfid.tracker import db as tracker_db
+
+    unreadable: tuple[type[BaseException], ...] = (StoreError, *sqlbackend_errors())
+    try:
+        saved = tracker_db.saved_rows(store.conn)
+    except unreadable:  # no tracker tables yet
+        return
+    for row in saved:
+        s = checkfiles.Saved(*row)
+        if s.rows_file:
+            with contextlib.suppress(StoreError, OSError):
+                store.fetch_check_file(s.rows_file)  # a bucket's store: this machine may not have it yet
+        why = checkfiles.verify(store.checks_root, s, store.store_id)
+        if why is not None:
+            kind = "missing_check_rows" if why.endswith("are missing") else "bad_check_rows"
+            rep.problems.append(Problem(kind, str(checkfiles.checks_dir(store.checks_root) / str(s.rows_file)),
+                                        f"{why}; `xfid report` cannot show check {s.check_id} until the file is "
+                                        "restored from a backup of the store (the check's issues and history in "
+                                        "the database are intact)", ""))
 
 
 def _orphan_check(store: Store, f: Path) -> bool:

@@ -11,7 +11,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from xfid.errors import XfidError
-from xfid.outfile import open_output
+from xfid.outfile import guard, open_output
 from xfid.store import Store
 from xfid.textsafe import csv_safe_table
 
@@ -38,10 +38,12 @@ def export_records(store: Store, fmt: str, output: str | None, filters: Mapping[
     CSV text cells that a spreadsheet would read as a formula (a leading `=`, `+`, `-`, `@`,
     tab or carriage return) get a leading `'`; numeric columns are never changed.
     """
+    if output is not None:
+        guard(output)  # before reading: an output into the store (or an empty name) is refused first
     table = store.read({k: list(v) for k, v in filters.items() if v})
-    if fmt == "parquet" and not output:
+    if fmt == "parquet" and output is None:
         raise XfidError("--format parquet needs -o FILE (Parquet is binary; it does not go to a terminal)")
-    if not output:
+    if output is None:
         if fmt == "csv":
             sys.stdout.flush()
             pcsv.write_csv(csv_safe_table(plain(table)), sys.stdout.buffer)

@@ -7,6 +7,13 @@ one gets the umask's mode, as `>` would). A symlink is written through (the file
 at follows the same rules); a character device or FIFO (`/dev/stdout`, `/dev/null`, a named
 pipe) is written directly. A missing folder is an error, never created. (A file with several
 hard links gets a new inode: the other names keep the old bytes.)
+
+No output may land in a store: `guard` (called by `open_output`, and by every command that
+writes a file or a folder some other way) refuses, before anything is written, a path that
+resolves into a store's folder, its database or its records location (after `..`, symlinks,
+bind mounts and hard links: folders and files are compared by device and inode). The stores
+known are those this process has opened or been pointed at (`protect`), any folder that holds
+an `xfid.db`, and any `fidelity=*` folder that holds parts.
 """
 
 from __future__ import annotations
@@ -18,7 +25,8 @@ import re
 import secrets
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -29,6 +37,165 @@ _FD_DIR = re.compile(r"^/proc/(?:self|thread-self|\d+)(?:/task/\d+)?/fd$")
 
 _OWN_FD = re.compile(r"^/proc/(\d+)(?:/task/\d+)?/fd/(\d+)$")
 _MAX_LINKS = 40
+STORE_DB = "xfid.db"
+"""A folder holding a file of this name is a store's folder, whether this process knows it or not
+(and a `fidelity=*` folder holding `part-*.parquet` files is a store's records)."""
+
+
+@dataclass(frozen=True)
+class StoreArea:
+    """Where one store keeps its files: no output may be written inside.
+
+    Attributes:
+        label: how the store is named in messages (its folder).
+        dirs: its folders (the store folder, the records folder, the checks folder).
+        urls: object-store prefixes of its records (`s3://bucket/prefix`).
+    """
+
+    label: str
+    dirs: tuple[Path, ...] = ()
+    urls: tuple[str, ...] = ()
+
+
+_areas: dict[int, StoreArea] = {}
+_area_sources: dict[int, Callable[[], Iterable[StoreArea]]] = {}
+
+
+def protect(owner: object, area: StoreArea | Callable[[], Iterable[StoreArea]]) -> None:
+    """Register a store's area (or a function giving areas, asked only when an output is
+    guarded) for as long as `owner` (a Store, the CLI's App) has not called `unprotect`."""
+    if callable(area):
+        _area_sources[id(owner)] = area
+    else:
+        _areas[id(owner)] = area
+
+
+def unprotect(owner: object) -> None:
+    _areas.pop(id(owner), None)
+    _area_sources.pop(id(owner), None)
+
+
+def _known_areas() -> list[StoreArea]:
+    out = list(_areas.values())
+    for source in list(_area_sources.values()):
+        with contextlib.suppress(XfidError, OSError, ValueError):
+            out.extend(source())
+    return out
+
+
+def _ident(p: Path | str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(p)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _existing_ancestors(p: Path) -> Iterator[Path]:
+    """`p` (when it exists) and each folder above it, real paths, nearest first."""
+    for a in (p, *p.parents):
+        if a.exists():
+            yield a
+
+
+def guard(path: str | os.PathLike[str], *, folder: bool = False, flag: str = "output",
+          error: type[XfidError] = XfidError) -> None:
+    """Refuse an output path that would write into a store, before anything is written.
+
+    Args:
+        path: the file (or, with `folder`, the folder) the user named.
+        folder: the output is a folder the command fills: it must neither lie in a store nor
+            hold one.
+        flag: the option (or parameter) that named it, for the message.
+        error: the XfidError subclass raised.
+
+    Raises:
+        XfidError (or `error`): an empty name, or a path into a store's folder, database,
+            records location or one of its files (through a symlink, `..` or a hard link).
+    """
+    shown = os.fspath(path)
+    if not shown.strip():
+        raise error(f"{flag}: an empty name; give a file name (or leave the option out for its default: stdout, "
+                    "or the default file)")
+    areas = _known_areas()
+    for a in areas:
+        for url in a.urls:
+            if shown.rstrip("/") == url.rstrip("/") or shown.startswith(url.rstrip("/") + "/"):
+                raise error(_refusal(shown, flag, f"is inside the records of the store {a.label}"))
+    try:
+        real, fd_link = resolve(path)
+    except OSError:
+        return  # open_output names the error
+    if fd_link:
+        return  # an open descriptor (/dev/stdout): what it is was decided by the shell
+    if str(real) != os.path.abspath(shown):
+        shown = f"{shown} (= {real})"
+    dirs = [(d, ident, a.label) for a in areas for d in a.dirs if (ident := _ident(d)) is not None]
+    labels = {ident: label for _d, ident, label in reversed(dirs)}
+    for anc in _existing_ancestors(real):
+        if anc != real or folder:
+            label = labels.get(_ident(anc) or (-1, -1))
+            if label is None and _looks_like_a_store(anc):
+                label = str(anc)
+            if label is not None:
+                raise error(_refusal(shown, flag, f"is inside the store {label}"))
+    if folder and real.is_dir():
+        _refuse_holding(real, shown, flag, dirs, error)
+    _refuse_same_file(real, shown, flag, areas, error)
+
+
+def _looks_like_a_store(d: Path) -> bool:
+    """A store's folder (it holds an xfid.db) or a records partition (`fidelity=*` holding parts),
+    whether this process knows the store or not."""
+    if (d / STORE_DB).is_file():
+        return True
+    return d.name.startswith("fidelity=") and next(iter(d.glob("part-*.parquet")), None) is not None
+
+
+def _refuse_holding(real: Path, shown: str, flag: str, dirs: list[tuple[Path, tuple[int, int], str]],
+                    error: type[XfidError]) -> None:
+    """A folder output that holds a store: the files written into it could take a store file's name.
+    (Looked for among the known stores' folders, and one level down for an unknown store's xfid.db.)"""
+    here = _ident(real)
+    for d, _ident_d, label in dirs:
+        if here in {_ident(p) for p in Path(os.path.realpath(d)).parents}:
+            raise error(_refusal(shown, flag, f"holds {d}, a folder of the store {label}"))
+    for db in (real / STORE_DB, *real.glob(f"*/{STORE_DB}")):
+        if db.is_file():
+            raise error(_refusal(shown, flag, f"holds the store {db.parent}"))
+
+
+def _refuse_same_file(real: Path, shown: str, flag: str, areas: list[StoreArea], error: type[XfidError]) -> None:
+    """The target is one of a store's files under another name (a hard link, a mount)."""
+    try:
+        st = os.stat(real)
+    except OSError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        return
+    ident = (st.st_dev, st.st_ino)
+    for a in areas:
+        for d in a.dirs:
+            # every file when it has other names; else the files right in the store's folders (the
+            # database and its -wal, the check files): one bind-mounted elsewhere has one link
+            walk = os.walk(d) if st.st_nlink > 1 else [(str(d), [], _names(d))]
+            for top, _subdirs, names in walk:
+                for n in names:
+                    if _ident(os.path.join(top, n)) == ident:
+                        raise error(_refusal(shown, flag, f"is another name (a hard link or mount) of "
+                                                          f"{os.path.join(top, n)}, a file of the store {a.label}"))
+
+
+def _names(d: Path) -> list[str]:
+    try:
+        return os.listdir(d)
+    except OSError:
+        return []
+
+
+def _refusal(shown: str, flag: str, why: str) -> str:
+    return (f"cannot write {flag} {shown}: it {why}, and writing there would destroy the store's data; nothing "
+            "was written (write the output outside the store)")
 
 
 def resolve(path: str | os.PathLike[str]) -> tuple[Path, bool]:
@@ -48,13 +215,15 @@ def resolve(path: str | os.PathLike[str]) -> tuple[Path, bool]:
 
 @contextlib.contextmanager
 def open_output(path: str | os.PathLike[str], *, text: bool = False,
-                error: type[XfidError] = XfidError) -> Iterator[IO[Any]]:
+                error: type[XfidError] = XfidError, store_file: bool = False) -> Iterator[IO[Any]]:
     """A file object for writing `path`; the file appears only when the block ends without error.
 
     Args:
         path: the file the user named (`-o`).
         text: a UTF-8 text stream instead of a binary one.
         error: the XfidError subclass raised for an unwritable path.
+        store_file: the store writing a file of its own (calibration write-back, generated
+            records): not guarded, as a user's output is.
 
     Raises:
         XfidError (or `error`): a missing folder, a folder or other non-file target, or an OS
@@ -62,6 +231,11 @@ def open_output(path: str | os.PathLike[str], *, text: bool = False,
             and no temp file is left.
     """
     shown = os.fspath(path)
+    if store_file:
+        if not shown:
+            raise error("cannot write a file with an empty name")
+    else:
+        guard(path, error=error)
     try:
         real, fd_link = resolve(path)
         try:
@@ -163,7 +337,7 @@ def _close_quietly(f: IO[Any]) -> None:
 
 
 def write_output(path: str | os.PathLike[str], data: bytes | str, *,
-                 error: type[XfidError] = XfidError) -> None:
+                 error: type[XfidError] = XfidError, store_file: bool = False) -> None:
     """Write all of `data` to `path` by the rules of `open_output`."""
-    with open_output(path, text=isinstance(data, str), error=error) as f:
+    with open_output(path, text=isinstance(data, str), error=error, store_file=store_file) as f:
         f.write(data)

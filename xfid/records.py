@@ -136,7 +136,11 @@ def resolve(explicit: str | os.PathLike[str] | None, root: Path) -> Location:
     if value is None:
         return Location(root / "records", None, str(root / "records"))
     text = str(value)
-    parts = urlsplit(text)
+    try:
+        parts = urlsplit(text)
+    except ValueError as e:
+        raise StoreError(f"records {mask(text)!r}: cannot read this URL: {mask(e)} (percent-encode any of "
+                         "@ : / % [ ] in a user or password)") from None
     scheme = parts.scheme.lower()
     if scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt"):
         path = Path(unquote(parts.path)) if scheme == "file" else Path(text)

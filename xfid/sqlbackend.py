@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import re
 import sqlite3
 import sys
@@ -28,20 +29,96 @@ CONNECT_TIMEOUT_S = 10
 LOCK_KEY = 0x78666964  # "xfid": the one advisory lock every writer of a PostgreSQL store takes
 PG_SCHEMES = ("postgresql://", "postgres://")
 
-_URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:)[^@\s]*@")
+_URL = re.compile(r"\b([A-Za-z][A-Za-z0-9+.\-]*://)(\S*)")
 _KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 _QUERY_SECRET = re.compile(r"([?&](?:password|secret_key|session_token|access_key)=)[^&\s]*", re.IGNORECASE)
+SECRET_ENV = ("XFID_DATABASE_URL", "XFID_RECORDS_URL")
+"""The environment variables whose URLs may carry a password: their secrets are scrubbed from any text."""
+_MIN_SECRET = 4
+"""Shorter pieces of a password are not scrubbed on their own (they would blank ordinary words);
+the URL form is masked whatever the length."""
+_remembered: set[str] = set()
 
 
 def mask(text: object) -> str:
     """`text` with every password hidden: `scheme://user:***@host`, `password=***`, `?secret_key=***`.
 
     Every URL, error, log line, report or check record that may hold a database or bucket URL
-    goes through this one function before it is shown or stored.
+    goes through this one function before it is shown or stored. A URL's password is all of
+    its user part after the first `:` up to the LAST `@` of the URL (an unencoded `@` in a
+    password must not leave its tail visible). The secrets of the URLs this process was given
+    (env XFID_DATABASE_URL / XFID_RECORDS_URL, `remember_secrets`) are also scrubbed where they
+    appear without their URL: libpq quotes a bad token alone, or a password's tail as a host.
     """
-    s = _URL_PASSWORD.sub(r"\1***@", str(text))
+    s = _URL.sub(_mask_url, str(text))
     s = _KV_PASSWORD.sub(r"\1***", s)
-    return _QUERY_SECRET.sub(r"\1***", s)
+    s = _QUERY_SECRET.sub(r"\1***", s)
+    for secret in _secrets(tuple(os.environ.get(k) or "" for k in SECRET_ENV) + tuple(sorted(_remembered))):
+        s = s.replace(secret, "***")
+    return s
+
+
+def _mask_url(m: re.Match[str]) -> str:
+    scheme, rest = m.group(1), m.group(2)
+    user, colon, _password = rest[:rest.rfind("@")].partition(":") if "@" in rest else ("", "", "")
+    return f"{scheme}{user}:***{rest[rest.rfind('@'):]}" if colon else m.group(0)
+
+
+def remember_secrets(url: str | None) -> None:
+    """Scrub this URL's password (and its pieces) from every text `mask` is given from now on."""
+    if url and _url_password(url):
+        _remembered.add(url)
+
+
+def _url_password(url: str) -> str:
+    rest = url.split("://", 1)[1] if "://" in url else ""
+    return rest[:rest.rfind("@")].partition(":")[2] if "@" in rest else ""
+
+
+@functools.lru_cache(maxsize=64)
+def _secrets(urls: tuple[str, ...]) -> tuple[str, ...]:
+    """The password of each URL, decoded and raw, and its pieces between `@ : / %` and the query's
+    secret values; longest first, so a piece never leaves part of a longer secret visible."""
+    from urllib.parse import unquote
+
+    found: set[str] = set()
+    for url in urls:
+        values = [_url_password(url), *(m.group(0).split("=", 1)[1] for m in _QUERY_SECRET.finditer(url))]
+        for v in values:
+            found.update({v, unquote(v)})
+            found.update(re.split(r"[@:/%?&#\s]+", v))
+    return tuple(sorted((v for v in found if len(v) >= _MIN_SECRET), key=len, reverse=True))
+
+
+class UrlError(StoreError):
+    """A database URL that cannot be read (its text masked in the message)."""
+
+
+def check_url(url: str) -> None:
+    """Raise UrlError for a PostgreSQL URL libpq would misread or refuse, before any connection.
+
+    An unencoded `@` in the user part (libpq would take the password's tail as the host) and
+    anything libpq cannot parse (a bad percent-escape, an unclosed `[`, an unknown `?option`)
+    are an `Error:` naming the URL masked, never a traceback carrying it.
+    """
+    remember_secrets(url)
+    head = url.split("://", 1)[1].split("?", 1)[0]
+    userinfo = head[:head.rfind("@")] if "@" in head else ""
+    for ch, code in (("@", "%40"), ("/", "%2F")):
+        if ch in userinfo:
+            raise UrlError(f"database URL {mask(url)!r}: the user or password holds an unencoded {ch!r} (libpq "
+                           f"would read part of the password as the host; write it as {code}, or leave the password "
+                           "out and put it in PGPASSWORD or ~/.pgpass)")
+    psycopg = require_psycopg()
+    try:
+        params = psycopg.conninfo.conninfo_to_dict(url)
+        for port in str(params.get("port") or "").split(","):
+            if port and not (port.isdigit() and 0 < int(port) < 65536):
+                raise psycopg.ProgrammingError(f"invalid port {port!r} (a number from 1 to 65535)")
+    except psycopg.Error as e:
+        raise UrlError(f"database URL {mask(url)!r} cannot be read: {_first_line(e)} (percent-encode any of "
+                       "@ : / % ? # [ ] in the user or password, e.g. %40 for @; see the libpq connection URI "
+                       "options)") from None
 
 
 def is_postgres(url: str | None) -> bool:
@@ -221,6 +298,7 @@ class PostgresDatabase(Database):
     rowid = "seq"
 
     def __init__(self, url: str):
+        check_url(url)
         self.url = url
         self.label = mask(url)
         self.raw = self._connect()
@@ -238,6 +316,12 @@ class PostgresDatabase(Database):
             raise ServerLost(f"{self.label}: cannot connect to the PostgreSQL server: {_first_line(e)} "
                              "(check the URL, the server and the password in PGPASSWORD or ~/.pgpass; "
                              "nothing was changed)") from None
+        except psycopg.Error as e:  # a URL libpq refuses only when connecting
+            raise UrlError(f"{self.label}: cannot use this database URL: {_first_line(e)} (check the URL; "
+                           "nothing was changed)") from None
+
+    def __repr__(self) -> str:
+        return f"<PostgresDatabase {self.label}>"
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:  # type: ignore[override]
         psycopg = require_psycopg()
@@ -440,5 +524,6 @@ __all__ = [
     "is_postgres",
     "mask",
     "migrate",
+    "remember_secrets",
     "sqlite_readonly",
 ]

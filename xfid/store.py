@@ -19,8 +19,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from xfid import outfile, sqlbackend
 from xfid import records as recloc
-from xfid import sqlbackend
 from xfid.errors import StoreError
 from xfid.parts import (
     FILE_SCHEMA,
@@ -120,6 +120,17 @@ def resolve_store_path(explicit: str | os.PathLike[str] | None, config_store: st
     return Path(explicit or os.environ.get("XFID_STORE") or config_store or ".xfid")
 
 
+def store_area(root: Path, location: recloc.Location) -> outfile.StoreArea:
+    """A store's folder, records and checks as `xfid.outfile.guard` protects them."""
+    if location.fs is not None:
+        from urllib.parse import urlsplit
+
+        scheme = urlsplit(location.label).scheme
+        return outfile.StoreArea(str(root), (root, root / "checks"), urls=(f"{scheme}://{location.base}",))
+    records = Path(location.base)
+    return outfile.StoreArea(str(root), (root, records, records.parent / "checks"))
+
+
 def connect(db_path: Path, readonly: bool = False) -> Database:
     """The store's SQLite database (xfid.sqlbackend.connect_sqlite)."""
     return sqlbackend.connect_sqlite(db_path, readonly=readonly)
@@ -147,6 +158,7 @@ def migrate(conn: Database, component: str, migrations: Sequence[sqlbackend.Migr
 def resolve_database(explicit: str | None = None) -> str | None:
     """The catalog's database URL: the argument, then env XFID_DATABASE_URL; None: the store's own SQLite file."""
     url = explicit or os.environ.get("XFID_DATABASE_URL") or None
+    sqlbackend.remember_secrets(url)
     if url and not sqlbackend.is_postgres(url):
         raise StoreError(f"database {sqlbackend.mask(url)!r}: not a PostgreSQL URL; write "
                          "postgresql://USER@HOST[:PORT]/DBNAME (the password from PGPASSWORD or ~/.pgpass), or "
@@ -217,6 +229,7 @@ class Store:
         self.location = recloc.resolve(given, self.root)
         self.fs = self.location.fs  # None: a local or network directory, renamed into place
         self.records: Any = self.location.base
+        outfile.protect(self, self.area())
         self.store_id: str | None = None
         self._expected: dict[str, tuple[str, int]] = {}  # part path -> (manifest file, rows)
         self._touched = 0.0
@@ -360,7 +373,12 @@ class Store:
                 raise StoreError(f"{self.db_label}: the store database is damaged ({msg}); run `xfid doctor`") from None
             raise StoreError(f"{self.db_label}: cannot {what}: {msg} (run `xfid doctor`)") from None
 
+    def area(self) -> outfile.StoreArea:
+        """The folders (and records URL) no output of any command may be written into."""
+        return store_area(self.root, self.location)
+
     def close(self) -> None:
+        outfile.unprotect(self)
         self.conn.close()
 
     def __enter__(self) -> Store:

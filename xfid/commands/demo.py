@@ -8,10 +8,12 @@ from pathlib import Path
 import click
 
 from xfid.app import App
+from xfid.commands import options
 
 
 @click.command("demo")
 @click.option("--out", "out_dir", default="reports", show_default=True, type=click.Path(file_okay=False),
+              callback=options.guarded_output,
               help="Where the PDF and HTML report go.")
 @click.pass_obj
 def cli(app: App, out_dir) -> None:

@@ -70,9 +70,22 @@ def output_format(*choices: str, default: str | None = None) -> Callable[[F], F]
 
 
 def output(help: str = "Write to FILE instead of stdout.", required: bool = False) -> Callable[[F], F]:
-    """`-o/--output FILE` -> `output` (written by xfid.outfile: atomic, never a half-written file)."""
+    """`-o/--output FILE` -> `output` (written by xfid.outfile: atomic, never a half-written file;
+    a path into the store or an empty name is refused when the option is read, before the
+    command does anything)."""
     return click.option("-o", "--output", type=click.Path(dir_okay=False), metavar="FILE", required=required,
-                        help=help)
+                        help=help, callback=guarded_output)
+
+
+def guarded_output(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A click callback: `xfid.outfile.guard` on an output path (a file; `folder` for a folder
+    option whose metavar is DIR), raising its Error: before the command runs."""
+    if value is not None:
+        from xfid.outfile import guard
+
+        flag = max(param.opts, key=len) if param.opts else "-o"
+        guard(value, folder=isinstance(param.type, click.Path) and not param.type.file_okay, flag=flag)
+    return value
 
 
 def parse_kv(pairs: tuple[str, ...], flag: str) -> dict[str, str]:

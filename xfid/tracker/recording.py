@@ -127,6 +127,7 @@ def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label:
     summary = CheckSummary(check_id=0, time=stamp(now), rows=len(rows), uncertain=len(unsure),
                            missing_reference=int((kinds == "missing_reference").fillna(False).sum()))
     tmp = checkfiles.write_temp(root, rows, store.store_id or "")
+    rows_sha256 = checkfiles.file_hash(tmp)  # outside the lock: doctor and readers verify the file by it
     staged = None
     try:
         with write_tx(conn):
@@ -176,7 +177,7 @@ def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label:
                 lst.sort(key=lambda s: int(s[3:]))
             summary.total_open = db.count_in_states(conn, ACTIVE)
             staged = checkfiles.stage(root, tmp, store.store_id or "", cid)
-            db.finish_check(conn, cid, summary.counts(), checkfiles.final_name(cid))
+            db.finish_check(conn, cid, summary.counts(), checkfiles.final_name(cid), rows_sha256)
     except BaseException:
         checkfiles.discard(tmp, staged)
         raise

@@ -213,7 +213,8 @@ class Tracker:
         rows_file = self._check_field(check_id, "rows_file")
         if rows_file:
             self.store.fetch_check_file(rows_file)  # saved by another machine into the bucket
-        return checkfiles.read(self.store.checks_root, int(check_id), rows_file, self.store.store_id)
+        saved = checkfiles.Saved(*db.saved_rows(self.conn, int(check_id))[0])
+        return checkfiles.read(self.store.checks_root, int(check_id), rows_file, self.store.store_id, saved=saved)
 
     def check_coverage(self, check_id: int) -> pd.DataFrame | None:
         """The op-map coverage table (Correlation.coverage) one check saw; None for a check recorded
