@@ -133,7 +133,7 @@ def test_reingest_after_removal_and_remove_again(cli, two, tmp_path):
     out = ok(cli, "ingest", arch)
     assert "2 new rows from 1 file(s)" in out  # not "already ingested": the removal freed it
     assert len(exported(cli)) == 4
-    assert [s["source_id"] for s in sources(cli)] == [s["source_id"] for s in first]  # same bytes, same id
+    assert sorted(s["source_id"] for s in sources(cli)) == sorted(s["source_id"] for s in first)  # same bytes, id
     assert "0 new rows" in ok(cli, "ingest", arch)  # and a second ingest is the usual no-op
     ok(cli, "sources", "remove", str(arch), "--reason", "again")  # the re-ingested one goes the same way
     gone = [s for s in sources(cli, "--all") if "removed_at" in s]
@@ -286,19 +286,25 @@ def test_kill9_at_each_step_is_all_or_nothing(cli, two, fault, want):
 def test_kill9_at_random_moments(cli, two):
     """SIGKILL after a random delay, several times: each time wholly before or wholly after."""
     _, arch = two
+    t0 = time.monotonic()  # one removal run through, timed: the kills fall within its span
+    p = _remove_proc(cli.store, str(arch))
+    out, _ = p.communicate(timeout=120)
+    assert p.returncode == 0, out
+    span = time.monotonic() - t0
+    ok(cli, "ingest", arch)
     rnd = random.Random(29)
-    seen = set()
-    removals = 0
-    for _ in range(int(os.environ.get("XFID_REMOVE_KILLS", "5"))):
+    seen = []
+    removals = 1
+    for _ in range(int(os.environ.get("XFID_REMOVE_KILLS", "6"))):
         p = _remove_proc(cli.store, str(arch))
-        time.sleep(rnd.uniform(0.2, 2.0))
+        time.sleep(rnd.uniform(0.5, 1.1) * span)
         p.send_signal(signal.SIGKILL)
         p.communicate(timeout=60)
         state = _state(cli, arch)
-        seen.add(state)
+        seen.append(state)
         healthy(cli)
         if state == "after":
             removals += 1
             assert len([s for s in sources(cli, "--all") if "removed_at" in s]) == removals
             ok(cli, "ingest", arch)  # for the next round
-    assert seen  # which moments were hit depends on the machine's speed: both are valid outcomes
+    print(f"removal run through in {span:.2f} s; killed runs ended: {seen}")  # both outcomes are valid
