@@ -143,7 +143,7 @@ def test_reingest_after_removal_and_remove_again(cli, two, tmp_path):
 
 
 def test_unknown_and_ambiguous_sources_are_clear_errors(cli, two, tmp_path):
-    rtl, arch = two
+    _, arch = two
     before = sources(cli)
     r = cli("sources", "remove", str(tmp_path / "arch.cvs"))
     assert r.exit_code == 2 and r.output.startswith("Error: ") and "no source" in r.output

@@ -269,5 +269,15 @@ def _already(store: Store, ref: str, gone: list[dict[str, Any]]) -> StoreError:
                       "lists removals; ingest the file again to bring it back)")
 
 
-__all__ = ["COMPONENT", "MIGRATIONS", "Removed", "derived_from", "has_tables", "remove_source", "removals",
-           "removed_files", "resolve", "setup"]
+__all__ = [
+    "COMPONENT",
+    "MIGRATIONS",
+    "Removed",
+    "derived_from",
+    "has_tables",
+    "removals",
+    "remove_source",
+    "removed_files",
+    "resolve",
+    "setup",
+]
