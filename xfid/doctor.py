@@ -68,7 +68,7 @@ class DoctorReport:
 
 
 def _components() -> dict[str, Sequence[Any]]:
-    from xfid.removal import MIGRATIONS as REMOVAL
+    from xfid.removal_db import MIGRATIONS as REMOVAL
     from xfid.tracker.db import MIGRATIONS as TRACKER
 
     return {"manifest": _MANIFEST_MIGRATIONS, "tracker": TRACKER, "removal": REMOVAL}

@@ -23,45 +23,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xfid.errors import StoreError
+from xfid.removal_db import COMPONENT, MIGRATIONS, removals, setup
 from xfid.sqlbackend import Database
-from xfid.store import fault_point, migrate, utc_now, write_tx
+from xfid.store import fault_point, utc_now, write_tx
 
 if TYPE_CHECKING:
     from xfid.store import Store
-
-COMPONENT = "removal"
-MIGRATIONS: list[str] = [
-    """
-    CREATE TABLE removed_sources (
-        removal_id INTEGER PRIMARY KEY AUTOINCREMENT,
-        source_id TEXT NOT NULL,
-        path TEXT NOT NULL,
-        adapter TEXT NOT NULL,
-        options TEXT NOT NULL,
-        content_hash TEXT NOT NULL,
-        rows INTEGER NOT NULL,
-        ingested_at TEXT NOT NULL,
-        summary TEXT NOT NULL,
-        removed_at TEXT NOT NULL,
-        actor TEXT NOT NULL,
-        reason TEXT,
-        cause TEXT,
-        after_check INTEGER,
-        evaluated_check INTEGER
-    );
-    CREATE INDEX removed_sources_source ON removed_sources(source_id);
-    CREATE TABLE removed_parts (
-        file TEXT PRIMARY KEY,
-        removal_id INTEGER NOT NULL REFERENCES removed_sources(removal_id),
-        source_id TEXT NOT NULL,
-        fidelity TEXT NOT NULL,
-        rows INTEGER NOT NULL
-    );
-    CREATE INDEX removed_parts_removal ON removed_parts(removal_id);
-    """,
-]
-"""`after_check`: the last check before the removal; `evaluated_check`: the first check after it
-(which re-evaluated the issues that depended on the source; NULL until then)."""
 
 SOURCE_COLUMNS = ("source_id", "path", "adapter", "options", "content_hash", "rows", "ingested_at", "summary")
 MIN_PREFIX = 6
@@ -84,27 +51,6 @@ class Removed:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def setup(conn: Database) -> None:
-    """Create or upgrade the removal tables (on the first removal; readers cope without them)."""
-    migrate(conn, COMPONENT, MIGRATIONS)
-
-
-def has_tables(conn: Database) -> bool:
-    return "removed_parts" in conn.tables()
-
-
-def removed_files(conn: Database) -> set[str]:
-    """The part files (relative to the records) of every removed source: still the store's own."""
-    return {r[0] for r in conn.execute("SELECT file FROM removed_parts")}
-
-
-def removals(conn: Database) -> list[dict[str, Any]]:
-    """Every removal, oldest first, with the removed source's manifest row ([] before the first)."""
-    if not has_tables(conn):
-        return []
-    return [dict(r) for r in conn.execute("SELECT * FROM removed_sources ORDER BY removal_id")]
 
 
 def remove_source(store: Store, ref: str, *, actor: str, reason: str | None = None) -> list[Removed]:
@@ -274,10 +220,9 @@ __all__ = [
     "MIGRATIONS",
     "Removed",
     "derived_from",
-    "has_tables",
+    "keep_removed",
     "removals",
     "remove_source",
-    "removed_files",
     "resolve",
     "setup",
 ]

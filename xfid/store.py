@@ -330,6 +330,9 @@ class Store:
                                       f"{self._files_beside()} are here; " + self.rebuild_hint)
             if not self.readonly:  # a read-only store from an older xfid is read as it is
                 migrate(self.conn, "manifest", _MANIFEST_MIGRATIONS)
+                from xfid import removal_db as removal
+
+                self._removals = removal.setup_on_open(self.conn)  # made with the manifest's tables
                 tables.add("store_meta")
                 if self.team and not self.conn.may_write():
                     self.readonly = True  # a reader's role: SELECT only
@@ -406,7 +409,7 @@ class Store:
 
     def removed_files(self) -> set[str]:
         """The parts of removed sources (xfid.removal): this store's files, read by no one."""
-        from xfid import removal
+        from xfid import removal_db as removal
 
         self._removals = self._removals or removal.has_tables(self.conn)  # tables are never dropped
         return removal.removed_files(self.conn) if self._removals else set()
