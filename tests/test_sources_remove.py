@@ -104,6 +104,27 @@ def test_removed_rows_leave_export_records_correlate_and_summary(cli, two, tmp_p
     assert "1 removed source(s), 2 rows" in healthy(cli)
 
 
+def test_spark_report_and_profile_read_only_what_remains(cli, two):
+    """Spark's selection lists its parts from the same catalog (no Spark needed to see which);
+    the report's provenance table and the profile read the store the same way."""
+    _, arch = two
+    from xfid.engine.spark.select import committed_parts
+    from xfid.report.assemble import source_provenance
+
+    with Store(cli.store) as s:
+        before = {str(f) for f in committed_parts(s)}
+    ok(cli, "sources", "remove", str(arch))
+    with Store(cli.store) as s:
+        after = {str(f) for f in committed_parts(s)}
+        assert len(before) == 2 and len(after) == 1 and after < before
+        assert "fidelity=rtl" in next(iter(after))
+        assert [p["path"] for p in source_provenance(s)] == [str(two[0])]
+    with xfid.open_store(cli.store) as st:  # the profile cites the RTL file as evidence, until it is removed
+        assert str(two[0]) in json.dumps(st.profile("t100-a0").to_dict())
+        st.remove_source(str(two[0]))
+        assert str(two[0]) not in json.dumps(st.profile("t100-a0").to_dict())
+
+
 def test_sources_all_shows_who_when_why_and_plain_sources_does_not(cli, two):
     _, arch = two
     ok(cli, "sources", "remove", str(arch), "--reason", "broken run", "--actor", "bob")
