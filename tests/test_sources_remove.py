@@ -20,6 +20,7 @@ import pytest
 
 import xfid
 from tests.conftest import Cli
+from tests.servers import sqlite_only
 from xfid.errors import XfidError
 from xfid.store import Store
 
@@ -329,3 +330,52 @@ def test_kill9_at_random_moments(cli, two):
             assert len([s for s in sources(cli, "--all") if "removed_at" in s]) == removals
             ok(cli, "ingest", arch)  # for the next round
     print(f"removal run through in {span:.2f} s; killed runs ended: {seen}")  # both outcomes are valid
+
+
+@sqlite_only("--rebuild-catalog rebuilds a store's own SQLite catalog")
+def test_rebuild_catalog_keeps_a_removed_source_removed(cli, two):
+    _, arch = two
+    ok(cli, "sources", "remove", str(arch), "--reason", "wrong")
+    want = exported(cli)
+    out = ok(cli, "doctor", "--rebuild-catalog")
+    assert "tracker history kept" in out
+    assert exported(cli) == want and [s["path"] for s in sources(cli)] != [] and len(sources(cli)) == 1
+    assert [s["reason"] for s in sources(cli, "--all") if "removed_at" in s] == ["wrong"]
+    healthy(cli)
+    assert "2 new rows" in ok(cli, "ingest", arch)
+
+
+def test_team_roles_writer_removes_reader_cannot(catalog, tmp_path):
+    """docs/team.md's roles: the owner's first ingest makes the removal tables; a writer with the
+    documented GRANTs removes; a reader's removal is an Error and changes nothing."""
+    if catalog is None:
+        pytest.skip("roles are PostgreSQL's (the SQLite catalog has none)")
+    import psycopg
+
+    from tests.servers import with_user
+
+    cli = Cli(tmp_path / "store", tmp_path)
+    rtl = records(tmp_path / "rtl.csv", "rtl", "r1", (1000, 2000))
+    arch = records(tmp_path / "arch.csv", "archmodel", "m1", (1250, 2010))
+    ok(cli, "ingest", rtl, arch)  # as the owner
+    tag = catalog.rsplit("/", 1)[1]
+    with psycopg.connect(catalog, autocommit=True) as c:
+        c.execute(f"CREATE ROLE {tag}_rd LOGIN PASSWORD 'reader-pw'")
+        c.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {tag}_rd")
+        c.execute(f"CREATE ROLE {tag}_wr LOGIN PASSWORD 'writer-pw'")
+        for grant in ("GRANT USAGE ON SCHEMA public TO {}",
+                      "GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA public TO {}",
+                      "GRANT DELETE ON parts, sources TO {}",
+                      "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {}"):
+            c.execute(grant.format(f"{tag}_wr"))
+    reader = {"XFID_DATABASE_URL": with_user(catalog, f"{tag}_rd", "reader-pw")}
+    r = cli("sources", "remove", str(arch), env=reader)
+    assert r.exit_code == 2 and r.output.startswith("Error: ") and "read-only" in r.output
+    assert "reader-pw" not in r.output and len(exported(cli)) == 4
+    writer = {"XFID_DATABASE_URL": with_user(catalog, f"{tag}_wr", "writer-pw")}
+    r = cli("sources", "remove", str(arch), "--reason", "by the writer", env=writer)
+    assert r.exit_code == 0, r.output
+    assert len(exported(cli)) == 2
+    r = cli("sources", "--all", env=reader)
+    assert r.exit_code == 0 and "by the writer" in r.output
+    healthy(cli)
