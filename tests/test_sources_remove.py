@@ -252,6 +252,30 @@ def test_a_narrowed_check_leaves_the_issue_for_a_later_one(cli, two, tmp_path):
     assert "evidence removed (a removed source held all of it; resolved, saying so): XF-1" in out
 
 
+def test_a_check_that_correlated_before_the_removal_leaves_it_pending(cli, two):
+    _, arch = two
+    with xfid.open_store(cli.store) as st:
+        assert st.check(actor="ci").new == ["XF-1"]
+        stale = st.correlate()  # read both sources
+        st.remove_source(str(arch), reason="late")
+        s = st.check(correlation=stale, actor="ci")  # committed after the removal, computed before it
+        assert s.evidence_removed == s.evidence_reduced == [] and st.issue("XF-1")["state"] == "open"
+        s = st.check(actor="ci")
+        assert s.evidence_removed == ["XF-1"] and st.issue("XF-1")["state"] == "resolved"
+
+
+def test_reingested_before_any_check_closes_the_removal_quietly(cli, two):
+    _, arch = two
+    ok(cli, "check")
+    ok(cli, "sources", "remove", str(arch))
+    ok(cli, "ingest", arch)
+    s = json.loads(ok(cli, "check", "--format", "json"))
+    assert s["evidence_removed"] == s["evidence_reduced"] == [] and s["still_open"] == ["XF-1"]
+    assert [h["action"] for h in _issue(cli)["history"]] == ["detected"]
+    ok(cli, "sources", "remove", str(arch))  # a later removal is judged by the next check as usual
+    assert json.loads(ok(cli, "check", "--format", "json"))["evidence_removed"] == ["XF-1"]
+
+
 def test_derived_sources_go_with_their_input(cli, fixtures, tmp_path):
     """A run's derived energy (xfid.power) is computed from its power log: removing the log
     removes it too, noted so."""

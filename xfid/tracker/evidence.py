@@ -13,6 +13,9 @@ own transaction:
 
 A check that did not cover the issue (narrowed by --target, --as-of, or without its pair)
 leaves it for a later one, and the removal stays pending until every dependent issue was seen.
+So does a check whose correlation still read the removed source (it correlated before the
+removal committed). A source ingested again before any check re-evaluated its removal has its
+records back: that removal is closed without a transition.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ def pending(conn: Database) -> list[dict[str, Any]]:
 
 
 def reevaluate(conn: Database, cid: int, now: datetime, actor: str, existing: dict[str, dict[str, Any]],
-               present: set[str], settings: dict[str, Any] | None) -> tuple[list[str], list[str]]:
+               present: set[str], settings: dict[str, Any] | None,
+               read: set[str] | None = None) -> tuple[list[str], list[str]]:
     """Write the evidence transitions of check `cid` (inside its write transaction).
 
     Args:
@@ -46,11 +50,19 @@ def reevaluate(conn: Database, cid: int, now: datetime, actor: str, existing: di
             are updated in place, so the rest of the check sees their new state.
         present: the fingerprints that have a row in this check.
         settings: the correlation's settings (its targets, as_of and pairs say what it covered).
+        read: the source ids the correlation read. A removal whose source it read was committed
+            while this check correlated: it stays pending for the next check.
 
     Returns:
         (ids resolved because their evidence is gone, ids whose evidence was reduced).
     """
     todo = pending(conn)
+    if not todo:
+        return [], []
+    back = {r[0] for r in conn.execute("SELECT source_id FROM sources")} & {r["source_id"] for r in todo}
+    for r in [r for r in todo if r["source_id"] in back]:  # ingested again since: its records are back
+        conn.execute("UPDATE removed_sources SET evaluated_check=? WHERE removal_id=?", (cid, r["removal_id"]))
+    todo = [r for r in todo if r["source_id"] not in back and r["source_id"] not in (read or set())]
     if not todo:
         return [], []
     live = {n: i for i, n in ((i, int(i["num"])) for i in existing.values()) if i["state"] in (*ACTIVE, "waived")}
@@ -123,11 +135,8 @@ def _check_sources(conn: Database, ids: set[int]) -> dict[int, set[str] | None]:
 
 
 def _depends(obs: dict[str, Any], removal: dict[str, Any], read: set[str] | None) -> bool:
-    """Whether the observation's records came from the removed source: its path, read by that check,
-    observed before the removal."""
-    after = removal.get("after_check")
-    if after is not None and int(obs["check_id"]) > int(after):
-        return False  # observed again since the removal: judged on what remains
+    """Whether the observation's records came from the removed source: its path, in a check that
+    read that source (a check after the removal reads it no more, unless it correlated before)."""
     if removal["path"] not in obs["paths"]:
         return False
     return read is None or removal["source_id"] in read

@@ -138,7 +138,8 @@ def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label:
             unwaived = set(transitions.expire_waivers(conn, now, actor=actor, check_id=cid))
             existing = db.issues_by_fingerprint(conn)
             summary.evidence_removed, summary.evidence_reduced = evidence.reevaluate(  # xfid sources remove
-                conn, cid, now, actor, existing, set(rows["fingerprint"].dropna().astype(str)), corr.settings)
+                conn, cid, now, actor, existing, set(rows["fingerprint"].dropna().astype(str)), corr.settings,
+                {str(s.get("source_id")) for s in corr.sources or [] if isinstance(s, dict)})
             before = triage_db.pending(conn)
             streaks = {fp: before.get(fp, 0) + 1 for fp in worse}
             for row in filed.to_dict("records"):
