@@ -67,7 +67,7 @@ def reevaluate(conn: Database, cid: int, now: datetime, actor: str, existing: di
         return [], []
     live = {n: i for i, n in ((i, int(i["num"])) for i in existing.values()) if i["state"] in (*ACTIVE, "waived")}
     latest = _latest_observations(conn, list(live))
-    read = _check_sources(conn, {o["check_id"] for o in latest.values()})
+    sources_of = _check_sources(conn, {o["check_id"] for o in latest.values()})
     gone_ids: list[str] = []
     reduced_ids: list[str] = []
     unseen: set[int] = set()
@@ -75,7 +75,7 @@ def reevaluate(conn: Database, cid: int, now: datetime, actor: str, existing: di
         obs = latest.get(num)
         if obs is None:
             continue
-        hits = [r for r in todo if _depends(obs, r, read.get(int(obs["check_id"]))) and not _told(conn, num, r)]
+        hits = [r for r in todo if _depends(obs, r, sources_of.get(int(obs["check_id"]))) and not _told(conn, num, r)]
         if not hits:
             continue
         if not _covered(iss, settings):
