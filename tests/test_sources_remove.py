@@ -144,6 +144,14 @@ def test_sources_all_shows_who_when_why_and_plain_sources_does_not(cli, two):
     assert len(sources(cli)) == 1
 
 
+def test_a_hostile_reason_is_printed_escaped(cli, two):
+    rtl, _ = two
+    out = ok(cli, "sources", "remove", str(rtl), "--reason", "bad\x1b[31m run\u202e")
+    assert "\x1b" not in out and "\u202e" not in out and "\\x1b" in out
+    table = ok(cli, "sources", "--all")
+    assert "\x1b" not in table and "\\x1b" in table
+
+
 def test_reingest_after_removal_and_remove_again(cli, two, tmp_path):
     _, arch = two
     first = sources(cli)
