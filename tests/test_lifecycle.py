@@ -12,17 +12,20 @@ from xfid.tracker.lifecycle import NEW, row_changes
 EXPECTED: dict[str, dict[str, str]] = {
     NEW: {"detected": "open"},
     "open": {"ack": "acknowledged", "resolve": "resolved", "waive": "waived", "note": "open",
-             "auto_resolved": "resolved"},
+             "auto_resolved": "resolved", "evidence_removed": "resolved", "evidence_reduced": "open"},
     "acknowledged": {"ack": "acknowledged", "resolve": "resolved", "waive": "waived", "note": "acknowledged",
-                     "auto_resolved": "resolved"},
+                     "auto_resolved": "resolved", "evidence_removed": "resolved",
+                     "evidence_reduced": "acknowledged"},
     "resolved": {"reopen": "reopened", "note": "resolved", "recurred": "reopened"},
     "reopened": {"ack": "acknowledged", "resolve": "resolved", "waive": "waived", "note": "reopened",
-                 "auto_resolved": "resolved"},
+                 "auto_resolved": "resolved", "evidence_removed": "resolved", "evidence_reduced": "reopened"},
     "waived": {"resolve": "resolved", "reopen": "reopened", "waive": "waived", "note": "waived",
-               "auto_resolved": "resolved", "waiver_expired": "open", "waiver_exceeded": "open"},
+               "auto_resolved": "resolved", "waiver_expired": "open", "waiver_exceeded": "open",
+               "evidence_removed": "resolved", "evidence_reduced": "waived"},
 }
 ALL_EVENTS = ("ack", "resolve", "reopen", "waive", "note",
-              "detected", "recurred", "auto_resolved", "waiver_expired", "waiver_exceeded")
+              "detected", "recurred", "auto_resolved", "waiver_expired", "waiver_exceeded",
+              "evidence_removed", "evidence_reduced")
 
 
 def test_the_tables_name_exactly_these_states_and_events():

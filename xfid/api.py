@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from xfid.ingest import IngestReport
     from xfid.profile import Profile
     from xfid.rebuild import RebuildReport
+    from xfid.removal import Removed
     from xfid.report.period import Period
     from xfid.store import Store
     from xfid.tracker import CheckSummary, Tracker
@@ -300,9 +301,39 @@ class XfidStore:
 
         return export_records(self.backend(), fmt, None if output is None else str(output), _filters(filters))
 
-    def sources(self) -> list[dict[str, Any]]:
-        """The ingested sources (the manifest): path, adapter, rows, hash, time, options, summary."""
-        return self.backend().sources()
+    def sources(self, removed: bool = False) -> list[dict[str, Any]]:
+        """The ingested sources (the manifest): path, adapter, rows, hash, time, options, summary.
+
+        Args:
+            removed: also the removed sources (after the live ones, oldest removal first), each
+                with removal_id, removed_at, actor, reason and cause (`xfid sources --all`).
+        """
+        store = self.backend()
+        if not removed:
+            return store.sources()
+        from xfid.removal import removals
+
+        return [*store.sources(), *removals(store.conn)]
+
+    def remove_source(self, source: str, reason: str | None = None, *, actor: str | None = None) -> list[Removed]:
+        """Take a source back out (`xfid sources remove`): its records leave every later read at
+        once; the removal (who, when, why) is kept and the file can be ingested again.
+
+        Args:
+            source: a source id, a unique prefix of one (6+ characters), or the path it was ingested from.
+            reason: why (kept with the removal).
+            actor: who removes it (default env XFID_ACTOR, else the login name).
+
+        Returns:
+            The removals: the source named first, then the sources derived from it that went with it.
+
+        Raises:
+            StoreError: an unknown source (close matches named), one removed already, an ambiguous
+                path or prefix, a read-only store; nothing is changed then.
+        """
+        from xfid.removal import remove_source
+
+        return remove_source(self.backend(), source, actor=who_acts(actor), reason=reason)
 
     def summary(self) -> dict[str, Any]:
         """Counts: records and sources, records per (fidelity, target), records per metric (most first)."""

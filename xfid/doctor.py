@@ -64,6 +64,7 @@ class DoctorReport:
     problems: list[Problem] = field(default_factory=list)
     parts_checked: int = 0
     rows_checked: int = 0
+    removed: list[dict[str, Any]] = field(default_factory=list)  # removed sources (xfid.removal): not problems
 
     @property
     def ok(self) -> bool:
@@ -71,9 +72,10 @@ class DoctorReport:
 
 
 def _components() -> dict[str, Sequence[Any]]:
+    from xfid.removal_db import MIGRATIONS as REMOVAL
     from xfid.tracker.db import MIGRATIONS as TRACKER
 
-    return {"manifest": _MANIFEST_MIGRATIONS, "tracker": TRACKER}
+    return {"manifest": _MANIFEST_MIGRATIONS, "tracker": TRACKER, "removal": REMOVAL}
 
 
 def _db_problem(db: Path) -> Problem | None:
@@ -145,6 +147,7 @@ def examine(root: Path, repair: bool = False, *, database: str | None = None,
             rep.problems.append(Problem("catalog_mismatch", str(db), str(e), ""))
             return rep  # nothing else is judged against a catalog that is not this store's
         _check_parts(store, rep)
+        rep.removed = _removals(store)
         if store.fs is None:
             _check_temps(store, rep)
         else:
@@ -187,6 +190,7 @@ def _examine_team(root: Path, rep: DoctorReport, repair: bool, database: str | N
             rep.problems.append(Problem("catalog_mismatch", store.db_label, str(e), ""))
             return rep
         _check_parts(store, rep)
+        rep.removed = _removals(store)
         if store.fs is None:
             _check_temps(store, rep)
         else:
@@ -246,6 +250,14 @@ def _check_parts(store: Store, rep: DoctorReport) -> None:
                                         "the manifest (re-ingest it)", source_id=sid))
             continue
         rep.rows_checked += n
+
+
+def _removals(store: Store) -> list[dict[str, Any]]:
+    """The removed sources, reported (their parts are this store's, read by no one: not orphans)."""
+    from xfid.removal import removals
+
+    keep = ("removal_id", "source_id", "path", "adapter", "rows", "removed_at", "actor", "reason", "cause")
+    return [{k: r[k] for k in keep} for r in removals(store.conn)]
 
 
 def part_problem(f: Path, rows: int, location: Location | None = None) -> tuple[str, str] | None:

@@ -99,6 +99,10 @@ def rebuild_catalog(root: Path, database: str | None = None) -> RebuildReport:
             bad.extend((records / file, f"source {sid[:12]} lacks its {missing[0]} part") for file, _, _ in s.parts)
     tmp = root / f"{DB_NAME}.rebuild-{uuid.uuid4().hex[:8]}"
     keep = _older_copy(old, store_id, sources)
+    if keep:  # what that database records as removed (xfid.removal) is not brought back
+        from xfid.removal import keep_removed
+
+        keep_removed(db, sources)
     _write_db(tmp, db if keep else None, store_id, sources)
     rep.tracker_kept = keep
     orphan_checks = not keep and (root / "checks").is_dir()

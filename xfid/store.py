@@ -233,6 +233,7 @@ class Store:
         self.store_id: str | None = None
         self._expected: dict[str, tuple[str, int]] = {}  # part path -> (manifest file, rows)
         self._touched = 0.0
+        self._removals = False  # whether the catalog has xfid.removal's tables (once true, stays)
         if self.team:
             self.readonly = self.fs is None and Path(self.records).exists() and not writable(Path(self.records))
         else:
@@ -342,6 +343,9 @@ class Store:
                                       f"{self._files_beside()} are here; " + self.rebuild_hint)
             if not self.readonly:  # a read-only store from an older xfid is read as it is
                 migrate(self.conn, "manifest", _MANIFEST_MIGRATIONS)
+                from xfid import removal_db as removal
+
+                self._removals = removal.setup_on_open(self.conn)  # made with the manifest's tables
                 tables.add("store_meta")
                 if self.team and not self.conn.may_write():
                     self.readonly = True  # a reader's role: SELECT only
@@ -417,8 +421,16 @@ class Store:
         return " and ".join(x for x in found if x)
 
     def manifest_files(self) -> set[str]:
+        """Every part file this catalog knows: the registered ones and those of removed sources."""
         with self._db("read the manifest"):
-            return {r[0] for r in self.conn.execute("SELECT file FROM parts")}
+            return {r[0] for r in self.conn.execute("SELECT file FROM parts")} | self.removed_files()
+
+    def removed_files(self) -> set[str]:
+        """The parts of removed sources (xfid.removal): this store's files, read by no one."""
+        from xfid import removal_db as removal
+
+        self._removals = self._removals or removal.has_tables(self.conn)  # tables are never dropped
+        return removal.removed_files(self.conn) if self._removals else set()
 
     def check_catalog(self) -> None:
         """Raise CatalogMismatch when a committed part on disk is not in the manifest.

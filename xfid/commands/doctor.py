@@ -39,6 +39,10 @@ def cli(app: App, repair, rebuild, fmt) -> None:
         click.echo(json.dumps({**asdict(rep), "ok": rep.ok}, indent=2))
     else:
         click.echo(f"store {rep.store}: {rep.parts_checked} parts, {rep.rows_checked} rows checked")
+        if rep.removed:
+            n = sum(int(r["rows"]) for r in rep.removed)
+            click.echo(f"  {len(rep.removed)} removed source(s), {n} rows: kept in the store, read by no one "
+                       "(`xfid sources --all` says who removed them, when and why)")
         for p in rep.problems:
             state = "repaired" if p.repaired else ("--repair: " + p.repair if p.repair else "")
             click.echo(f"  {p.kind}: {p.path}: {p.detail}" + (f" [{state}]" if state else ""))

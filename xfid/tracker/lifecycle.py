@@ -33,6 +33,10 @@ AUTO: dict[str, dict[str, str]] = {
     "auto_resolved": {s: "resolved" for s in (*ACTIVE, "waived")},
     "waiver_expired": {"waived": "open"},
     "waiver_exceeded": {"waived": "open"},
+    # a source the evidence came from was removed (xfid.tracker.evidence): no row is
+    # left for its key (resolved, saying so), or the remaining records are judged (state kept)
+    "evidence_removed": {s: "resolved" for s in (*ACTIVE, "waived")},
+    "evidence_reduced": {s: s for s in (*ACTIVE, "waived")},
 }
 
 EVENTS: dict[str, dict[str, str]] = {**ACTIONS, **AUTO}

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from xfid.errors import TrackerError
 from xfid.sqlbackend import Database
 from xfid.store import fault_point, write_tx
-from xfid.tracker import checkfiles, config_db, db, transitions, triage_db
+from xfid.tracker import checkfiles, config_db, db, evidence, transitions, triage_db
 from xfid.tracker.db import KEY_COLUMNS, LATEST_COLUMNS, as_float, as_text, plain
 from xfid.tracker.lifecycle import ACTIVE, FILING_KINDS, format_id, stamp
 from xfid.tracker.noise import UNCERTAIN, NoiseSettings, clean as is_clean
@@ -38,6 +38,8 @@ class CheckSummary:
     unwaived: list[str] = field(default_factory=list)  # waiver expired or exceeded at this check
     held: list[str] = field(default_factory=list)  # within tolerance, inside the hysteresis margin: not clean
     pending: list[str] = field(default_factory=list)  # fingerprints uncertain, not (yet) filed
+    evidence_removed: list[str] = field(default_factory=list)  # resolved: a removed source held all their evidence
+    evidence_reduced: list[str] = field(default_factory=list)  # a removed source held some: judged on the rest
     uncertain: int = 0  # rows whose interval straddles the tolerance
     total_open: int = 0
     missing_reference: int = 0
@@ -141,6 +143,9 @@ def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label:
                 config_db.insert(conn, cid, *config)
             unwaived = set(transitions.expire_waivers(conn, now, actor=actor, check_id=cid))
             existing = db.issues_by_fingerprint(conn)
+            summary.evidence_removed, summary.evidence_reduced = evidence.reevaluate(  # xfid sources remove
+                conn, cid, now, actor, existing, set(rows["fingerprint"].dropna().astype(str)), corr.settings,
+                {str(s.get("source_id")) for s in corr.sources or [] if isinstance(s, dict)})
             before = triage_db.pending(conn)
             streaks = {fp: before.get(fp, 0) + 1 for fp in worse}
             for row in filed.to_dict("records"):

@@ -44,6 +44,11 @@ def check_text(s: CheckSummary) -> str:
                      f"{len(s.pending)} not filed yet (filed after [tracker] confirm_after checks in a row)")
     if s.held:
         lines.append(f"  held (within tolerance, inside the hysteresis margin: not counted clean): {_ids(s.held)}")
+    if s.evidence_removed:
+        lines.append(f"  evidence removed (a removed source held all of it; resolved, saying so): "
+                     f"{_ids(s.evidence_removed)}")
+    if s.evidence_reduced:
+        lines.append(f"  evidence reduced (a removed source held some; judged on the rest): {_ids(s.evidence_reduced)}")
     if s.unwaived:
         lines.append(f"  waiver ended (expired or error beyond its bound): {_ids(s.unwaived)}")
     lines.append(f"  missing reference: {s.missing_reference} key(s) (counted, not filed)")
