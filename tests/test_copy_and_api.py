@@ -1,0 +1,144 @@
+"""`xfid store copy` tells the truth (a refused or failed copy changes nothing, table by table and
+file by file, on a real PostgreSQL), copies everything (the checks' rows too: `xfid report` works
+on the copy); and the library speaks Python while the CLI speaks flags."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Cli
+from tests.test_team import machine, records, run
+
+
+def pg_dump(url: str) -> dict[str, Any]:
+    """Every table's rows (sorted) and every sequence's position in a PostgreSQL database."""
+    import psycopg
+
+    out: dict[str, Any] = {}
+    with psycopg.connect(url, autocommit=True) as c:
+        tables = [r[0] for r in c.execute("SELECT tablename FROM pg_tables WHERE schemaname='public' ORDER BY 1")]
+        for t in tables:
+            out[t] = sorted(repr(r) for r in c.execute(f'SELECT * FROM "{t}"'))
+        for (s,) in c.execute("SELECT sequencename FROM pg_sequences WHERE schemaname='public' ORDER BY 1").fetchall():
+            out[f"sequence {s}"] = c.execute(f'SELECT last_value, is_called FROM "{s}"').fetchone()
+    assert "sources" in out
+    return out
+
+
+def file_hashes(top: Path) -> dict[str, str]:
+    """SHA-256 of every file under `top` (temps included: a refused copy leaves none behind)."""
+    return {str(f.relative_to(top)): hashlib.sha256(f.read_bytes()).hexdigest()
+            for f in sorted(top.rglob("*")) if f.is_file()}
+
+
+def team_with_history(tmp_path: Path, url: str) -> tuple[Cli, dict[str, str], Path]:
+    """A team store (PostgreSQL + a shared folder) with two sources and a check of its own."""
+    shared = tmp_path / "nfs"
+    team, env = machine(tmp_path, "team-machine", url, str(shared / "records"))
+    run(team, env, "ingest", records(tmp_path / "team-rtl.csv", "rtl", "team-r", (10, 20)))
+    run(team, env, "ingest", records(tmp_path / "team-arch.csv", "archmodel", "team-m", (30, 80)))
+    run(team, env, "check")
+    return team, env, shared
+
+
+def local_with_history(tmp_path: Path) -> Cli:
+    """A store with three sources and two checks (its catalog: the `catalog` fixture's)."""
+    local = Cli(tmp_path / "local", tmp_path)
+    run(local, {}, "ingest", records(tmp_path / "rtl.csv", "rtl", "r", (1000, 2000)))
+    run(local, {}, "ingest", records(tmp_path / "arch.csv", "archmodel", "m1", (1250, 2010)))
+    run(local, {}, "check")
+    run(local, {}, "ingest", records(tmp_path / "arch2.csv", "archmodel", "m2", (1000, 2600)))
+    run(local, {}, "check")
+    return local
+
+
+def test_refused_copy_changes_nothing(catalog, pg_server, tmp_path):
+    """Into a team store whose tracker holds a different history: exit 2, and every table of its
+    database and every file of its records and checks folder are as they were."""
+    team_url = pg_server.database()
+    team, env, shared = team_with_history(tmp_path, team_url)
+    local = local_with_history(tmp_path)
+    before, files = pg_dump(team_url), file_hashes(shared)
+    r = local("store", "copy", "--to-database", team_url, "--to-records", str(shared / "records"))
+    assert r.exit_code == 2, r.output
+    assert r.output.startswith("Error:") and "different history" in r.output and "nothing was changed" in r.output
+    assert "Traceback" not in r.output
+    assert pg_dump(team_url) == before
+    assert file_hashes(shared) == files
+    assert len(json.loads(run(team, env, "sources", "--format", "json"))) == 2
+
+
+def test_failure_inside_the_transaction_rolls_everything_back(catalog, pg_url, tmp_path, monkeypatch):
+    """A failure after the sources, parts and history were inserted: rolled back, the part and check
+    temps removed, the destination as it was (an empty catalog, no file)."""
+    from xfid import storecopy
+    from xfid.errors import StoreError
+    from xfid.store import Store
+    from xfid.tracker import db as tracker_db
+    from xfid.tracker import triage_db
+
+    local = local_with_history(tmp_path)
+    dest = tmp_path / "team"
+    with Store(tmp_path / "local", database=pg_url, records=dest / "records") as team:
+        tracker_db.setup(team.conn)  # an empty team store, its tables made (as by its first command)
+        triage_db.setup(team.conn)
+    before, files = pg_dump(pg_url), file_hashes(dest)
+    real = storecopy._copy_history
+    seen: list[int] = []
+
+    def fail_after(src, dst, tables):
+        real(src, dst, tables)
+        seen.append(dst.execute("SELECT COUNT(*) FROM sources").fetchone()[0])
+        raise StoreError("the network went away (injected)")
+
+    monkeypatch.setattr(storecopy, "_copy_history", fail_after)
+    r = local("store", "copy", "--to-database", pg_url, "--to-records", str(dest / "records"))
+    assert r.exit_code == 2 and "injected" in r.output, r.output
+    assert seen == [3]  # it had got as far as inserting everything
+    assert pg_dump(pg_url) == before
+    assert file_hashes(dest) == files == {}
+    monkeypatch.setattr(storecopy, "_copy_history", real)  # and run again, it copies all
+    out = run(local, {}, "store", "copy", "--to-database", pg_url, "--to-records", str(dest / "records"))
+    assert "sources: 3 copied" in out and "check rows: 2 copied, 2 verified" in out
+
+
+def test_missing_part_refuses_before_writing(pg_url, tmp_path):
+    """A part of the source store that cannot be read refuses the copy before any file is written."""
+    local = local_with_history(tmp_path)
+    part = sorted((tmp_path / "local" / "records").rglob("part-*.parquet"))[-1]
+    part.rename(tmp_path / "away.parquet")
+    dest = tmp_path / "team"
+    r = local("store", "copy", "--to-database", pg_url, "--to-records", str(dest / "records"))
+    assert r.exit_code == 2 and "is missing" in r.output and "nothing was changed" in r.output, r.output
+    assert file_hashes(dest) == {}
+    from xfid.store import Store
+
+    with Store(tmp_path / "elsewhere", database=pg_url) as s:
+        assert s.sources() == [] and s.conn.execute("SELECT COUNT(*) FROM checks").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("to_s3", [False, True], ids=["dir", "s3"])
+def test_copy_carries_the_check_rows(catalog, pg_url, tmp_path, to_s3, request):
+    """After a copy, the report on another machine of the team store reads every check's rows;
+    the check files are verified like the parts; a second copy finds them there."""
+    local = local_with_history(tmp_path)
+    dest = request.getfixturevalue("s3_records") if to_s3 else str(tmp_path / "team" / "records")
+    out = run(local, {}, "store", "copy", "--to-database", pg_url, "--to-records", dest)
+    assert "check rows: 2 copied, 2 verified (SHA-256)" in out, out
+    if not to_s3:
+        local_checks = tmp_path / "local" / "checks"
+        for name in ("check-1.parquet", "check-2.parquet"):
+            assert (tmp_path / "team" / "checks" / name).read_bytes() == (local_checks / name).read_bytes()
+        assert not list((tmp_path / "team").rglob(".tmp-*"))
+    again = run(local, {}, "store", "copy", "--to-database", pg_url, "--to-records", dest)
+    assert "check rows: 0 copied, 2 verified" in again and "tracker: already there, identical" in again
+    other, env = machine(tmp_path, "other-machine", pg_url, dest)
+    report = tmp_path / "week.html"
+    run(other, env, "report", "--html", "-o", str(report), "--since", "2026-01-01")
+    assert report.stat().st_size > 0
+    assert "rows of check" not in report.read_text()
