@@ -120,7 +120,18 @@ class PgServer:
 
 
 def start_pg() -> tuple[PgServer | None, str]:
-    """initdb + pg_ctl start on a free port; (server, "") or (None, why not)."""
+    """initdb + pg_ctl start on a free port; (server, "") or (None, why not).
+
+    Every way the server cannot be had (a program missing, root without `runuser`, no such OS
+    user, a failing or hanging command) is a (None, why) here, never an exception, so the tests
+    that need it are reported through `unavailable` (skipped, or failed under CI)."""
+    try:
+        return _start_pg()
+    except (OSError, subprocess.SubprocessError, LookupError) as e:
+        return None, f"{type(e).__name__}: {e}"
+
+
+def _start_pg() -> tuple[PgServer | None, str]:
     initdb = _pg_bin("initdb")
     if initdb is None or _pg_bin("pg_ctl") is None:
         return None, "initdb/pg_ctl not found (install Debian's postgresql)"
@@ -129,6 +140,9 @@ def start_pg() -> tuple[PgServer | None, str]:
     except ImportError:
         return None, "psycopg is not installed (pip install -e '.[dev]')"
     user = os.environ.get("XFID_TEST_PG_OS_USER") or ("nobody" if os.geteuid() == 0 else None)
+    if user is not None and os.geteuid() == 0 and shutil.which("runuser") is None:
+        return None, (f"running as root, PostgreSQL must run as another user ({user}), and `runuser` is not on "
+                      "PATH (install util-linux, or run the tests as an unprivileged user)")
     top = Path(tempfile.mkdtemp(prefix="xfid-pg-"))
     data = top / "data"
     pwfile = top / "pw"
