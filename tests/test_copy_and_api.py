@@ -142,3 +142,55 @@ def test_copy_carries_the_check_rows(catalog, pg_url, tmp_path, to_s3, request):
     run(other, env, "report", "--html", "-o", str(report), "--since", "2026-01-01")
     assert report.stat().st_size > 0
     assert "rows of check" not in report.read_text()
+
+
+# --- the library speaks Python -------------------------------------------------------------
+PUBLIC_NAMES = r'''
+import importlib, json, pkgutil, sys
+import xfid
+first = {n: getattr(xfid, n) for n in xfid.__all__}
+failed = []
+for m in pkgutil.walk_packages(xfid.__path__, "xfid."):
+    if m.name.endswith("__main__"):  # runs the command line
+        continue
+    try:
+        importlib.import_module(m.name)
+    except ImportError as e:  # an optional extra not installed here
+        failed.append(f"{m.name}: {e}")
+subpackages = {m.name for m in pkgutil.iter_modules(xfid.__path__)}
+out = {"imported": len(sys.modules), "failed": failed, "names": {}}
+for n in xfid.__all__:
+    now = getattr(xfid, n)
+    out["names"][n] = {"same": now is first[n], "callable": callable(now), "module": n in subpackages,
+                       "type": type(now).__name__}
+out["adapters"] = xfid.adapters()[0]["name"]
+print(json.dumps(out))
+'''
+
+
+def test_no_public_name_is_shadowed_by_a_subpackage():
+    """Import every module of xfid (as ingest, report, serve... do), then every name xfid.__all__
+    promises is the very object it was at `import xfid`; `xfid.adapters()` still lists the adapters."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    r = subprocess.run([sys.executable, "-c", PUBLIC_NAMES], capture_output=True, text=True, cwd=ROOT,
+                       timeout=300, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.splitlines()[-1])
+    assert out["imported"] > 100
+    for name, seen in out["names"].items():
+        assert seen["same"], f"xfid.{name} changed after importing the subpackages: now a {seen['type']}"
+        if name[0].islower() and not name.startswith("__"):
+            assert seen["callable"], f"xfid.{name} is a {seen['type']}, not the function the API promises"
+    assert out["adapters"] == "xfid-records"
+
+
+def test_adapters_callable_after_an_ingest(tmp_path):
+    import xfid
+
+    with xfid.open_store(tmp_path / "s") as store:
+        store.ingest([records(tmp_path / "r.csv", "rtl", "r", (1, 2))])
+    assert {"name", "fidelity", "formats"} <= set(xfid.adapters()[0]) and callable(xfid.adapters)

@@ -57,9 +57,9 @@ def open_store(path: PathLike | None = None, config: PathLike | Config | None = 
 
 def adapters() -> list[dict[str, Any]]:
     """The registered adapters: name, fidelity (None: from the file), formats."""
-    from xfid.adapters import all_adapters
+    from xfid.adapters import describe
 
-    return [{"name": n, "fidelity": c.fidelity, "formats": c.formats} for n, c in all_adapters().items()]
+    return describe()
 
 
 def compare(baseline: PathLike | dict[str, Any], current: PathLike | dict[str, Any] | Correlation | XfidStore, *,
