@@ -302,9 +302,10 @@ class XfidStore:
         from xfid.errors import EngineError
         from xfid.schema import is_valid_fidelity
 
-        parse_pair(f"{candidate}->{reference}", "--candidate/--reference")
+        parse_pair(f"{candidate}->{reference}", "{candidate}/{reference}", ("candidate", "reference"))
         if label is not None and (not is_valid_fidelity(label) or label == label.split("-", 1)[0]):
-            raise EngineError(f"--label {label!r} must be a derived label like roofline-cal")
+            raise EngineError("{label} {value!r} must be a derived label like roofline-cal", params=("label",),
+                              value=label)
         from xfid.engine.engines import calibration_rows
 
         rows = calibration_rows(self.backend(), self.config, engine, candidate, reference, target, _runs(run), as_of)
@@ -364,7 +365,8 @@ class XfidStore:
         """
         if override is not None:
             if isinstance(override, bool) or not isinstance(override, int) or override < 1:
-                raise TrackerError(f"--resolve-after must be an integer >= 1, got {override}")
+                raise TrackerError("{resolve_after} must be an integer >= 1, got {value}", params=("resolve_after",),
+                                   value=override)
             return override
         from xfid.tracker.noise import RESOLVE_AFTER
 
@@ -514,7 +516,12 @@ def default_output(label: str, html: bool) -> Path:
     return Path("reports") / f"xfid-{label.replace('..', '_')}.{'html' if html else 'pdf'}"
 
 
+PERIOD_PARTS = {"week": "the week", "since": "the first day", "until": "the last day"}
+
+
 def _period(period: Period | str | None) -> Period:
+    """A Period from what `report()` takes; a bad string is an error about `period` (not a flag)."""
+    from xfid.errors import ReportError
     from xfid.report.period import Period, resolve_period
 
     if isinstance(period, Period):
@@ -522,10 +529,15 @@ def _period(period: Period | str | None) -> Period:
     if period is None:
         return resolve_period(None, None, None)
     text = str(period).strip()
-    if "-W" in text.upper():
-        return resolve_period(text, None, None)
-    since, sep, until = text.partition("..")
-    return resolve_period(None, since, until if sep else since)
+    try:
+        if "-W" in text.upper():
+            return resolve_period(text, None, None)
+        since, sep, until = text.partition("..")
+        return resolve_period(None, since, until if sep else since)
+    except ReportError as e:
+        why = e.render(lambda p: PERIOD_PARTS.get(p, p))
+        raise ReportError('{period} {text!r}: {why} (a period is "YYYY-Www", "YYYY-MM-DD..YYYY-MM-DD" or '
+                          '"YYYY-MM-DD")', params=("period",), text=text, why=why) from None
 
 
 def _runs(run: Runs) -> Any:

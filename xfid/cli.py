@@ -41,6 +41,16 @@ COMMANDS: dict[str, str] = {
 The help shown for a command is its own docstring: one place."""
 
 
+FLAGS: dict[str, str] = {"targets": "--target", "target": "--target", "pairs": "--pair", "period": "PERIOD",
+                         "fmt": "--format", "output": "-o", "candidate": "--candidate", "reference": "--reference"}
+"""The flag of each library parameter whose flag is not `--` + its name with dashes (xfid.errors)."""
+
+
+def flag(param: str) -> str:
+    """The command line's name for a library parameter an error is about: `as_of` -> `--as-of`."""
+    return FLAGS.get(param, "--" + param.replace("_", "-"))
+
+
 class UserError(click.ClickException):
     """An XfidError as click shows it: `Error: ...` on stderr, exit 2."""
 
@@ -58,7 +68,7 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
         except XfidError as e:
             # names and excerpts from files escaped; any password of a database or bucket URL masked
-            raise UserError(terminal(mask(str(e)))) from None
+            raise UserError(terminal(mask(e.render(flag)))) from None
         except KeyboardInterrupt:
             raise click.exceptions.Abort() from None
 

@@ -40,7 +40,8 @@ def export_records(store: Store, fmt: str, output: str | None, filters: Mapping[
     """
     table = store.read({k: list(v) for k, v in filters.items() if v})
     if fmt == "parquet" and not output:
-        raise XfidError("--format parquet needs -o FILE (Parquet is binary; it does not go to a terminal)")
+        raise XfidError("{fmt} parquet needs {output} FILE (Parquet is binary; it does not go to a terminal)",
+                        params=("fmt", "output"))
     if not output:
         if fmt == "csv":
             sys.stdout.flush()

@@ -107,7 +107,7 @@ class Tracker:
             raise TrackerError(f"unknown action {action!r}; actions: {', '.join(lifecycle.ACTIONS)}")
         if action == "ack":
             if not owner or not owner.strip():
-                raise TrackerError(f"acknowledging {iid} needs an owner (--owner NAME)")
+                raise TrackerError("acknowledging {iid} needs an owner ({owner} NAME)", params=("owner",), iid=iid)
             owner = owner.strip()
         elif action == "waive":
             reason, day, max_error = lifecycle.check_waiver(iid, reason, until, max_error, now.date())
