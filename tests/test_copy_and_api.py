@@ -194,3 +194,152 @@ def test_adapters_callable_after_an_ingest(tmp_path):
     with xfid.open_store(tmp_path / "s") as store:
         store.ingest([records(tmp_path / "r.csv", "rtl", "r", (1, 2))])
     assert {"name", "fidelity", "formats"} <= set(xfid.adapters()[0]) and callable(xfid.adapters)
+
+
+def loaded_store(tmp_path: Path):
+    """An API store with rtl and archmodel numbers of t100-a0 and one check."""
+    import xfid
+
+    store = xfid.open_store(tmp_path / "api-store")
+    store.ingest([records(tmp_path / "rtl.csv", "rtl", "r", (1000, 2000)),
+                  records(tmp_path / "arch.csv", "archmodel", "m1", (1250, 2010))])
+    store.check(actor="t")
+    return store
+
+
+def test_every_list_parameter_takes_one_string(tmp_path):
+    """A string where a list is taken is one name, never its characters: the same answer as the
+    one-item list, for every method (and the signatures say so)."""
+    import inspect
+
+    import xfid
+    from xfid.api import XfidStore
+
+    for fn in [xfid.compare, *(getattr(XfidStore, n) for n in dir(XfidStore) if not n.startswith("_"))]:
+        if not callable(fn) or isinstance(fn, property):
+            continue
+        for p in inspect.signature(fn).parameters.values():
+            ann = str(p.annotation)
+            if ("Sequence[" in ann or "Iterable[" in ann) and p.kind is not p.VAR_KEYWORD:
+                assert "str" in ann.split("Sequence[")[0].split("Iterable[")[0] or ann.startswith("Runs") \
+                    or "PathLike |" in ann, f"{fn.__qualname__}({p.name}: {ann}) does not take one string"
+    with loaded_store(tmp_path) as store:
+        one, listed = store.correlate(targets="t100-a0"), store.correlate(targets=["t100-a0"])
+        assert one.to_json() == listed.to_json() and len(one.rows)
+        assert store.correlate(pairs="rtl->archmodel").to_json() == store.correlate(pairs=["rtl:archmodel"]).to_json()
+        assert store.records(columns="op").columns.tolist() == ["op"]
+        assert store.records(target="t100-a0").equals(store.records(target=["t100-a0"]))
+        assert store.issues(target="t100-a0").equals(store.issues(target=["t100-a0"]))
+        snap = store.snapshot(targets="t100-a0")
+        assert store.snapshot(targets=["t100-a0"])["keys"] == snap["keys"] and snap["keys"]
+        assert xfid.compare(snap, store, targets="t100-a0").exit_code == 0
+        with pytest.raises(Exception, match="unknown target 't100'"):  # one name, never 't', '1', ...
+            store.correlate(targets="t100")
+        from xfid.errors import XfidError
+
+        with pytest.raises(XfidError, match="targets must be a string or a list of strings"):
+            store.correlate(targets=[1])
+
+
+def test_a_filter_that_matches_nothing_warns_with_the_close_names(tmp_path, xfid_cli):
+    from xfid.errors import XfidWarning
+
+    with loaded_store(tmp_path) as store:
+        with pytest.warns(XfidWarning, match=r"no record has target 't100'; did you mean 't100-a0'\?"):
+            assert store.records(target="t100").empty
+        with pytest.warns(XfidWarning, match="no record has workload 'gemm-swep'; did you mean 'gemm-sweep'"):
+            assert len(store.records(workload=["gemm-sweep", "gemm-swep"])) == 4
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert len(store.records(target="t100-a0")) == 4  # a filter that matches: no warning
+    cli = Cli(tmp_path / "api-store", tmp_path)
+    r = cli("export", "--target", "t100")
+    assert r.exit_code == 0 and "warning: export(): no record has target 't100'; did you mean 't100-a0'?" in r.output
+
+
+@pytest.mark.parametrize(("call", "python", "cli_args", "flag"), [
+    (lambda s: s.report("last week"), "period 'last week'", ("report", "last week"), "Error: PERIOD 'last week'"),
+    (lambda s: s.report("2026-12-09..2026-12-01"), "period '2026-12-09..2026-12-01': the first day 2026-12-09 is after",
+     ("report", "--since", "2026-12-09", "--until", "2026-12-01"), "Error: --since 2026-12-09 is after --until"),
+    (None, None, ("report", "--until", "last week"), "Error: --until 'last week' is not a date"),
+    (lambda s: s.correlate(as_of="soon"), "as_of expects a date", ("correlate", "--as-of", "soon"),
+     "Error: --as-of expects a date"),
+    (lambda s: s.correlate(run=["bogus=1"]), "run 'bogus=1'", ("correlate", "--run", "bogus=1"), "Error: --run 'bogus=1'"),
+    (lambda s: s.correlate(pairs="roofline-"), "pairs expects CANDIDATE->REFERENCE", ("correlate", "--pair", "roofline-"),
+     "Error: --pair expects"),
+    (lambda s: s.act("XF-1", "waive", reason="r", until="2026-13-01"), "until: bad date '2026-13-01'",
+     ("issues", "waive", "XF-1", "--reason", "r", "--until", "2026-13-01"), "Error: --until: bad date"),
+    (lambda s: s.act("XF-1", "ack"), "needs an owner (owner NAME)", ("issues", "ack", "XF-1"), "Missing option '--owner'"),
+    (lambda s: s.check(resolve_after=0), "resolve_after must be an integer", None, None),
+    (lambda s: s.export("parquet"), "fmt parquet needs output FILE", ("export", "--format", "parquet"),
+     "Error: --format parquet needs -o FILE"),
+])
+def test_library_errors_name_the_parameter_the_cli_its_flag(tmp_path, call, python, cli_args, flag):
+    from xfid.errors import XfidError
+
+    with loaded_store(tmp_path) as store:
+        if call is not None:
+            with pytest.raises(XfidError) as e:
+                call(store)
+            assert python in str(e.value) and "--" not in str(e.value), str(e.value)
+    if cli_args is not None:
+        r = Cli(tmp_path / "api-store", tmp_path)(*cli_args)
+        assert r.exit_code == 2 and flag in r.output and "Traceback" not in r.output, r.output
+
+
+def test_no_library_error_names_a_flag():
+    """The class: no `raise` outside the command layer spells a `--flag` in its message (a flag is
+    named through a `{param}` placeholder, xfid.errors); a whole `xfid ...` command in backticks is
+    advice, not a flag. xfid/models/ parses the `xfid roofline` options and has no Python API."""
+    import ast
+    import re
+
+    from tests.conftest import ROOT
+
+    found = []
+    for path in sorted((ROOT / "xfid").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith(("xfid/commands/", "xfid/cli.py", "xfid/app.py", "xfid/models/")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args):
+                continue
+            arg = node.exc.args[0]
+            parts = [arg] if isinstance(arg, ast.Constant) else arg.values if isinstance(arg, ast.JoinedStr) else []
+            text = "".join(str(p.value) for p in parts if isinstance(p, ast.Constant))
+            text = re.sub(r"`[^`]*`", "", text)
+            if re.search(r"(^|[\s(])--[a-z]", text):
+                found.append(f"{rel}:{node.lineno}: {text[:80]}")
+    assert not found, "\n".join(found)
+
+
+def test_pair_colon_form_and_the_shell_hint(tmp_path):
+    """`--pair roofline:measured` is `'roofline->measured'`; an unquoted `->` reaches xfid as `roofline-`
+    (the shell made a file `measured`): refused, saying so."""
+    with loaded_store(tmp_path):
+        pass
+    cli = Cli(tmp_path / "api-store", tmp_path)
+    a = cli("correlate", "--format", "json", "--pair", "rtl:archmodel")
+    b = cli("correlate", "--format", "json", "--pair", "rtl->archmodel")
+    assert a.exit_code == b.exit_code == 0 and a.output == b.output
+    r = cli("correlate", "--pair", "rtl-")
+    assert r.exit_code == 2 and "ends in '-': the shell probably took the '>'" in r.output and "rtl:archmodel" not in r.output
+    assert "roofline:measured" in r.output
+    helptext = cli("correlate", "--help").output
+    assert "'roofline->measured'" in helptext and "roofline:measured" in helptext
+
+
+def test_docs_and_help_quote_every_arrow_pair():
+    """Wherever a command line with `->` is shown (docs, README, help), the pair is quoted."""
+    import re
+
+    from tests.conftest import ROOT
+
+    bad = []
+    for f in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "xfid" / "commands").glob("*.py"))]:
+        for i, line in enumerate(f.read_text().splitlines(), 1):
+            for m in re.finditer(r"--pair[ =]([^\s`'\"]\S*->)", line):
+                bad.append(f"{f.name}:{i}: {m.group(0)}")
+    assert not bad, bad

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import click
 
 from xfid import __version__
 from xfid.app import App
-from xfid.errors import XfidError
+from xfid.errors import XfidError, XfidWarning
 from xfid.sqlbackend import mask
 from xfid.textsafe import terminal
 
@@ -42,7 +45,7 @@ The help shown for a command is its own docstring: one place."""
 
 
 FLAGS: dict[str, str] = {"targets": "--target", "target": "--target", "pairs": "--pair", "period": "PERIOD",
-                         "fmt": "--format", "output": "-o", "candidate": "--candidate", "reference": "--reference"}
+                         "fmt": "--format", "output": "-o", "path": "--store", "candidate": "--candidate", "reference": "--reference"}
 """The flag of each library parameter whose flag is not `--` + its name with dashes (xfid.errors)."""
 
 
@@ -57,6 +60,23 @@ class UserError(click.ClickException):
     exit_code = 2
 
 
+@contextlib.contextmanager
+def _warnings_on_stderr() -> Iterator[None]:
+    """The library's XfidWarnings as `warning: ...` lines on stderr (escaped), once each; other
+    warnings are passed on as they came."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always", XfidWarning)
+        try:
+            yield
+        finally:
+            shown = list(seen)
+    for w in shown:
+        if issubclass(w.category, XfidWarning):
+            click.echo(f"warning: {terminal(mask(str(w.message)))}", err=True)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
 class LazyGroup(click.Group):
     """A group whose subcommands live in their own modules, imported on use.
 
@@ -65,7 +85,8 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with _warnings_on_stderr():
+                return super().invoke(ctx)
         except XfidError as e:
             # names and excerpts from files escaped; any password of a database or bucket URL masked
             raise UserError(terminal(mask(e.render(flag)))) from None

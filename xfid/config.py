@@ -145,7 +145,7 @@ def find_config(explicit: str | os.PathLike[str] | None = None) -> Path | None:
     if explicit:
         p = Path(explicit)
         if not p.is_file():
-            raise ConfigError(f"config file {p} does not exist (check --config)")
+            raise ConfigError("config file {p} does not exist (check {config})", params=("config",), p=p)
         return p
     env = os.environ.get("XFID_CONFIG")
     if env:

@@ -32,6 +32,11 @@ class XfidError(Exception):
         return self.template.format(**{p: name(p) if name else p for p in self.params}, **self.values)
 
 
+class XfidWarning(UserWarning):
+    """Advice that is not an error (a filter that matches nothing, with the names close to it): a
+    Python warning for the library's callers; the command line prints it as `warning: ...`."""
+
+
 class UnitError(XfidError):
     """An unknown unit, or a unit that does not belong to a metric."""
 

@@ -91,11 +91,10 @@ def detect(path: Path) -> type[Adapter]:
     if len(hits) == 1:
         return get_adapter(hits[0])
     if not hits:
-        raise AdapterError(
-            f"{path}: no adapter recognises this file; pass --adapter NAME "
-            f"(one of {', '.join(all_adapters())})"
-        )
-    raise AdapterError(f"{path}: several adapters recognise this file ({', '.join(hits)}); pass --adapter NAME")
+        raise AdapterError("{path}: no adapter recognises this file; pass {adapter} NAME (one of {names})",
+                           params=("adapter",), path=path, names=", ".join(all_adapters()))
+    raise AdapterError("{path}: several adapters recognise this file ({hits}); pass {adapter} NAME",
+                       params=("adapter",), path=path, hits=", ".join(hits))
 
 
 class _CallableRegistry(types.ModuleType):

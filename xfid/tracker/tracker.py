@@ -113,7 +113,7 @@ class Tracker:
             reason, day, max_error = lifecycle.check_waiver(iid, reason, until, max_error, now.date())
             until = day.isoformat()
         elif action == "note" and (not note or not note.strip()):
-            raise TrackerError(f"a note on {iid} needs text (--note TEXT)")
+            raise TrackerError("a note on {iid} needs text ({note} TEXT)", params=("note",), iid=iid)
         self.store.require_writable(f"{action} {iid}")
         with write_tx(self.conn):
             transitions.expire_waivers(self.conn, now, actor=SYSTEM_ACTOR)
