@@ -54,6 +54,10 @@ def flag(param: str) -> str:
     return FLAGS.get(param, "--" + param.replace("_", "-"))
 
 
+SHORT_HELP_LIMIT = 10_000
+"""click cuts a command's short help at `limit` characters with "..."; the first sentence is always shorter."""
+
+
 class UserError(click.ClickException):
     """An XfidError as click shows it: `Error: ...` on stderr, exit 2."""
 
@@ -102,8 +106,9 @@ class LazyGroup(click.Group):
         return importlib.import_module(COMMANDS[name]).cli
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """Each command with the first sentence of its docstring (wrapped, not cut at 45 characters)."""
-        rows = [(name, importlib.import_module(COMMANDS[name]).cli.get_short_help_str(90)) for name in COMMANDS]
+        """Each command with the first sentence of its docstring, whole (wrapped, never cut with "...")."""
+        rows = [(name, importlib.import_module(COMMANDS[name]).cli.get_short_help_str(SHORT_HELP_LIMIT))
+                for name in COMMANDS]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
