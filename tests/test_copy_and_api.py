@@ -343,3 +343,78 @@ def test_docs_and_help_quote_every_arrow_pair():
             for m in re.finditer(r"--pair[ =]([^\s`'\"]\S*->)", line):
                 bad.append(f"{f.name}:{i}: {m.group(0)}")
     assert not bad, bad
+
+
+# --- smaller things a newcomer met ---------------------------------------------------------
+def test_report_takes_the_period_positional_as_the_api_does(tmp_path):
+    with loaded_store(tmp_path):
+        pass
+    cli = Cli(tmp_path / "api-store", tmp_path)
+    out = tmp_path / "w.html"
+    r = cli("report", "2026-W49", "--html", "-o", out)
+    assert r.exit_code == 0 and "2026-W49" in out.read_text(), r.output
+    r = cli("report", "2026-11-01..2026-12-31", "--html", "-o", out)
+    assert r.exit_code == 0, r.output
+    r = cli("report", "2026-W49", "--week", "2026-W48", "--html", "-o", out)
+    assert r.exit_code == 2 and "Error: give the period either as PERIOD or as --week or --since/--until" in r.output
+
+
+def test_help_never_cuts_a_command_description():
+    """Every command's first sentence appears whole in `xfid --help`; nothing is cut with '...'."""
+    from click.testing import CliRunner
+
+    from xfid.cli import COMMANDS, cli
+
+    text = CliRunner().invoke(cli, ["--help"]).output
+    assert "..." not in text.split("Commands:")[1] and "…" not in text
+    flat = " ".join(text.split())
+    import importlib
+
+    for name, mod in COMMANDS.items():
+        first = importlib.import_module(mod).cli.get_short_help_str(10_000)
+        assert " ".join(first.split()) in flat, name
+
+
+def test_profile_output_help_names_only_real_formats():
+    from click.testing import CliRunner
+
+    from xfid.cli import cli
+
+    text = " ".join(CliRunner().invoke(cli, ["profile", "--help"]).output.split())
+    formats = text.split("--format [")[1].split("]")[0].split("|")
+    assert formats == ["table", "json", "markdown"]
+    said = text.split("-o, --output FILE")[1].split("-h, --help")[0]
+    for word in ("text", "csv", "txt"):
+        assert word not in said.lower(), said
+
+
+def test_summary_of_a_team_store_names_its_catalog_and_records(pg_url, tmp_path):
+    from tests.servers import password_of
+
+    team, env = machine(tmp_path, "laptop", pg_url, str(tmp_path / "nfs" / "records"))
+    run(team, env, "ingest", records(tmp_path / "rtl.csv", "rtl", "r", (1, 2)))
+    out = run(team, env, "summary")
+    assert out.startswith("team store (catalog postgresql://") and str(tmp_path / "nfs" / "records") in out
+    assert str(tmp_path / "laptop") not in out and password_of(pg_url) not in out
+    assert "2 records from 1 sources" in out
+
+
+@pytest.mark.parametrize(("name", "text", "where", "missing"), [
+    ("r.json", None, "r.json: missing 'target' and 'workload'", "$.duration"),  # JSON: not the first value's key
+    ("m.csv", "fidelity,target,workload,op,metric,value\nmeasured,,,op,latency,1\n",
+     "m.csv, line 2: missing 'target' and 'workload'", "column"),
+    ("n.csv", "fidelity,target,workload,op,metric,value\nmeasured,,w,op,latency,1\nmeasured,t,,op,latency,2\n",
+     "n.csv: missing 'target' (line 2) and 'workload' (line 3)", "column"),
+])
+def test_every_missing_field_at_once_at_its_record(xfid_cli, fixtures, tmp_path, name, text, where, missing):
+    f = tmp_path / name
+    f.write_text(text if text is not None else (fixtures / "measured/vllm/h100_llama3-8b_decode_bs8.json").read_text())
+    r = xfid_cli("ingest", f)
+    assert r.exit_code == 2 and where in r.output and missing not in r.output, r.output
+    assert "(pass --target and --workload or set them in xfid-source.toml beside the file)" in r.output
+    import xfid
+    from xfid.errors import SchemaError
+
+    with pytest.raises(SchemaError) as e:
+        xfid.open_store(tmp_path / "py").ingest(f)
+    assert "pass target and workload" in str(e.value) and "--" not in str(e.value)

@@ -326,10 +326,13 @@ CONTEXT_FIELDS = ("fidelity", "target", "workload")
 def _missing_error(missing: list[tuple[str, int]], source_path: str | None, locs: Any) -> SchemaError:
     """Every missing field at once, each at its record's place (the record's line or row, not the
     key of the value it was read from: the field is what is missing there, e.g. no `$.target`)."""
-    at: dict[str, list[str]] = {}
-    for name, i in missing:
-        at.setdefault(_record_where(source_path, locs, i), []).append(name)
-    said = "; ".join(f"{where}: missing {_and([repr(n) for n in names])}" for where, names in at.items())
+    base = source_path or "<records>"
+    places = {name: _record_loc(locs, i) for name, i in missing}
+    if len(set(places.values())) == 1:
+        loc = next(iter(places.values()))
+        said = f"{base}{', ' + loc if loc else ''}: missing {_and([repr(n) for n in places])}"
+    else:
+        said = f"{base}: missing " + _and([f"{n!r} ({loc or 'the file'})" for n, loc in places.items()])
     names = [n for n, _ in missing]
     context = [n for n in names if n in CONTEXT_FIELDS]
     fixes = []
@@ -345,14 +348,14 @@ def _missing_error(missing: list[tuple[str, int]], source_path: str | None, locs
     return SchemaError(said.replace("{", "{{").replace("}", "}}") + f" ({'; '.join(fixes)})", params=tuple(context))
 
 
-def _record_where(source_path: str | None, locs: Any, i: int) -> str:
-    """`file, line N` of row i without the value's key (`: $.duration`, `, column 'value'`)."""
-    base = source_path or "<records>"
+def _record_loc(locs: Any, i: int) -> str:
+    """Row i's place (`line N`, `record N`) without the value's key (`: $.duration`, `, column 'value'`)."""
+    if isinstance(locs, tuple):
+        return f"{locs[0]} {locs[1] + i}"
     loc = locs[i].as_py() if isinstance(locs, pa.ChunkedArray) and i < len(locs) else None
     if loc is None:
-        return _where(source_path, locs, i)
-    loc = re.sub(r"^\$.*|: .*$|, column .*$", "", str(loc))
-    return f"{base}, {loc}" if loc else base
+        return f"record {i + 1}"
+    return re.sub(r"^\$.*|: .*$|, column .*$", "", str(loc))
 
 
 def _and(items: list[str]) -> str:
