@@ -418,3 +418,19 @@ def test_every_missing_field_at_once_at_its_record(xfid_cli, fixtures, tmp_path,
     with pytest.raises(SchemaError) as e:
         xfid.open_store(tmp_path / "py").ingest(f)
     assert "pass target and workload" in str(e.value) and "--" not in str(e.value)
+
+
+def test_copy_to_other_records_than_the_team_stores_is_refused(pg_server, tmp_path):
+    """A team store's parts live where its catalog says; a copy naming another place is refused
+    before anything is written (the parts would be registered where no machine looks)."""
+    team_url = pg_server.database()
+    team, env, shared = team_with_history(tmp_path, team_url)
+    local = Cli(tmp_path / "local", tmp_path)
+    run(local, {}, "ingest", records(tmp_path / "rtl.csv", "rtl", "r", (1000, 2000)))
+    before, files = pg_dump(team_url), file_hashes(tmp_path)
+    r = local("store", "copy", "--to-database", team_url, "--to-records", str(tmp_path / "elsewhere"))
+    assert r.exit_code == 2 and "keeps its records at" in r.output and "nothing was changed" in r.output, r.output
+    assert pg_dump(team_url) == before
+    after = file_hashes(tmp_path)
+    assert {k: v for k, v in after.items() if not k.startswith("local/")} == \
+        {k: v for k, v in files.items() if not k.startswith("local/")}

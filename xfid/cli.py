@@ -45,7 +45,8 @@ The help shown for a command is its own docstring: one place."""
 
 
 FLAGS: dict[str, str] = {"targets": "--target", "target": "--target", "pairs": "--pair", "period": "PERIOD",
-                         "fmt": "--format", "output": "-o", "path": "--store", "candidate": "--candidate", "reference": "--reference"}
+                         "fmt": "--format", "output": "-o", "path": "--store",
+                         "records": "--to-records", "candidate": "--candidate", "reference": "--reference"}
 """The flag of each library parameter whose flag is not `--` + its name with dashes (xfid.errors)."""
 
 

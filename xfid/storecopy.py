@@ -167,6 +167,7 @@ def copy_store(src: Store, database: str, records: str | None = None) -> CopyRep
 
 def _plan(src: Store, dst: Store) -> _Plan:
     """What the copy will write; raises StoreError, having written nothing, for whatever refuses it."""
+    _same_records(dst)
     adopt = bool(src.store_id) and not dst.sources() and dst.store_id != src.store_id
     store_id = str(src.store_id if adopt else dst.store_id)
     src_parts = [tuple(r) for r in src.conn.execute(
@@ -188,6 +189,17 @@ def _plan(src: Store, dst: Store) -> _Plan:
             plan.files.extend(_part_file(src, dst, p, store_id) for p in by_source.get(srow[0], []))
     plan.files.extend(_check_files(src, dst, store_id))
     return plan
+
+
+def _same_records(dst: Store) -> None:
+    """A team store keeps its parts in one place (its catalog says where): copying them elsewhere would
+    register parts no other machine finds."""
+    row = dst.conn.execute("SELECT value FROM store_meta WHERE key='records'").fetchone()
+    given = dst.location.label if dst.fs is not None else str(Path(dst.records).absolute())
+    if row is not None and row[0] != given:
+        raise StoreError("{label}: this team store keeps its records at {kept}, not {given} ({unchanged}; give "
+                         "{records} {kept})", params=("records",), label=dst.db_label, kept=row[0], given=given,
+                         unchanged=NOT_CHANGED)
 
 
 def _history_to_copy(src: sqlbackend.Database, dst: sqlbackend.Database) -> list[str]:
