@@ -85,8 +85,11 @@ class PgServer:
         import psycopg
 
         name = f"xfid_{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(self.admin_url, autocommit=True) as c:
-            c.execute(f'CREATE DATABASE "{name}"')
+        try:
+            with psycopg.connect(self.admin_url, autocommit=True, connect_timeout=30) as c:
+                c.execute(f'CREATE DATABASE "{name}"')
+        except psycopg.OperationalError as e:  # the server went away (or never answered): one reason
+            unavailable("PostgreSQL", f"cannot create a database: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
         self.created.append(name)
         return self.url(name)
 
@@ -265,7 +268,12 @@ def s3_server() -> Iterator[S3Server]:
         return
     port = free_port()
     log = open(Path(tempfile.gettempdir()) / f"xfid-moto-{port}.log", "wb")  # noqa: SIM115 - lives as long as the server
-    proc = subprocess.Popen([str(exe), "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        proc = subprocess.Popen([str(exe), "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    except OSError as e:
+        log.close()
+        unavailable("an S3 server (moto_server)", f"it cannot be started: {e}")
+        return
     deadline = time.time() + 30
     while time.time() < deadline:
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):

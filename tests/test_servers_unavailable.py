@@ -68,3 +68,12 @@ def test_unavailable_fails_under_ci_and_skips_elsewhere(monkeypatch, ci, outcome
     monkeypatch.setenv("CI", ci)
     with pytest.raises(outcome, match="PostgreSQL"):
         servers.unavailable("PostgreSQL", "initdb/pg_ctl not found")
+
+
+def test_a_server_that_went_away_is_unavailable(monkeypatch):
+    """A database asked of a server that does not answer: the same reason path, not an error."""
+    monkeypatch.delenv("CI", raising=False)
+    pytest.importorskip("psycopg", reason="psycopg is not installed (pip install -e '.[dev]')")
+    srv = servers.PgServer(f"postgresql://xfid:pw@127.0.0.1:{servers.free_port()}/postgres")
+    with pytest.raises(pytest.skip.Exception, match="PostgreSQL not available: cannot create a database"):
+        srv.database()
