@@ -424,7 +424,7 @@ def test_copy_to_other_records_than_the_team_stores_is_refused(pg_server, tmp_pa
     """A team store's parts live where its catalog says; a copy naming another place is refused
     before anything is written (the parts would be registered where no machine looks)."""
     team_url = pg_server.database()
-    team, env, shared = team_with_history(tmp_path, team_url)
+    team_with_history(tmp_path, team_url)
     local = Cli(tmp_path / "local", tmp_path)
     run(local, {}, "ingest", records(tmp_path / "rtl.csv", "rtl", "r", (1000, 2000)))
     before, files = pg_dump(team_url), file_hashes(tmp_path)
@@ -434,3 +434,17 @@ def test_copy_to_other_records_than_the_team_stores_is_refused(pg_server, tmp_pa
     after = file_hashes(tmp_path)
     assert {k: v for k, v in after.items() if not k.startswith("local/")} == \
         {k: v for k, v in files.items() if not k.startswith("local/")}
+
+
+def test_copy_without_to_records_registers_the_parts_where_they_are(pg_url, tmp_path):
+    """No --to-records: the catalog moves, the parts and check rows stay (nothing is rewritten), and
+    another machine naming this records folder reads the copy, report included."""
+    local = local_with_history(tmp_path)
+    files = file_hashes(tmp_path / "local" / "records")
+    out = run(local, {}, "store", "copy", "--to-database", pg_url)
+    assert "sources: 3 copied" in out and "parts: 3 copied, 3 verified" in out, out
+    assert "check rows: 0 copied, 2 verified" in out, out
+    assert file_hashes(tmp_path / "local" / "records") == files
+    other, env = machine(tmp_path, "other", pg_url, str(tmp_path / "local" / "records"))
+    assert run(other, env, "export") == run(local, {}, "export")
+    run(other, env, "report", "--html", "-o", str(tmp_path / "w.html"), "--since", "2026-01-01")

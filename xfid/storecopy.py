@@ -138,11 +138,16 @@ def copy_store(src: Store, database: str, records: str | None = None) -> CopyRep
     from xfid.tracker import db as tracker_db
     from xfid.tracker import triage_db
 
+    # opened without comparing its catalog with the records: when they are this store's own (no
+    # --to-records), the parts are there and the new catalog does not know them yet: what the copy is for
     dst = Store(src.root, database=database, records=records if records is not None else str(src.location.base)
-                if src.fs is None else records)
+                if src.fs is None else records, check=False)
     rep = CopyReport(src.describe(), dst.describe())
     with dst:
-        dst.require_writable("copy a store into it")
+        if not _same_place(src, dst):
+            dst.check_catalog()  # a team store whose catalog does not describe its records: refused
+        if dst.readonly or (dst.store_id is None and not _same_place(src, dst)):
+            dst.require_writable("copy a store into it")
         for setup in (tracker_db.setup, triage_db.setup):
             setup(src.conn)
             setup(dst.conn)
@@ -183,12 +188,16 @@ def _plan(src: Store, dst: Store) -> _Plan:
             plan.present += 1
         else:
             plan.sources.append(srow)
-    same_place = dst.fs is None and src.fs is None and Path(dst.records).resolve() == Path(src.records).resolve()
-    if not same_place:
+    if not _same_place(src, dst):
         for srow in plan.sources:
             plan.files.extend(_part_file(src, dst, p, store_id) for p in by_source.get(srow[0], []))
     plan.files.extend(_check_files(src, dst, store_id))
     return plan
+
+
+def _same_place(src: Store, dst: Store) -> bool:
+    """Whether the destination's records are this store's own folder (nothing to copy but the catalog)."""
+    return dst.fs is None and src.fs is None and Path(dst.records).resolve() == Path(src.records).resolve()
 
 
 def _same_records(dst: Store) -> None:
@@ -326,7 +335,10 @@ def _register(src: Store, dst: Store, plan: _Plan, rep: CopyReport) -> None:
         if dst.sources():  # a writer came between: the temps carry the wrong id
             raise StoreError(f"{dst.db_label}: another writer ingested into it during the copy ({NOT_CHANGED}; "
                              "run the copy again)")
-        conn.execute("UPDATE store_meta SET value=? WHERE key='store_id'", (plan.store_id,))
+        conn.execute("INSERT INTO store_meta (key, value) VALUES ('store_id', ?) "
+                     "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (plan.store_id,))
+        conn.execute("INSERT INTO store_meta (key, value) VALUES ('records', ?) ON CONFLICT (key) DO NOTHING",
+                     (dst.location.label if dst.fs is not None else str(Path(dst.records).absolute()),))
         dst.store_id = plan.store_id
     if _history_to_copy(src.conn, conn) != plan.tables:
         raise StoreError(f"{dst.db_label}: its tracker changed during the copy ({NOT_CHANGED}; run the copy again)")
