@@ -256,7 +256,7 @@ def test_a_filter_that_matches_nothing_warns_with_the_close_names(tmp_path, xfid
             assert len(store.records(target="t100-a0")) == 4  # a filter that matches: no warning
     cli = Cli(tmp_path / "api-store", tmp_path)
     r = cli("export", "--target", "t100")
-    assert r.exit_code == 0 and "warning: export(): no record has target 't100'; did you mean 't100-a0'?" in r.output
+    assert r.exit_code == 0 and "warning: no record has target 't100'; did you mean 't100-a0'?" in r.output
 
 
 @pytest.mark.parametrize(("call", "python", "cli_args", "flag"), [

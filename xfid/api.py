@@ -261,7 +261,7 @@ class XfidStore:
         (`target="t100"`: did you mean 't100-a0'?), not a silently empty table."""
         wanted = _filters(filters)
         table = self.backend().read(wanted, names(columns, "columns"))
-        _warn_unmatched(self.backend(), self.config, wanted, table, "records")
+        _warn_unmatched(self.backend(), self.config, wanted, table)
         return table.to_pandas()
 
     def export(self, fmt: str, output: PathLike | None = None, **filters: str | Sequence[str]) -> int:
@@ -269,8 +269,10 @@ class XfidStore:
         from xfid.export import export_records
 
         wanted = _filters(filters)
-        _warn_unmatched(self.backend(), self.config, wanted, None, "export")
-        return export_records(self.backend(), fmt, None if output is None else str(output), wanted)
+        n = export_records(self.backend(), fmt, None if output is None else str(output), wanted)
+        if not n:  # nothing written: say which filter value matched no record
+            _warn_unmatched(self.backend(), self.config, wanted, None)
+        return n
 
     def sources(self) -> list[dict[str, Any]]:
         """The ingested sources (the manifest): path, adapter, rows, hash, time, options, summary."""
@@ -583,7 +585,7 @@ def _runs(run: Runs) -> Any:
     return list(run) or None
 
 
-def _warn_unmatched(store: Store, config: Config, filters: Mapping[str, Sequence[str]], got: Any, what: str) -> None:
+def _warn_unmatched(store: Store, config: Config, filters: Mapping[str, Sequence[str]], got: Any) -> None:
     """An XfidWarning for each filter value that no record of the store has, with the close names
     (of the store's values of that column; for targets, the configured ones too)."""
     import warnings
@@ -606,7 +608,7 @@ def _warn_unmatched(store: Store, config: Config, filters: Mapping[str, Sequence
             hint = (f"did you mean {' or '.join(repr(c) for c in close)}?" if close
                     else f"the store's values: {', '.join(map(repr, sorted(map(str, have))[:10]))}" if have
                     else "the store holds no records")
-            warnings.warn(f"{what}(): no record has {col} {v!r}; {hint}", XfidWarning, stacklevel=3)
+            warnings.warn(f"no record has {col} {v!r}; {hint}", XfidWarning, stacklevel=3)
 
 
 def _filters(filters: Mapping[str, str | Sequence[str]]) -> dict[str, Sequence[str]]:
