@@ -174,7 +174,10 @@ def _plan(src: Store, dst: Store) -> _Plan:
     """What the copy will write; raises StoreError, having written nothing, for whatever refuses it."""
     _same_records(dst)
     adopt = bool(src.store_id) and not dst.sources() and dst.store_id != src.store_id
-    store_id = str(src.store_id if adopt else dst.store_id)
+    store_id = src.store_id if adopt else dst.store_id
+    if not store_id:  # neither has an id (a store from before store ids, opened read-only)
+        raise StoreError(f"{src.root}: this store has no store id yet (it is read-only here); run any xfid command "
+                         f"on it once with write access, then copy it ({NOT_CHANGED})")
     src_parts = [tuple(r) for r in src.conn.execute(
         f"SELECT file, source_id, fidelity, rows FROM parts ORDER BY {src.conn.rowid}").fetchall()]
     by_source: dict[str, list[tuple[Any, ...]]] = {}
