@@ -85,8 +85,11 @@ class PgServer:
         import psycopg
 
         name = f"xfid_{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(self.admin_url, autocommit=True) as c:
-            c.execute(f'CREATE DATABASE "{name}"')
+        try:
+            with psycopg.connect(self.admin_url, autocommit=True, connect_timeout=30) as c:
+                c.execute(f'CREATE DATABASE "{name}"')
+        except psycopg.OperationalError as e:  # the server went away (or never answered): one reason
+            unavailable("PostgreSQL", f"cannot create a database: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
         self.created.append(name)
         return self.url(name)
 
@@ -120,7 +123,18 @@ class PgServer:
 
 
 def start_pg() -> tuple[PgServer | None, str]:
-    """initdb + pg_ctl start on a free port; (server, "") or (None, why not)."""
+    """initdb + pg_ctl start on a free port; (server, "") or (None, why not).
+
+    Every way the server cannot be had (a program missing, root without `runuser`, no such OS
+    user, a failing or hanging command) is a (None, why) here, never an exception, so the tests
+    that need it are reported through `unavailable` (skipped, or failed under CI)."""
+    try:
+        return _start_pg()
+    except (OSError, subprocess.SubprocessError, LookupError) as e:
+        return None, f"{type(e).__name__}: {e}"
+
+
+def _start_pg() -> tuple[PgServer | None, str]:
     initdb = _pg_bin("initdb")
     if initdb is None or _pg_bin("pg_ctl") is None:
         return None, "initdb/pg_ctl not found (install Debian's postgresql)"
@@ -129,6 +143,9 @@ def start_pg() -> tuple[PgServer | None, str]:
     except ImportError:
         return None, "psycopg is not installed (pip install -e '.[dev]')"
     user = os.environ.get("XFID_TEST_PG_OS_USER") or ("nobody" if os.geteuid() == 0 else None)
+    if user is not None and os.geteuid() == 0 and shutil.which("runuser") is None:
+        return None, (f"running as root, PostgreSQL must run as another user ({user}), and `runuser` is not on "
+                      "PATH (install util-linux, or run the tests as an unprivileged user)")
     top = Path(tempfile.mkdtemp(prefix="xfid-pg-"))
     data = top / "data"
     pwfile = top / "pw"
@@ -251,7 +268,12 @@ def s3_server() -> Iterator[S3Server]:
         return
     port = free_port()
     log = open(Path(tempfile.gettempdir()) / f"xfid-moto-{port}.log", "wb")  # noqa: SIM115 - lives as long as the server
-    proc = subprocess.Popen([str(exe), "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        proc = subprocess.Popen([str(exe), "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    except OSError as e:
+        log.close()
+        unavailable("an S3 server (moto_server)", f"it cannot be started: {e}")
+        return
     deadline = time.time() + 30
     while time.time() < deadline:
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):

@@ -140,7 +140,7 @@ def test_real_csv_current_labels(xfid_cli, fixtures):
     assert pick(recs, "genai_perf:time_to_second_token", "p99")["value"] == pytest.approx(0.09612, rel=1e-15)
     assert pick(recs, "input_tokens", "mean")["value"] == 3000.05
     assert pick(recs, "output_tokens", "p75")["value"] == 177.0
-    assert {r["target"] for r in recs} == {"unstated-gpu"} and {r["run"] for r in recs} == {"cloudai-docs-ai-dynamo"}
+    assert {r["target"] for r in recs} == {"unknown-gpu"} and {r["run"] for r in recs} == {"cloudai-docs-ai-dynamo"}
     assert len(recs) == 6 * 9 + 3
 
 

@@ -300,7 +300,7 @@ def test_real_cuda_api_sum_hpc_sdk_25_11(xfid_cli):
     # Public files (see the README): `nsys stats --report cuda_api_sum --format csv` stdout of the
     # nsys in NVIDIA HPC SDK 25.11, two blank lines after the rows. Values read by hand.
     recs, _ = rows(xfid_cli, NSYS / "cc80_rosenna_embedded_cuda_api_sum_hpcsdk25.11.csv")
-    assert len(recs) == 2 * 7 and {r["target"] for r in recs} == {"rosenna-gate-gpu"}
+    assert len(recs) == 2 * 7 and {r["target"] for r in recs} == {"unknown-gpu-sm80"}
     launch = pick(recs, "cudaLaunchKernel", "latency", "sum")
     assert launch["value"] == 0.00008833 and launch["n_samples"] == 1 and launch["source_loc"] == "line 2"
     assert pick(recs, "cuKernelGetName", "latency", "max")["value"] == 0.000004115

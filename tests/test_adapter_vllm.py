@@ -73,7 +73,8 @@ def test_target_and_workload_required(xfid_cli, tmp_path, fixtures):
     f = tmp_path / "r.json"
     f.write_text((fixtures / "measured/vllm/h100_llama3-8b_decode_bs8.json").read_text())
     r = xfid_cli("ingest", f)
-    assert r.exit_code == 2 and "missing 'target' (pass --target" in r.output
+    assert r.exit_code == 2 and f"{f}: missing 'target' and 'workload' (pass --target and --workload " in r.output
+    assert "$.duration" not in r.output  # the fields are missing from the file, not at the first value's key
 
 
 @pytest.mark.parametrize(

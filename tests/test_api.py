@@ -133,7 +133,7 @@ def test_check_issues_act_history_report(store, tmp_path):
 
 
 def test_check_validates_resolve_after_and_records_a_given_correlation(store):
-    with pytest.raises(TrackerError, match="--resolve-after must be an integer >= 1, got 0"):
+    with pytest.raises(TrackerError, match="resolve_after must be an integer >= 1, got 0"):
         store.check(resolve_after=0)
     corr = store.correlate(targets=["t100-a0"])
     s = store.check(correlation=corr, actor="nb", resolve_after=2)

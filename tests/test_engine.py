@@ -72,7 +72,7 @@ def test_latest_run_wins_and_duplicates_take_the_median(tmp_path):
     assert _row(correlate(store, config(), run=["archmodel=old"]), "x", AM, ME)["candidate_value"] == 1.0
     assert _row(correlate(store, config(), as_of="2026-11-02"), "x", AM, ME)["candidate_value"] == 1.0
     assert _row(correlate(store, config(), as_of="2026-11-05"), "x", AM, ME)["candidate_value"] == 2.0
-    with pytest.raises(EngineError, match="--as-of"):
+    with pytest.raises(EngineError, match="as_of"):
         correlate(store, config(), as_of="yesterday-ish")
 
 

@@ -334,7 +334,7 @@ def test_local_engine_stops_early_when_the_store_will_not_fit(tmp_path, monkeypa
     from xfid.engine.engines import check_local_fits, local_estimate
 
     store, _ = rule_store(tmp_path)
-    with pytest.raises(EngineError, match=r"\(use --engine spark\)"):
+    with pytest.raises(EngineError, match=r"\(use engine spark\)"):
         check_local_fits(store, available=local_estimate(10) - 1)
     check_local_fits(store, available=int(local_estimate(10_000) / 0.8))  # a few records fit
     n = sum(int(c or 0) for c in store.counts().values())

@@ -60,11 +60,11 @@ def test_resolve_period_ranges():
     assert (p.previous().start, p.previous().end) == (date(2026, 10, 22), date(2026, 10, 31))
     assert resolve_period(None, None, None, today=date(2026, 12, 1)).label == "2026-W48"
     assert resolve_period(None, None, "2026-11-29").start == date(2026, 11, 23)
-    with pytest.raises(ReportError, match="after --until"):
+    with pytest.raises(ReportError, match="after until"):
         resolve_period(None, "2026-11-10", "2026-11-01")
     with pytest.raises(ReportError, match="not both"):
         resolve_period("2026-W48", "2026-11-01", None)
-    with pytest.raises(ReportError, match=r"--since '11/01/2026' is not a date; use YYYY-MM-DD"):
+    with pytest.raises(ReportError, match=r"since '11/01/2026' is not a date; use YYYY-MM-DD"):
         resolve_period(None, "11/01/2026", None)
 
 

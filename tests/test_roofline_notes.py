@@ -17,10 +17,10 @@ def test_demo_like_store_gives_one_note_for_all_unconfigured_targets():
     # Like the demo's store: an unconfigured target with several workloads (one a decode, which
     # also plans its first-token prefill), several unconfigured targets, and a configured one.
     recs = _records([
-        ("measured", "unstated-gpu", "llama3-8b/decode/bs8/ctx2048/bf16"),
-        ("measured", "unstated-gpu", "llama3-8b/prefill/bs8/ctx2048/bf16"),
-        ("measured", "unstated-gpu", "llama3-70b/decode/bs64/ctx4096/bf16/tp8"),
-        ("measured", "unstated-gpu", "gemm[m=4096,n=4096,k=4096]"),
+        ("measured", "unknown-gpu", "llama3-8b/decode/bs8/ctx2048/bf16"),  # a file that does not name its GPU
+        ("measured", "unknown-gpu", "llama3-8b/prefill/bs8/ctx2048/bf16"),
+        ("measured", "unknown-gpu", "llama3-70b/decode/bs64/ctx4096/bf16/tp8"),
+        ("measured", "unknown-gpu", "gemm[m=4096,n=4096,k=4096]"),
         ("measured", "a6000", "llama3-8b/decode/bs1/ctx2048/bf16"),
         ("measured", "a6000", "llama3-8b/decode/bs4/ctx2048/bf16"),
         ("archmodel", "gh200", "llama3-8b/decode/bs8/ctx2048/bf16"),
@@ -30,8 +30,9 @@ def test_demo_like_store_gives_one_note_for_all_unconfigured_targets():
         ("roofline", "zz-old", "llama3-8b/decode/bs8/ctx2048/bf16"),  # a bound already: not planned
     ])
     plans, notes = plan_bounds(recs, load_config(None))
-    assert notes == ["4 targets are not configured, so they have no roofline: a6000, arm64-cpu, gh200, "
-                     "unstated-gpu (add [targets.NAME] to xfid.toml to model one)"]
+    assert notes == ["3 targets are not configured, so they have no roofline: a6000, arm64-cpu, gh200 "
+                     "(add [targets.NAME] to xfid.toml to model one); and 1 target(s) of unknown hardware "
+                     "(unknown-…) have none"]
     assert [n for n, _ in plans] == ["roofline-t100-a0-llama3-8b_decode_bs8_ctx2048_bf16.csv",
                                      "roofline-t100-a0-llama3-8b_prefill_bs1_ctx2048_bf16.csv"]
 
@@ -60,3 +61,18 @@ def test_names_are_sorted_deduplicated_and_escaped_for_the_terminal():
     assert note == ("3 targets are not configured, so they have no roofline: a100x, b200, gpu\\x1b]0;pwned\\x07 "
                     "(add [targets.NAME] to xfid.toml to model one)")
     assert "\x1b" not in note and "\x07" not in note
+
+
+def test_unknown_hardware_is_counted_not_listed_and_no_fixture_invents_a_target():
+    """A target `unknown-…` is counted (nothing could configure it); every target a fixture's sidecar
+    gives is a real hardware name (configured, or a known product) or says it is unknown."""
+    import re
+
+    from tests.conftest import FIXTURES
+
+    assert unconfigured_note(["unknown-gpu", "unknown-gpu-sm80"]) == \
+        "2 target(s) of unknown hardware (unknown-…) have no roofline"
+    invented = re.compile(r"unstated|gate|virtualclient|itu-hpc|example|fake|dummy|test")
+    for side in FIXTURES.rglob("xfid-source.toml"):
+        for name in re.findall(r'^target = "([^"]+)"', side.read_text(), re.M):
+            assert not invented.search(name) or name.startswith("unknown-"), f"{side}: target {name!r}"

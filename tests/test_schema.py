@@ -51,7 +51,7 @@ def test_defaults_and_units():
         ({"value": [float("nan"), 1.0]}, "'value' is nan"),
         ({"value": [None, 1.0]}, "'value' is missing and no null_reason says why"),
         ({"value": ["fast", "1"]}, "'value' must be a number, got 'fast'"),
-        ({"target": [None, "x"]}, "missing 'target' (pass --target"),
+        ({"target": [None, "x"]}, "record 1: missing 'target' (pass target or set it in xfid-source.toml"),
         ({"workload": [1, 2]}, "column 'workload' must hold text"),
     ],
 )

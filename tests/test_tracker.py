@@ -264,12 +264,12 @@ def test_events_in_a_period(tracker):
     (("XF-9", "ack", {"owner": "x"}), "unknown issue XF-9; the tracker has 1 issue(s) between XF-1 and XF-1"),
     (("bogus", "ack", {"owner": "x"}), "bad issue id 'bogus'; issue ids look like XF-12"),
     (("XF-1", "close", {}), "unknown action 'close'; actions: ack, resolve, reopen, waive, note"),
-    (("XF-1", "ack", {}), "acknowledging XF-1 needs an owner (--owner NAME)"),
-    (("XF-1", "waive", {"reason": "r", "until": "2026-13-01"}), "--until: bad date '2026-13-01'; use YYYY-MM-DD"),
+    (("XF-1", "ack", {}), "acknowledging XF-1 needs an owner (owner NAME)"),
+    (("XF-1", "waive", {"reason": "r", "until": "2026-13-01"}), "until: bad date '2026-13-01'; use YYYY-MM-DD"),
     (("XF-1", "waive", {"reason": "r", "until": "2026-11-30"}),
-     "--until 2026-11-30 is in the past (today is 2026-12-01); give today or a later date"),
+     "until 2026-11-30 is in the past (today is 2026-12-01); give today or a later date"),
     (("XF-1", "waive", {"until": "2026-12-30"}), "waiving XF-1 needs a reason"),
-    (("XF-1", "waive", {"reason": "r", "until": "2026-12-30", "max_error": -1.0}), "--max-error must be"),
+    (("XF-1", "waive", {"reason": "r", "until": "2026-12-30", "max_error": -1.0}), "max_error must be"),
     (("XF-1", "note", {}), "a note on XF-1 needs text"),
 ])
 def test_bad_transitions_change_nothing(tracker, call, msg):

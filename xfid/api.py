@@ -12,6 +12,7 @@ Every `xfid` command is one call into this module; notebooks use the same calls:
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -20,7 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xfid.errors import ConfigError, TrackerError, XfidError
+from xfid.errors import ConfigError, TrackerError, XfidError, XfidWarning
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -44,6 +45,31 @@ DEFAULT_FAIL_ON = "new,regression,bound,drift"
 REPORT_MAX_POINTS = 5000
 
 
+def names(value: str | Iterable[Any] | None, param: str, *, strings: bool = True) -> list[Any] | None:
+    """A list argument as a list: one string is ONE name (never its characters); None or empty: None.
+
+    Every parameter of this module that takes a list of names (targets, pairs, columns, ...) reads it
+    through here, so `targets="t100-a0"` means `["t100-a0"]`.
+
+    Raises:
+        XfidError: an item that is not a string (`strings`), naming the parameter.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (bytes, Mapping)) or not isinstance(value, Iterable):
+        raise XfidError(f"{{{param}}} must be a string or a list of strings, got {{kind}}", params=(param,),
+                        kind=type(value).__name__)
+    out = list(value)
+    if strings:
+        bad = [v for v in out if not isinstance(v, str)]
+        if bad:
+            raise XfidError(f"{{{param}}} must be a string or a list of strings; {{bad!r}} is a {{kind}}", params=(param,),
+                            bad=bad[0], kind=type(bad[0]).__name__)
+    return out or None
+
+
 def open_store(path: PathLike | None = None, config: PathLike | Config | None = None) -> XfidStore:
     """Open a store (created on the first ingest) with its configuration.
 
@@ -60,14 +86,14 @@ def open_store(path: PathLike | None = None, config: PathLike | Config | None = 
 
 def adapters() -> list[dict[str, Any]]:
     """The registered adapters: name, fidelity (None: from the file), formats."""
-    from xfid.adapters import all_adapters
+    from xfid.adapters import describe
 
-    return [{"name": n, "fidelity": c.fidelity, "formats": c.formats} for n, c in all_adapters().items()]
+    return describe()
 
 
 def compare(baseline: PathLike | dict[str, Any], current: PathLike | dict[str, Any] | Correlation | XfidStore, *,
             config: Config | None = None, fail_on: str | Sequence[str] = DEFAULT_FAIL_ON,
-            targets: Sequence[str] | None = None, run: Runs = None, as_of: Any = None) -> DriftReport:
+            targets: str | Sequence[str] | None = None, run: Runs = None, as_of: Any = None) -> DriftReport:
     """Compare `current` with a baseline snapshot: the drift result (its `exit_code` is the CI verdict).
 
     Args:
@@ -85,7 +111,8 @@ def compare(baseline: PathLike | dict[str, Any], current: PathLike | dict[str, A
     from xfid.drift.snapshot import make_snapshot, read_snapshot
     from xfid.engine import Correlation
 
-    fails = parse_fail_on(fail_on if isinstance(fail_on, str) else ",".join(fail_on))
+    fails = parse_fail_on(",".join(names(fail_on, "fail_on") or []))
+    targets = names(targets, "targets")
     base = baseline if isinstance(baseline, dict) else read_snapshot(baseline)
     if config is None:
         if isinstance(current, XfidStore):
@@ -291,15 +318,25 @@ class XfidStore:
         items = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
         return ingest(self.backend(create=True), items, opts, progress=progress)
 
-    def records(self, columns: Sequence[str] | None = None, **filters: str | Sequence[str]) -> pd.DataFrame:
-        """Records in the normalized schema, e.g. `records(target="h100-sxm", metric=["latency", "ttft"])`."""
-        return self.backend().read(_filters(filters), columns).to_pandas()
+    def records(self, columns: str | Sequence[str] | None = None, **filters: str | Sequence[str]) -> pd.DataFrame:
+        """Records in the normalized schema, e.g. `records(target="h100-sxm", metric=["latency", "ttft"])`.
+
+        A filter value no record of the store has gives an XfidWarning naming the close ones
+        (`target="t100"`: did you mean 't100-a0'?), not a silently empty table."""
+        wanted = _filters(filters)
+        table = self.backend().read(wanted, names(columns, "columns"))
+        _warn_unmatched(self.backend(), self.config, wanted, table)
+        return table.to_pandas()
 
     def export(self, fmt: str, output: PathLike | None = None, **filters: str | Sequence[str]) -> int:
         """Write the filtered records as jsonl, csv or parquet to `output` (default stdout); returns the rows."""
         from xfid.export import export_records
 
-        return export_records(self.backend(), fmt, None if output is None else str(output), _filters(filters))
+        wanted = _filters(filters)
+        n = export_records(self.backend(), fmt, None if output is None else str(output), wanted)
+        if not n:  # nothing written: say which filter value matched no record
+            _warn_unmatched(self.backend(), self.config, wanted, None)
+        return n
 
     def sources(self, removed: bool = False) -> list[dict[str, Any]]:
         """The ingested sources (the manifest): path, adapter, rows, hash, time, options, summary.
@@ -354,14 +391,14 @@ class XfidStore:
                 "metrics": [(r["values"], r["counts"]) for r in metrics]}
 
     # --- correlation ------------------------------------------------------------------
-    def correlate(self, targets: Sequence[str] | None = None, pairs: Sequence[str] | None = None, run: Runs = None,
-                  as_of: Any = None, *, include_missing: bool = False, fingerprints: str = "all",
-                  engine: str | None = None, track: Sequence[str] | None = None) -> CorrelationResult:
+    def correlate(self, targets: str | Sequence[str] | None = None, pairs: str | Sequence[Any] | None = None,
+                  run: Runs = None, as_of: Any = None, *, include_missing: bool = False, fingerprints: str = "all",
+                  engine: str | None = None, track: str | Sequence[str] | None = None) -> CorrelationResult:
         """Align the fidelities and compute errors, aggregates and discrepancies.
 
         Args:
-            targets: only these targets.
-            pairs: `"cand->ref"` pairs (default `[[compare]]` in xfid.toml, else the built-in pairs).
+            targets: only these targets (one name, or a list).
+            pairs: `"cand->ref"` (or `"cand:ref"`) pairs (default `[[compare]]` in xfid.toml, else the built-in pairs).
             run: prefer this run over the latest: `"R"`, `["archmodel=R"]` or `{"archmodel": "R"}`.
             as_of: ignore records newer than this date (the whole day) or ISO date-time.
             include_missing: list keys without a reference among the discrepancies.
@@ -377,8 +414,9 @@ class XfidStore:
         """
         from xfid.engine.engines import correlate_with
 
-        corr = correlate_with(self.backend(), self.config, engine, track=track, run=_runs(run), as_of=as_of,
-                              targets=list(targets or []) or None, pairs=list(pairs or []) or None,
+        corr = correlate_with(self.backend(), self.config, engine, track=names(track, "track"), run=_runs(run),
+                              as_of=as_of, targets=names(targets, "targets"),
+                              pairs=names(pairs, "pairs", strings=False),
                               include_missing=include_missing, fingerprints=fingerprints)
         from xfid.correlation import CorrelationResult
 
@@ -398,9 +436,10 @@ class XfidStore:
         from xfid.errors import EngineError
         from xfid.schema import is_valid_fidelity
 
-        parse_pair(f"{candidate}->{reference}", "--candidate/--reference")
+        parse_pair(f"{candidate}->{reference}", "{candidate}/{reference}", ("candidate", "reference"))
         if label is not None and (not is_valid_fidelity(label) or label == label.split("-", 1)[0]):
-            raise EngineError(f"--label {label!r} must be a derived label like roofline-cal")
+            raise EngineError("{label} {value!r} must be a derived label like roofline-cal", params=("label",),
+                              value=label)
         from xfid.engine.engines import calibration_rows
 
         rows = calibration_rows(self.backend(), self.config, engine, candidate, reference, target, _runs(run), as_of)
@@ -415,7 +454,7 @@ class XfidStore:
         return write_back(self.backend(), result)
 
     # --- the tracker ------------------------------------------------------------------
-    def check(self, targets: Sequence[str] | None = None, run: Runs = None, as_of: Any = None, *,
+    def check(self, targets: str | Sequence[str] | None = None, run: Runs = None, as_of: Any = None, *,
               actor: str | None = None, label: str | None = None, resolve_after: int | None = None,
               correlation: Correlation | None = None, engine: str | None = None) -> CheckSummary:
         """Correlate (or take `correlation`) and update the tracker: file, reopen and resolve issues.
@@ -477,7 +516,8 @@ class XfidStore:
         """
         if override is not None:
             if isinstance(override, bool) or not isinstance(override, int) or override < 1:
-                raise TrackerError(f"--resolve-after must be an integer >= 1, got {override}")
+                raise TrackerError("{resolve_after} must be an integer >= 1, got {value}", params=("resolve_after",),
+                                   value=override)
             return override
         from xfid.tracker.noise import RESOLVE_AFTER
 
@@ -504,7 +544,7 @@ class XfidStore:
     def issue_list(self, state: str | None = None, *, target: str | Sequence[str] | None = None,
                    kind: str | None = None, severity_min: float | None = None) -> list[dict[str, Any]]:
         """The same issues as plain dicts (what `xfid issues list --format json` prints)."""
-        wanted = [target] if isinstance(target, str) else list(target or [])
+        wanted = names(target, "target") or []
         rows = self.tracker.issues(state=state, kind=kind, severity_min=severity_min,
                                    target=wanted[0] if len(wanted) == 1 else None)
         return [r for r in rows if len(wanted) < 2 or r["target"] in wanted]
@@ -538,7 +578,7 @@ class XfidStore:
         return pair_history(self.backend(), alpha)
 
     # --- baselines and reports --------------------------------------------------------
-    def snapshot(self, output: PathLike | None = None, targets: Sequence[str] | None = None, run: Runs = None,
+    def snapshot(self, output: PathLike | None = None, targets: str | Sequence[str] | None = None, run: Runs = None,
                  as_of: Any = None, label: str | None = None, engine: str | None = None) -> dict[str, Any]:
         """The current correlation as a baseline snapshot (written to `output` when given).
 
@@ -609,7 +649,7 @@ class XfidStore:
         return links.listing(conn, iid)
 
     def report(self, period: Period | str | None = None, path: PathLike | None = None, html: bool = False, *,
-               targets: Sequence[str] | None = None, max_points: int = REPORT_MAX_POINTS) -> ReportResult:
+               targets: str | Sequence[str] | None = None, max_points: int = REPORT_MAX_POINTS) -> ReportResult:
         """Render the discrepancy report of a period as PDF (or one self-contained HTML file).
 
         Args:
@@ -632,7 +672,8 @@ class XfidStore:
 
             guard(path, error=ReportError)  # before the work: a path into the store is refused first
         p = _period(period)
-        data = build_report_data(self.backend(), self.config, p, list(targets or []), max_points=max_points)
+        data = build_report_data(self.backend(), self.config, p, names(targets, "targets") or [],
+                                 max_points=max_points)
         out = Path(path) if path is not None else default_output(p.label, html)
         if path is None:
             out.parent.mkdir(exist_ok=True)  # the default reports/ folder; a folder named by path must exist
@@ -659,7 +700,7 @@ class XfidStore:
         """
         from xfid.profile import profile
 
-        return profile(self.backend(), self.config, [targets] if isinstance(targets, str) else list(targets))
+        return profile(self.backend(), self.config, names(targets, "targets") or [])
 
     def doctor(self, repair: bool = False) -> DoctorReport:
         """Check the store (database, every part's checksum and rows, orphans); `repair` fixes what it can."""
@@ -700,7 +741,12 @@ def default_output(label: str, html: bool) -> Path:
     return Path("reports") / f"xfid-{label.replace('..', '_')}.{'html' if html else 'pdf'}"
 
 
+PERIOD_PARTS = {"week": "the week", "since": "the first day", "until": "the last day"}
+
+
 def _period(period: Period | str | None) -> Period:
+    """A Period from what `report()` takes; a bad string is an error about `period` (not a flag)."""
+    from xfid.errors import ReportError
     from xfid.report.period import Period, resolve_period
 
     if isinstance(period, Period):
@@ -708,16 +754,47 @@ def _period(period: Period | str | None) -> Period:
     if period is None:
         return resolve_period(None, None, None)
     text = str(period).strip()
-    if "-W" in text.upper():
-        return resolve_period(text, None, None)
-    since, sep, until = text.partition("..")
-    return resolve_period(None, since, until if sep else since)
+    try:
+        if "-W" in text.upper():
+            return resolve_period(text, None, None)
+        since, sep, until = text.partition("..")
+        return resolve_period(None, since, until if sep else since)
+    except ReportError as e:
+        why = e.render(lambda p: PERIOD_PARTS.get(p, p))
+        raise ReportError('{period} {text!r}: {why} (a period is "YYYY-Www", "YYYY-MM-DD..YYYY-MM-DD" or '
+                          '"YYYY-MM-DD")', params=("period",), text=text, why=why) from None
 
 
 def _runs(run: Runs) -> Any:
     if run is None or isinstance(run, (str, Mapping)):
         return run
     return list(run) or None
+
+
+def _warn_unmatched(store: Store, config: Config, filters: Mapping[str, Sequence[str]], got: Any) -> None:
+    """An XfidWarning for each filter value that no record of the store has, with the close names
+    (of the store's values of that column; for targets, the configured ones too)."""
+    import warnings
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for col, vals in filters.items():
+        if isinstance(got, pa.Table) and col in got.column_names and got.num_rows:
+            found = set(pc.unique(got.column(col)).to_pylist())
+            if all(v in found for v in vals):
+                continue
+        have = [v for v in pc.unique(store.read(columns=[col]).column(col)).to_pylist() if v is not None]
+        for v in vals:
+            if v in have:
+                continue
+            pool = sorted({str(h) for h in have} | (set(config.targets) if col == "target" else set()))
+            close = [c for c in difflib.get_close_matches(str(v), pool, n=3, cutoff=0.6) if c != v]
+            close += [c for c in pool if str(v) and c.startswith(str(v)) and c not in close][:3 - len(close)]
+            hint = (f"did you mean {' or '.join(repr(c) for c in close)}?" if close
+                    else f"the store's values: {', '.join(map(repr, sorted(map(str, have))[:10]))}" if have
+                    else "the store holds no records")
+            warnings.warn(f"no record has {col} {v!r}; {hint}", XfidWarning, stacklevel=3)
 
 
 def _filters(filters: Mapping[str, str | Sequence[str]]) -> dict[str, Sequence[str]]:
@@ -727,6 +804,7 @@ def _filters(filters: Mapping[str, str | Sequence[str]]) -> dict[str, Sequence[s
     for k, v in filters.items():
         if k not in SCHEMA.names:
             raise XfidError(f"records(): unknown column {k!r}; columns: {', '.join(SCHEMA.names)}")
-        if v is not None and v != ():
-            out[k] = [v] if isinstance(v, str) else list(v)
+        vals = names(v, k)
+        if vals:
+            out[k] = vals
     return out

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import click
 
 from xfid import __version__
 from xfid.app import App
-from xfid.errors import Interrupted, XfidError
+from xfid.errors import Interrupted, XfidError, XfidWarning
 from xfid.sqlbackend import mask
 from xfid.textsafe import safe_output, terminal
 
@@ -43,10 +46,42 @@ REMOTE_COMMANDS = ("ingest", "check", "issues", "compare")
 """The commands that `--server URL` sends to `xfid serve` (xfid.client)."""
 
 
+FLAGS: dict[str, str] = {"targets": "--target", "target": "--target", "pairs": "--pair", "period": "PERIOD",
+                         "fmt": "--format", "output": "-o", "path": "--store",
+                         "records": "--to-records", "candidate": "--candidate", "reference": "--reference"}
+"""The flag of each library parameter whose flag is not `--` + its name with dashes (xfid.errors)."""
+
+
+def flag(param: str) -> str:
+    """The command line's name for a library parameter an error is about: `as_of` -> `--as-of`."""
+    return FLAGS.get(param, "--" + param.replace("_", "-"))
+
+
+SHORT_HELP_LIMIT = 10_000
+"""click cuts a command's short help at `limit` characters with "..."; the first sentence is always shorter."""
+
+
 class UserError(click.ClickException):
     """An XfidError as click shows it: `Error: ...` on stderr, exit 2."""
 
     exit_code = 2
+
+
+@contextlib.contextmanager
+def _warnings_on_stderr() -> Iterator[None]:
+    """The library's XfidWarnings as `warning: ...` lines on stderr (escaped), once each; other
+    warnings are passed on as they came."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always", XfidWarning)
+        try:
+            yield
+        finally:
+            shown = list(seen)
+    for w in shown:
+        if issubclass(w.category, XfidWarning):
+            click.echo(f"warning: {terminal(mask(str(w.message)))}", err=True)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 class LazyGroup(click.Group):
@@ -70,10 +105,11 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with _warnings_on_stderr():
+                return super().invoke(ctx)
         except XfidError as e:
             # names and excerpts from files escaped; any password of a database or bucket URL masked
-            raise UserError(terminal(mask(str(e)))) from None
+            raise UserError(terminal(mask(e.render(flag)))) from None
         except KeyboardInterrupt as e:
             # Ctrl-C: say what it left (a command that knows raises Interrupted with that), exit 130
             what = str(e) if isinstance(e, Interrupted) and str(e) else "Ctrl-C"
@@ -93,8 +129,9 @@ class LazyGroup(click.Group):
         return importlib.import_module(COMMANDS[name]).cli
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """Each command with the first sentence of its docstring (wrapped, not cut at 45 characters)."""
-        rows = [(name, importlib.import_module(COMMANDS[name]).cli.get_short_help_str(90)) for name in COMMANDS]
+        """Each command with the first sentence of its docstring, whole (wrapped, never cut with "...")."""
+        rows = [(name, importlib.import_module(COMMANDS[name]).cli.get_short_help_str(SHORT_HELP_LIMIT))
+                for name in COMMANDS]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

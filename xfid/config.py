@@ -94,6 +94,15 @@ class ComparePair:
     reference: str
 
 
+UNKNOWN_TARGET = "unknown"
+"""A target named `unknown` or `unknown-…` (e.g. `unknown-gpu`) says the source does not tell the
+hardware: nothing could be configured for it, so xfid neither warns about it nor asks for a table."""
+
+
+def is_unknown_target(name: str) -> bool:
+    return name == UNKNOWN_TARGET or name.startswith(UNKNOWN_TARGET + "-")
+
+
 @dataclass
 class Config:
     """The effective configuration: bundled defaults overlaid by the user's xfid.toml."""
@@ -155,7 +164,7 @@ def find_config(explicit: str | os.PathLike[str] | None = None) -> Path | None:
     if explicit:
         p = Path(explicit)
         if not p.is_file():
-            raise ConfigError(f"config file {p} does not exist (check --config)")
+            raise ConfigError("config file {p} does not exist (check {config})", params=("config",), p=p)
         return p
     env = os.environ.get("XFID_CONFIG")
     if env:

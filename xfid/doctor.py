@@ -121,7 +121,7 @@ def examine(root: Path, repair: bool = False, *, database: str | None = None,
     if resolve_database(database) is not None:
         return _examine_team(root, rep, repair, database, records)
     if not root.is_dir():
-        raise StoreError(f"no store at {root} (pass --store DIR)")
+        raise StoreError("no store at {root} (give the store directory: {path} DIR)", params=("path",), root=root)
     db = root / DB_NAME
     records_dir = root / RECORDS
     if not db.exists():
@@ -155,7 +155,7 @@ def examine(root: Path, repair: bool = False, *, database: str | None = None,
         _check_checkfiles(store, rep)
         if repair and rep.problems:
             if store.readonly:
-                raise StoreError(f"{root}: the store is read-only: `xfid doctor --repair` cannot change it")
+                raise StoreError("{root}: the store is read-only: {repair} cannot change it", params=("repair",), root=root)
             _repair(store, rep)
     return rep
 
@@ -198,7 +198,7 @@ def _examine_team(root: Path, rep: DoctorReport, repair: bool, database: str | N
         _check_saved_checks(store, rep)
         if repair and rep.problems:
             if store.readonly:
-                raise StoreError(f"{root}: the store is read-only: `xfid doctor --repair` cannot change it")
+                raise StoreError("{root}: the store is read-only: {repair} cannot change it", params=("repair",), root=root)
             _repair(store, rep)
     return rep
 

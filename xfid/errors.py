@@ -2,11 +2,39 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 
 class XfidError(Exception):
-    """A user mistake or bad input: the message names the thing and the fix."""
+    """A user mistake or bad input: the message names the thing and the fix.
+
+    An error about an argument names it the way the caller spelt it: the library raises it with
+    the Python parameter's name as a `{placeholder}` of the message, e.g.
+    `ReportError("{until} {value!r} is not a date", params=("until",), value=text)`; `str(e)` reads
+    "until '...' is not a date" (what a Python caller passed), and the command line renders the
+    same error with its flag ("--until '...'") through `render` (xfid.cli.FLAGS). The values are
+    substituted by `str.format`, so braces in them are kept as they are.
+    """
 
     exit_code = 2
+
+    def __init__(self, message: str = "", *, params: Sequence[str] = (), **values: Any):
+        self.template = message
+        self.params = tuple(params)
+        self.values = values
+        super().__init__(self.render() if self.params else message)
+
+    def render(self, name: Callable[[str], str] | None = None) -> str:
+        """The message with each parameter named by `name(param)` (default: the Python name)."""
+        if not self.params:
+            return str(self)
+        return self.template.format(**{p: name(p) if name else p for p in self.params}, **self.values)
+
+
+class XfidWarning(UserWarning):
+    """Advice that is not an error (a filter that matches nothing, with the names close to it): a
+    Python warning for the library's callers; the command line prints it as `warning: ...`."""
 
 
 class UnitError(XfidError):

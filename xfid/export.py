@@ -42,7 +42,8 @@ def export_records(store: Store, fmt: str, output: str | None, filters: Mapping[
         guard(output)  # before reading: an output into the store (or an empty name) is refused first
     table = store.read({k: list(v) for k, v in filters.items() if v})
     if fmt == "parquet" and output is None:
-        raise XfidError("--format parquet needs -o FILE (Parquet is binary; it does not go to a terminal)")
+        raise XfidError("{fmt} parquet needs {output} FILE (Parquet is binary; it does not go to a terminal)",
+                        params=("fmt", "output"))
     if output is None:
         if fmt == "csv":
             sys.stdout.flush()

@@ -67,7 +67,7 @@ def rebuild_catalog(root: Path, database: str | None = None) -> RebuildReport:
         StoreError: no parts, parts of several stores mixed, or the store cannot be written.
     """
     if database or os.environ.get("XFID_DATABASE_URL"):
-        raise StoreError("--rebuild-catalog rebuilds a store's own SQLite catalog; a team store's catalog on "
+        raise StoreError("rebuilding the catalog works on a store's own SQLite catalog; a team store's catalog on "
                          "PostgreSQL is restored from its database backup (docs/team.md); nothing was changed")
     records = root / RECORDS
     parts = sorted(records.glob(COMMITTED_GLOB)) if records.is_dir() else []

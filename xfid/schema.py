@@ -179,14 +179,10 @@ def normalize(
                     col = col.cast(plain)
                 col = pc.fill_null(col, pa.scalar(_conv_default(name, default), col.type))
         cols[name] = col
-    for name in ("fidelity", "target", "workload", "op", "metric"):
-        c = cols[name]
-        if c.null_count:
-            i = first_null(c)
-            flag = {"target": "--target", "workload": "--workload", "fidelity": "--fidelity"}.get(name)
-            fix = (f"pass {flag} or set it in xfid-source.toml beside the file" if flag
-                   else 'use "" for an end-to-end metric' if name == "op" else "every record needs one")
-            raise SchemaError(f"{_where(source_path, locs, i)}: missing {name!r} ({fix})")
+    missing = [(name, first_null(cols[name])) for name in ("fidelity", "target", "workload", "op", "metric")
+               if cols[name].null_count]
+    if missing:
+        raise _missing_error(missing, source_path, locs)
     for name in _TEXT:
         cols[name] = _as_text(cols[name], name, source_path)
         _check_length(cols[name], name, source_path, locs)
@@ -321,6 +317,49 @@ def constant_column(name: str, value: Any, n: int) -> pa.ChunkedArray:
 
 def _plain(t: pa.DataType) -> pa.DataType:
     return t.value_type if pa.types.is_dictionary(t) else t
+
+
+CONTEXT_FIELDS = ("fidelity", "target", "workload")
+"""The fields a file may leave to the caller: ingest's parameters (--target ... on the command line)."""
+
+
+def _missing_error(missing: list[tuple[str, int]], source_path: str | None, locs: Any) -> SchemaError:
+    """Every missing field at once, each at its record's place (the record's line or row, not the
+    key of the value it was read from: the field is what is missing there, e.g. no `$.target`)."""
+    base = source_path or "<records>"
+    places = {name: _record_loc(locs, i) for name, i in missing}
+    if len(set(places.values())) == 1:
+        loc = next(iter(places.values()))
+        said = f"{base}{', ' + loc if loc else ''}: missing {_and([repr(n) for n in places])}"
+    else:
+        said = f"{base}: missing " + _and([f"{n!r} ({loc or 'the file'})" for n, loc in places.items()])
+    names = [n for n, _ in missing]
+    context = [n for n in names if n in CONTEXT_FIELDS]
+    fixes = []
+    if context:
+        fixes.append(f"pass {_and(['{' + n + '}' for n in context])} or set "
+                     f"{'it' if len(context) == 1 else 'them'} in xfid-source.toml beside the file")
+    if "op" in names:
+        fixes.append('use op "" for an end-to-end metric')
+    if "metric" in names:
+        fixes.append("every record needs a metric")
+    if not context:
+        return SchemaError(f"{said} ({'; '.join(fixes)})")
+    return SchemaError(said.replace("{", "{{").replace("}", "}}") + f" ({'; '.join(fixes)})", params=tuple(context))
+
+
+def _record_loc(locs: Any, i: int) -> str:
+    """Row i's place (`line N`, `record N`) without the value's key (`: $.duration`, `, column 'value'`)."""
+    if isinstance(locs, tuple):
+        return f"{locs[0]} {locs[1] + i}"
+    loc = locs[i].as_py() if isinstance(locs, pa.ChunkedArray) and i < len(locs) else None
+    if loc is None:
+        return f"record {i + 1}"
+    return re.sub(r"^\$.*|: .*$|, column .*$", "", str(loc))
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _conv_default(name: str, value: Any) -> Any:

@@ -215,13 +215,15 @@ class Store:
         self.db_label = sqlbackend.mask(self.database_url) if self.database_url else str(self.db_path)
         if not self.root.exists():
             if not create and not self.team:  # a team store's working directory is made on first use
-                raise StoreError(f"no store at {self.root} (run `xfid ingest` first, or pass --store DIR)")
+                raise StoreError("no store at {root} (ingest into it first, or give the store directory: {path} DIR)",
+                                 params=("path",), root=self.root)
             try:
                 self.root.mkdir(parents=True)
             except OSError as e:
                 raise StoreError(f"cannot create store {self.root}: {e.strerror}") from None
         elif not self.root.is_dir():
-            raise StoreError(f"{self.root} is not a directory (pass --store DIR)")
+            raise StoreError("{root} is not a directory (give the store directory: {path} DIR)", params=("path",),
+                             root=self.root)
         given = records if records is not None else os.environ.get("XFID_RECORDS_URL") or None
         if self.team:
             self.conn: Database = sqlbackend.connect(str(self.database_url))

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any
 
 from xfid.adapters.base import HEAD_BYTES, Adapter, ReadContext
 from xfid.errors import AdapterError
@@ -37,7 +40,7 @@ BUILTIN: dict[str, str] = {
     "llmperf": "xfid.adapters.llmperf:LlmperfAdapter",
 }
 
-__all__ = ["Adapter", "ReadContext", "UnreadFormatError", "all_adapters", "detect", "get_adapter"]
+__all__ = ["Adapter", "ReadContext", "UnreadFormatError", "all_adapters", "describe", "detect", "get_adapter"]
 
 
 class UnreadFormatError(AdapterError):
@@ -64,6 +67,11 @@ def all_adapters() -> dict[str, type[Adapter]]:
         if ep.name not in found:
             found[ep.name] = ep.load()
     return found
+
+
+def describe() -> list[dict[str, Any]]:
+    """The registered adapters: name, fidelity (None: from the file), formats (`xfid.adapters()`)."""
+    return [{"name": n, "fidelity": c.fidelity, "formats": c.formats} for n, c in all_adapters().items()]
 
 
 def get_adapter(name: str) -> type[Adapter]:
@@ -101,8 +109,19 @@ def detect(path: Path) -> type[Adapter]:
             refusal = recognise(path, f.read(HEAD_BYTES))
         if refusal:
             raise UnreadFormatError(f"{path}: {refusal}", refusal)
-        raise AdapterError(
-            f"{path}: no adapter recognises this file; pass --adapter NAME "
-            f"(one of {', '.join(all_adapters())})"
-        )
-    raise AdapterError(f"{path}: several adapters recognise this file ({', '.join(hits)}); pass --adapter NAME")
+        raise AdapterError("{path}: no adapter recognises this file; pass {adapter} NAME (one of {names})",
+                           params=("adapter",), path=path, names=", ".join(all_adapters()))
+    raise AdapterError("{path}: several adapters recognise this file ({hits}); pass {adapter} NAME",
+                       params=("adapter",), path=path, hits=", ".join(hits))
+
+
+class _CallableRegistry(types.ModuleType):
+    """This package is also the public `xfid.adapters()`: the import system sets `xfid.adapters` to
+    this module once anything imports it, so the module itself answers the call, and the public
+    name means the same before and after (tests/test_copy_and_api.py checks every public name)."""
+
+    def __call__(self) -> list[dict[str, Any]]:
+        return describe()
+
+
+sys.modules[__name__].__class__ = _CallableRegistry

@@ -31,8 +31,9 @@ def write_output(text: str | Iterable[str], output: str | None) -> None:
 @options.output_format(*FORMATS)
 @options.output()
 @options.targets
-@click.option("--pair", "pairs", multiple=True, metavar="CAND->REF",
-              help="Compare only these pairs, e.g. roofline->measured (repeatable).")
+@click.option("--pair", "pairs", multiple=True, metavar="CAND:REF",
+              help="Compare only these pairs (repeatable): roofline:measured, or 'roofline->measured' in quotes "
+                   "(unquoted, the shell takes the '>' as a redirection).")
 @options.runs
 @options.as_of
 @click.option("--include-missing", is_flag=True, help="List keys without a reference among the discrepancies.")

@@ -14,7 +14,8 @@ from xfid.commands.correlate import write_output
 @click.command("profile")
 @click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
 @options.output_format("table", "json", "markdown")
-@options.output("Write to FILE: .pdf or .html renders the profile document; any other name gets --format text.")
+@options.output("Write to FILE: .pdf or .html renders the profile document; any other name gets what --format says "
+                "(table, json or markdown).")
 @click.pass_obj
 def cli(app: App, targets, fmt, output) -> None:
     """Capability profile of one or more targets, side by side.

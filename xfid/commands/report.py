@@ -9,6 +9,7 @@ from xfid.commands import options
 
 
 @click.command("report")
+@click.argument("period", required=False, metavar="[PERIOD]")
 @click.option("--week", metavar="YYYY-Www", help="ISO week, e.g. 2026-W48 (Monday to Sunday, UTC).")
 @click.option("--since", metavar="DATE", help="First day (YYYY-MM-DD, inclusive).")
 @click.option("--until", metavar="DATE", help="Last day (YYYY-MM-DD, inclusive; default today).")
@@ -18,14 +19,21 @@ from xfid.commands import options
 @click.option("--max-points", type=click.IntRange(100, 1_000_000), default=5000, show_default=True,
               help="Most points drawn per plot (a seeded sample; tables stay complete).")
 @click.pass_obj
-def cli(app: App, week, since, until, output, as_html, targets, max_points) -> None:
+def cli(app: App, period, week, since, until, output, as_html, targets, max_points) -> None:
     """Render the discrepancy report for one period (default: the last complete ISO week).
+
+    PERIOD is what the Python API's `report()` takes: an ISO week (2026-W49), a range of days
+    (2026-11-23..2026-11-29) or one day (2026-11-23); or give --week, or --since/--until.
 
     Summary, per-pair plots, the discrepancy register, the competitive view, calibration,
     coverage, methodology and source provenance. Only data: URIs are embedded; nothing is fetched.
     """
+    from xfid.errors import ReportError
     from xfid.report.period import resolve_period
 
-    res = app.api.report(resolve_period(week, since, until), output, as_html, targets=targets, max_points=max_points)
+    if period is not None and (week or since or until):
+        raise ReportError("give the period either as {period} or as {week} or {since}/{until}, not both",
+                          params=("period", "week", "since", "until"))
+    res = app.api.report(period if period is not None else resolve_period(week, since, until), output, as_html, targets=targets, max_points=max_points)
     what = "HTML" if res.html else f"{res.pages} pages"
     click.echo(f"wrote {res.path} ({what}, {res.active_issues} active issues, {res.pairs} pairs)")

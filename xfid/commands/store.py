@@ -24,8 +24,10 @@ def cli() -> None:
 @options.output_format("table", "json")
 @click.pass_obj
 def copy(app: App, database: str, records: str | None, fmt: str) -> None:
-    """Copy this store's manifest, sources, parts and whole tracker history into a team store.
+    """Copy this store's manifest, sources, parts, check rows and whole tracker history into a team store.
 
+    Everything that can refuse the copy is checked before anything is written, and everything
+    is registered in one transaction: a refused or failed copy leaves the team store as it was.
     Counts and checksums are compared on both sides afterwards; running it again copies only
     what is missing.
     """
@@ -39,5 +41,6 @@ def copy(app: App, database: str, records: str | None, fmt: str) -> None:
                f"{rep.destination['database']}, records {rep.destination['records']}")
     click.echo(f"  sources: {rep.sources_copied} copied, {rep.sources_present} already there; "
                f"parts: {rep.parts_copied} copied, {rep.parts_verified} verified (SHA-256)")
+    click.echo(f"  check rows: {rep.checks_copied} copied, {rep.checks_verified} verified (SHA-256)")
     click.echo("  tracker: " + ("copied" if rep.tracker_copied else "already there, identical"))
     click.echo("  verified rows: " + ", ".join(f"{t} {n}" for t, n in rep.counts.items()))

@@ -13,7 +13,13 @@ from xfid.textsafe import echo
 def cli(app: App) -> None:
     """Summarize the store: rows per fidelity, target and metric."""
     s = app.api.summary()
-    echo(f"store {s['store']}: {s['records']} records from {s['sources']} sources")
+    backend = app.api.backend()
+    if backend.team:  # the folder is only this machine's working directory: name where the store is
+        where = backend.describe()
+        echo(f"team store (catalog {where['database']}, records {where['records']}): "
+             f"{s['records']} records from {s['sources']} sources")
+    else:
+        echo(f"store {s['store']}: {s['records']} records from {s['sources']} sources")
     if not s["records"]:
         return
     echo(f"  {'fidelity':<12} {'target':<14} {'records':>9}")

@@ -68,7 +68,9 @@ def warn_unknown_target(config: Any, name: str | None, store: Any = None,
     (`h100-sxm5`) is not, and only the user can tell them apart.
     """
     names = [name] if name else sidecar_targets(paths)
-    names = [n for n in names if n and n not in config.targets]
+    from xfid.config import is_unknown_target
+
+    names = [n for n in names if n and n not in config.targets and not is_unknown_target(n)]
     if not names:
         return []
     seen: list[str] = []

@@ -83,10 +83,11 @@ class DriftReport:
 def parse_fail_on(text: str) -> tuple[str, ...]:
     items = [t.strip() for t in text.split(",") if t.strip()]
     if not items:
-        raise XfidError("--fail-on needs at least one of new, regression, bound, drift, any")
+        raise XfidError("{fail_on} needs at least one of new, regression, bound, drift, any", params=("fail_on",))
     bad = [t for t in items if t not in (*CATEGORIES, "any")]
     if bad:
-        raise XfidError(f"--fail-on: unknown category {bad[0]!r}; use new, regression, bound, drift or any")
+        raise XfidError("{fail_on}: unknown category {bad!r}; use new, regression, bound, drift or any",
+                        params=("fail_on",), bad=bad[0])
     return CATEGORIES if "any" in items else tuple(dict.fromkeys(items))
 
 

@@ -130,7 +130,7 @@ def calibrate(store: Store, config: Config, candidate: str, reference: str, targ
     df = r[keep].copy() if len(r) else r
     if not len(df):
         raise EngineError(f"nothing to calibrate: no op-level {'/'.join(metrics)} numbers of {candidate} "
-                          f"align with {reference} on target {target!r} (check `xfid correlate --target {target}`)")
+                          f"align with {reference} on target {target!r} (correlate that target to see why)")
     cfgs = [config_of(c) for c in df["candidate_config"].astype(object)]
     ops = df["op"].astype(str).tolist()
     df["op_class"] = [op_class(o) for o in ops]

@@ -55,7 +55,7 @@ def check_local_fits(store: Store, available: int | None = None) -> None:
     if need > HEADROOM * available:
         raise EngineError(f"the store holds {records:,} records: the local engine would need about "
                           f"{need / 1e9:.1f} GB of memory, more than {HEADROOM:.0%} of the "
-                          f"{available / 1e9:.1f} GB available (use --engine spark)")
+                          f"{available / 1e9:.1f} GB available (use {{engine}} spark)", params=("engine",))
 
 
 def _bytes(text: str) -> int:

@@ -19,23 +19,38 @@ DEFAULT_PAIRS: tuple[tuple[str, str], ...] = (
     ("roofline", "measured"), ("rtl", "measured"),
     ("roofline", "rtl"),  # the RTL block bounds: simulated cycles must not beat the roofline
 )
-_PAIR_RE = re.compile(r"^\s*([A-Za-z0-9_.-]+)\s*->\s*([A-Za-z0-9_.-]+)\s*$")
+_PAIR_RE = re.compile(r"^\s*([A-Za-z0-9_.-]+?)\s*(?:->|:)\s*([A-Za-z0-9_.-]+)\s*$")
+"""`cand->ref`, or `cand:ref` (nothing for a shell to take: `->` unquoted is `-` and a redirection)."""
 BOUND_MODES = ("bound", "tolerance")
 
 
-def parse_pair(text: str, where: str = "--pair") -> Pair:
-    """`cand->ref` -> Pair; EngineError naming the bad text and the expected form."""
+def parse_pair(text: str, where: str = "{pairs}", params: tuple[str, ...] = ("pairs",)) -> Pair:
+    """`cand->ref` or `cand:ref` -> Pair; EngineError naming the bad text and the expected form.
+
+    `where` names what was given: by default the `pairs` argument (`--pair` on the command line,
+    see xfid.errors), or a place in xfid.toml (then `params` is empty)."""
     m = _PAIR_RE.match(text or "")
     if not m:
-        raise EngineError(f"{where} expects CANDIDATE->REFERENCE like roofline->measured, got {text!r}")
+        hint = ""
+        if str(text or "").rstrip().endswith("-"):
+            hint = ("; it ends in '-': the shell probably took the '>' of an unquoted '->' as a redirection (and "
+                    "wrote a file named after the reference): quote it, 'roofline->measured', or write roofline:measured")
+        raise _pair_error(where, params, "expects CANDIDATE->REFERENCE (or CANDIDATE:REFERENCE) like "
+                          "'roofline->measured', got {text!r}{hint}", text=text, hint=hint)
     cand, ref = m.group(1), m.group(2)
     for f in (cand, ref):
         if not is_valid_fidelity(f):
-            raise EngineError(f"{where} {text!r}: unknown fidelity {f!r}; use roofline, archmodel, rtl, "
-                              "measured or a derived label like roofline-cal")
+            raise _pair_error(where, params, "{text!r}: unknown fidelity {f!r}; use roofline, archmodel, rtl, "
+                              "measured or a derived label like roofline-cal", text=text, f=f)
     if cand == ref:
-        raise EngineError(f"{where} {text!r}: candidate and reference must differ")
-    return Pair(cand, ref, origin=where)
+        raise _pair_error(where, params, "{text!r}: candidate and reference must differ", text=text)
+    return Pair(cand, ref, origin="--pair" if params == ("pairs",) else where)
+
+
+def _pair_error(where: str, params: tuple[str, ...], rest: str, **values: Any) -> EngineError:
+    if params:  # `where` names parameters: rendered by the caller's side (xfid.errors)
+        return EngineError(f"{where} {rest}", params=params, **values)
+    return EngineError(f"{where} {rest.format(**values)}")
 
 
 def _from_config(config: Config) -> list[Pair]:
@@ -44,7 +59,7 @@ def _from_config(config: Config) -> list[Pair]:
     for i, cp in enumerate(config.compare):
         opts = raw[i] if i < len(raw) and isinstance(raw[i], dict) else {}
         where = f"{config.path or 'xfid.toml'}: compare[{i}]"
-        p = parse_pair(f"{cp.candidate}->{cp.reference}", where)
+        p = parse_pair(f"{cp.candidate}->{cp.reference}", where, ())
         conv = opts.get("convert")
         if conv is not None and conv not in CONVERSIONS:
             raise ConfigError(f"{where}.convert = {conv!r} is not known; use one of {', '.join(CONVERSIONS)}")
@@ -99,7 +114,8 @@ def parse_run(run: str | Mapping[str, str] | Sequence[str] | None) -> dict[str, 
         if sep and is_valid_fidelity(k.strip()):
             out[k.strip()] = v.strip()
         elif sep:
-            raise EngineError(f"--run {it!r}: {k.strip()!r} is not a fidelity (use RUN or FIDELITY=RUN)")
+            raise EngineError("{run} {it!r}: {k!r} is not a fidelity (use RUN or FIDELITY=RUN)", params=("run",),
+                              it=it, k=k.strip())
         else:
             out["*"] = str(it).strip()
     return out
@@ -115,9 +131,10 @@ def parse_as_of(value: Any) -> pd.Timestamp | None:
     try:
         ts = pd.Timestamp(value)
     except (ValueError, TypeError):
-        raise EngineError(f"--as-of expects a date like 2026-11-30 or an ISO date-time, got {text!r}") from None
+        raise EngineError("{as_of} expects a date like 2026-11-30 or an ISO date-time, got {text!r}",
+                          params=("as_of",), text=text) from None
     if ts is pd.NaT:
-        raise EngineError(f"--as-of expects a date like 2026-11-30, got {text!r}")
+        raise EngineError("{as_of} expects a date like 2026-11-30, got {text!r}", params=("as_of",), text=text)
     ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
         ts = ts + pd.Timedelta(days=1) - pd.Timedelta(microseconds=1)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from xfid.config import Config
+from xfid.config import UNKNOWN_TARGET, Config, is_unknown_target
 from xfid.errors import XfidError
 from xfid.textsafe import terminal
 
@@ -38,8 +38,20 @@ def first_token_workload(workload: str) -> str | None:
 
 def unconfigured_note(targets: set[str] | list[str]) -> str:
     """One note for every target that has records but no [targets.NAME] table: names sorted, once each,
-    escaped for a terminal (they come from the ingested files)."""
-    names = [terminal(t) for t in sorted(set(targets))]
+    escaped for a terminal (they come from the ingested files). Targets of unknown hardware
+    (`unknown-…`) are counted, not listed: no [targets] table could describe them."""
+    unknown = sorted(t for t in set(targets) if is_unknown_target(t))
+    names = [terminal(t) for t in sorted(set(targets) - set(unknown))]
+    tail = ""
+    if unknown:
+        tail = (f"{len(unknown)} target(s) of unknown hardware ({UNKNOWN_TARGET}-…) have no roofline" if not names
+                else f"; and {len(unknown)} target(s) of unknown hardware ({UNKNOWN_TARGET}-…) have none")
+    if not names:
+        return tail
+    return _configurable_note(names) + tail
+
+
+def _configurable_note(names: list[str]) -> str:
     if len(names) == 1:
         return (f"{names[0]} is not a configured target, so it has no roofline "
                 f"(add [targets.{names[0]}] to xfid.toml to model it)")

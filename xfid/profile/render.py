@@ -247,8 +247,8 @@ def write_document(p: Profile, path: str | Path) -> tuple[Path, int | None]:
     out = Path(path)
     kind = out.suffix.lower()
     if kind not in (".html", ".pdf"):
-        raise ReportError(f"-o {out}: a profile document is .html or .pdf (for text, use --format and no -o, "
-                          "or -o FILE.md/.json/.txt)")
+        raise ReportError("{output} {out}: a profile document is .html or .pdf (a table, JSON or Markdown is "
+                          "written by `to_table`, `to_json`, `to_markdown`)", params=("output",), out=str(out))
     text = to_html(p, datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
     if kind == ".html":
         write_atomic(out, text.encode("utf-8"))

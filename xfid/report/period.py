@@ -61,27 +61,31 @@ def iso_week(text: str) -> Period:
     """
     m = _WEEK.match(text.strip())
     if not m:
-        raise ReportError(f"--week {text!r} is not an ISO week; use the form 2026-W48")
+        raise ReportError("{week} {text!r} is not an ISO week; use the form 2026-W48", params=("week",), text=text)
     year, week = int(m.group(1)), int(m.group(2))
     if not FIRST_DAY.year <= year <= LAST_DAY.year - 1:
-        raise ReportError(f"--week {text!r}: the year must be {FIRST_DAY.year}..{LAST_DAY.year - 1}")
+        raise ReportError("{week} {text!r}: the year must be {first}..{last}", params=("week",), text=text,
+                          first=FIRST_DAY.year, last=LAST_DAY.year - 1)
     try:
         start = date.fromisocalendar(year, week, 1)
     except ValueError:
         last = date(year, 12, 28).isocalendar()[1]
-        raise ReportError(f"--week {text!r}: ISO year {year} has weeks 1..{last}") from None
+        raise ReportError("{week} {text!r}: ISO year {year} has weeks 1..{last}", params=("week",), text=text,
+                          year=year, last=last) from None
     return Period(start, start + timedelta(days=6), f"{year}-W{week:02d}")
 
 
-def _day(text: str, flag: str) -> date:
+def _day(text: str, param: str) -> date:
     try:
         if not _DAY.match(text.strip()):
             raise ValueError
         day = date.fromisoformat(text.strip())
     except ValueError:
-        raise ReportError(f"{flag} {text!r} is not a date; use YYYY-MM-DD, e.g. 2026-11-23") from None
+        raise ReportError(f"{{{param}}} {{text!r}} is not a date; use YYYY-MM-DD, e.g. 2026-11-23", params=(param,),
+                          text=text) from None
     if not FIRST_DAY <= day <= LAST_DAY:
-        raise ReportError(f"{flag} {text!r} is out of range; give a day from {FIRST_DAY} to {LAST_DAY}")
+        raise ReportError(f"{{{param}}} {{text!r}} is out of range; give a day from {FIRST_DAY} to {LAST_DAY}",
+                          params=(param,), text=text)
     return day
 
 
@@ -97,14 +101,14 @@ def resolve_period(week: str | None, since: str | None, until: str | None, today
     """
     today = today or datetime.now(UTC).date()
     if week and (since or until):
-        raise ReportError("give either --week or --since/--until, not both")
+        raise ReportError("give either {week} or {since}/{until}, not both", params=("week", "since", "until"))
     if week:
         return iso_week(week)
     if since or until:
-        end = _day(until, "--until") if until else today
-        start = _day(since, "--since") if since else end - timedelta(days=6)
+        end = _day(until, "until") if until else today
+        start = _day(since, "since") if since else end - timedelta(days=6)
         if start > end:
-            raise ReportError(f"--since {start} is after --until {end}; swap them")
+            raise ReportError(f"{{since}} {start} is after {{until}} {end}; swap them", params=("since", "until"))
         return Period(start, end, f"{start.isoformat()}..{end.isoformat()}")
     y, w, _ = (today - timedelta(days=7)).isocalendar()
     return iso_week(f"{y}-W{w:02d}")

@@ -137,7 +137,7 @@ def format_id(num: int) -> str:
     return f"XF-{num}"
 
 
-def parse_date(text: str | date, what: str = "--until") -> date:
+def parse_date(text: str | date, param: str = "until") -> date:
     """A YYYY-MM-DD date (or a date object).
 
     Raises:
@@ -152,7 +152,8 @@ def parse_date(text: str | date, what: str = "--until") -> date:
             raise ValueError
         return date.fromisoformat(str(text).strip())
     except ValueError:
-        raise TrackerError(f"{what}: bad date {text!r}; use YYYY-MM-DD, e.g. 2026-12-31") from None
+        raise TrackerError(f"{{{param}}}: bad date {{text!r}}; use YYYY-MM-DD, e.g. 2026-12-31", params=(param,),
+                           text=text) from None
 
 
 def utc(now: datetime | None) -> datetime:
@@ -177,18 +178,20 @@ def check_waiver(issue_id: str, reason: str | None, until: date | str | None, ma
         TrackerError: naming the bad argument and the fix.
     """
     if not reason or not str(reason).strip():
-        raise TrackerError(f"waiving {issue_id} needs a reason (--reason TEXT)")
+        raise TrackerError("waiving {issue} needs a reason ({reason} TEXT)", params=("reason",), issue=issue_id)
     if until is None:
-        raise TrackerError(f"waiving {issue_id} needs an expiry date (--until YYYY-MM-DD)")
+        raise TrackerError("waiving {issue} needs an expiry date ({until} YYYY-MM-DD)", params=("until",),
+                           issue=issue_id)
     day = parse_date(until)
     if day < today:
-        raise TrackerError(f"--until {day.isoformat()} is in the past (today is {today.isoformat()}); "
-                           "give today or a later date")
+        raise TrackerError(f"{{until}} {day.isoformat()} is in the past (today is {today.isoformat()}); "
+                           "give today or a later date", params=("until",))
     if (day - today).days > MAX_WAIVER_DAYS:
-        raise TrackerError(f"--until {day.isoformat()} is more than five years away; a waiver must expire "
-                           "(give a nearer date and renew it then)")
+        raise TrackerError(f"{{until}} {day.isoformat()} is more than five years away; a waiver must expire "
+                           "(give a nearer date and renew it then)", params=("until",))
     if max_error is not None:
         if isinstance(max_error, bool) or not isinstance(max_error, (int, float)) or not 0 <= max_error < float("inf"):
-            raise TrackerError(f"--max-error must be a relative error >= 0 (e.g. 0.25), got {max_error!r}")
+            raise TrackerError("{max_error} must be a relative error >= 0 (e.g. 0.25), got {value!r}",
+                               params=("max_error",), value=max_error)
         max_error = float(max_error)
     return str(reason).strip(), day, max_error

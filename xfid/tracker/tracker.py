@@ -113,13 +113,13 @@ class Tracker:
         lifecycle.check_text_sizes(iid, owner=owner, note=note, reason=reason, actor=actor)
         if action == "ack":
             if not owner or not owner.strip():
-                raise TrackerError(f"acknowledging {iid} needs an owner (--owner NAME)")
+                raise TrackerError("acknowledging {iid} needs an owner ({owner} NAME)", params=("owner",), iid=iid)
             owner = owner.strip()
         elif action == "waive":
             reason, day, max_error = lifecycle.check_waiver(iid, reason, until, max_error, now.date())
             until = day.isoformat()
         elif action == "note" and (not note or not note.strip()):
-            raise TrackerError(f"a note on {iid} needs text (--note TEXT)")
+            raise TrackerError("a note on {iid} needs text ({note} TEXT)", params=("note",), iid=iid)
         self.store.require_writable(f"{action} {iid}")
         with write_tx(self.conn):
             transitions.expire_waivers(self.conn, now, actor=SYSTEM_ACTOR)

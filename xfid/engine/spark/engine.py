@@ -106,7 +106,7 @@ def _cause(e: BaseException) -> str:
     said = next((m for m in msgs if not m.startswith("Exception thrown in awaitResult")), None)
     said = (said or (lines[0] if lines else type(e).__name__))[:500]
     if "maxResultSize" in said:
-        said += " (raise spark.driver.maxResultSize in [engine.spark] conf, or narrow the job with --target)"
+        said += " (raise spark.driver.maxResultSize in [engine.spark] conf, or narrow the job to fewer targets)"
     return said
 
 

@@ -31,7 +31,8 @@ def require_pyspark() -> None:
     try:
         import pyspark  # noqa: F401
     except ImportError:
-        raise EngineError(f"--engine spark needs pyspark, which is not installed: {INSTALL}") from None
+        raise EngineError("{engine} spark needs pyspark, which is not installed: {install}", params=("engine",),
+                          install=INSTALL) from None
 
 
 def spark_settings(config: Config | None, master: str | None = None,
