@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 
 from xfid.adapters import jsonutil
 from xfid.adapters.base import Adapter, Columns, ReadContext, head_text, read_text
+from xfid.adapters.aiperf_detect import is_aiperf  # the sniff, shared with genai-perf
 from xfid.adapters.genai_perf import _csv_number, _flat
 from xfid.schema import canonical_json
 
@@ -113,20 +114,6 @@ def _metric(tag: str) -> str:
 
 def _unit(unit: str) -> str:
     return UNITS.get(unit.strip(), unit.strip())
-
-
-def is_aiperf(path: Path, head: bytes) -> bool:
-    """True for a file only AIPerf writes (the genai-perf adapter declines these)."""
-    t = head_text(head)
-    s = t.lstrip()
-    if s.startswith("{"):
-        return '"aiperf_version"' in t or ('"unit"' in t and (
-            path.name.endswith("_aiperf.json") or ('"records"' in t and '"tag"' in t and '"header"' in t)))
-    first = s.splitlines()[0] if s else ""
-    if not first.startswith("Metric,"):
-        return False
-    cols = [c.strip() for c in first.split(",")]
-    return "avg" in cols and ("std" in cols or "sum" in cols or path.name.endswith("_aiperf.csv"))
 
 
 def _iso_ns(ns: float) -> str:

@@ -68,7 +68,7 @@ class GenaiPerfAdapter(Adapter):
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
-        from xfid.adapters.aiperf import is_aiperf
+        from xfid.adapters.aiperf_detect import is_aiperf
 
         if is_aiperf(path, head):  # AIPerf's exports look alike; that adapter claims them
             return False
