@@ -10,9 +10,38 @@ import pandas as pd
 
 from xfid.engine.contract import COMPARISON_COLUMNS
 from xfid.engine.keys import combine, run_starts
-from xfid.engine.pairrows import MISSING, PairRows
+from xfid.engine.pairrows import BOUND, MISSING, Pair, PairRows
 from xfid.engine.selection import Selected
 from xfid.engine.stats import global_order, grouped_stats
+
+ESTIMATE, BOUND_PAIR = "estimate", "bound"
+"""`compared_as` of an aggregate: an estimate of its reference (MAPE, bias, ...) or a bound on it
+(violations and the achieved fraction of the bound)."""
+
+
+def is_bound_pair(pair: Pair, settings: dict[str, Any]) -> bool:
+    """A pair whose candidate is a bound fidelity checked as a bound ([settings]
+    roofline_tolerance or the pair's `bounds` = "bound"): its bound metrics aggregate as bounds."""
+    return pair.candidate in settings["bound_fidelities"] and (pair.bounds or settings["roofline_tolerance"]) == "bound"
+
+
+def achieved_fraction(efficiency: np.ndarray, bound_pair: bool) -> np.ndarray:
+    """The fraction of the bound achieved per row: the row's efficiency in a bound pair (NaN for a
+    metric that bounds nothing), NaN in any other pair."""
+    return np.asarray(efficiency, np.float64) if bound_pair else np.full(len(efficiency), np.nan)
+
+
+def bound_columns(st: dict[str, Any]) -> dict[str, Any]:
+    """The comparisons columns of the bound statistics (see contract.COMPARISON_COLUMNS)."""
+    ci_ok = np.isfinite(st["achieved_ci_low"])
+    return {
+        "compared_as": np.where(st["bound"], BOUND_PAIR, ESTIMATE).astype(object),
+        "violations": pd.array(np.where(st["bound"], st["violations"], np.nan), dtype="Float64").astype("Int64"),
+        "violation_worst": st["violation_worst"],
+        "achieved_median": st["achieved_median"], "achieved_q1": st["achieved_q1"], "achieved_q3": st["achieved_q3"],
+        "achieved_ci": [[float(a), float(b)] if k else None
+                        for a, b, k in zip(st["achieved_ci_low"], st["achieved_ci_high"], ci_ok, strict=True)],
+    }
 
 
 class _EntryOrders:
@@ -120,6 +149,8 @@ def _pair_frames(sel: Selected, r: PairRows, eo: _EntryOrders, settings: dict[st
     # the rows the aggregates use, gathered once for both levels (views when all are used)
     take = (lambda a: a) if len(idx) == len(ok) else (lambda a: a[idx])
     rel, lr, cv, rv, within = (take(a) for a in (r.rel, r.log_ratio, r.cand_value, r.ref_value, r.within))
+    achieved = take(achieved_fraction(r.efficiency, is_bound_pair(r.pair, settings)))
+    violated = take(r.kind == BOUND)
     e = take(r.cand)
     t, m, s, w = c["target"][e], take(r.metric), c["stat"][e], c["workload"][e]
     cards = [len(sel.dims["target"]), len(sel.dims["metric"]), len(sel.dims["stat"]), len(sel.dims["workload"])]
@@ -142,7 +173,8 @@ def _pair_frames(sel: Selected, r: PairRows, eo: _EntryOrders, settings: dict[st
             gid, nuniq = gid.reshape(-1), len(uniq)
         st = grouped_stats(gid, nuniq, rel, lr, cv, rv, within, kendall=kendall, bootstrap=bootstrap,
                            resamples=settings["bootstrap_resamples"], seed=settings["bootstrap_seed"],
-                           exact_max_n=settings["bootstrap_exact_max_n"], orders=orders, logs=logs)
+                           exact_max_n=settings["bootstrap_exact_max_n"], orders=orders, logs=logs,
+                           achieved=achieved, violated=violated)
         f = pd.DataFrame({
             "target": [sel.dims["target"][x] for x in t[first]],
             "workload": [sel.dims["workload"][x] for x in w[first]] if level == "workload" else None,
@@ -153,6 +185,8 @@ def _pair_frames(sel: Selected, r: PairRows, eo: _EntryOrders, settings: dict[st
                                   "spearman", "kendall", "within_tolerance")},
         })
         ci_ok = (st["n"] >= 3) & np.isfinite(st["mape_ci_low"])
+        for k, v in bound_columns(st).items():
+            f[k] = v
         f["mape_ci"] = [[float(a), float(b)] if k else None
                         for a, b, k in zip(st["mape_ci_low"], st["mape_ci_high"], ci_ok, strict=True)]
         f["bias_ci"] = [[float(a), float(b)] if k else None
