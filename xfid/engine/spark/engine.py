@@ -25,12 +25,14 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from xfid.config import Config
+from xfid.engine.aggregate import bound_columns
 from xfid.engine.contract import COMPARISON_COLUMNS, ROW_COLUMNS, Correlation
 from xfid.engine.pairrows import CONVERSIONS, KINDS
 from xfid.engine.pairs import parse_as_of, parse_run, resolve_pairs
 from xfid.engine.pipeline import _pair_info, engine_settings, result_settings, result_sources
 from xfid.engine.rows import ROW_EXTRA, discrepancies
 from xfid.engine.scopes import SCOPE_NAMES
+from xfid.engine.stats import BOUND_STATS
 from xfid.engine.spark.groups import (
     COUNT_KEYS,
     ROW_SCHEMA,
@@ -146,8 +148,8 @@ def _correlate(spark: Any, store: Store, config: Config, settings: dict[str, Any
         usable = (aligned.filter(F.col("counts").isNull() & (kind != "missing_reference") & finite("rel_error")
                                  & finite("log_ratio"))
                   .select(*STATS_GROUP, "workload", "op", "rel_error", "log_ratio", "candidate_value",
-                          "reference_value", "within"))
-        sctx = StatsContext(settings, kendall, bootstrap)
+                          "reference_value", "within", "efficiency", "kind"))
+        sctx = StatsContext.of(settings, kendall, bootstrap, pair_list)
         stats = usable.groupBy(*STATS_GROUP).applyInArrow(_bound(stats_arrow, sctx), STATS_SCHEMA).toPandas()
     finally:
         aligned.unpersist()
@@ -292,6 +294,9 @@ def _comparisons(stats: pd.DataFrame) -> pd.DataFrame:
     for c in ("target", "workload", "candidate", "reference", "metric", "stat"):
         out[c] = out[c].astype(object).where(out[c].notna(), None)
     out["n"] = out["n"].astype(np.int64)
+    st = {k: out[k].to_numpy(np.float64) for k in BOUND_STATS}
+    for k, v in bound_columns({**st, "bound": out["bound"].to_numpy(bool)}).items():
+        out[k] = v
     out["_lvl"] = out["workload"].notna()
     out = out.sort_values(["_lvl", "target", "workload", "candidate", "reference", "metric", "stat"],
                           kind="stable", na_position="first").drop(columns="_lvl").reset_index(drop=True)
