@@ -77,7 +77,7 @@ def test_demo_cli_and_json_show_bounds_as_bounds(demo):
         assert c["candidate"] == "roofline"
         assert all(c[k] is None for k in ESTIMATE_COLUMNS), c
         assert isinstance(c["violations"], int) and 0 <= c["violations"] <= c["n"]
-        assert 0 < c["achieved_median"] and c["achieved_q1"] <= c["achieved_median"] <= c["achieved_q3"]
+        assert c["achieved_median"] > 0 and c["achieved_q1"] <= c["achieved_median"] <= c["achieved_q3"]
         assert len(c["violation_ids"]) == c["violations"]
         if c["violations"]:
             assert c["violation_worst"] > 1  # a violation: beyond the bound
@@ -231,7 +231,7 @@ def test_snapshots_before_and_after_bound_statistics_compare(tmp_path):
     moved = json.loads(json.dumps(new))
     next(c for c in moved["comparisons"] if c["metric"] == "latency")["achieved_median"] -= 0.2
     rep = compare_snapshots(new, moved, Thresholds())
-    assert [f.message for f in rep.findings if f.category == "aggregate"][0].startswith("achieved fraction")
+    assert next(f.message for f in rep.findings if f.category == "aggregate").startswith("achieved fraction")
 
 
 def test_report_reads_a_check_recorded_before_as_a_bound(tmp_path):

@@ -14,6 +14,8 @@ from xfid.engine.pairrows import BOUND, MISSING, Pair, PairRows
 from xfid.engine.selection import Selected
 from xfid.engine.stats import global_order, grouped_stats
 
+AGGREGATE_COLUMNS = tuple(c for c in COMPARISON_COLUMNS if c != "violation_ids")
+"""What the statistics give; `violation_ids` comes from the discrepancies (with_violation_ids)."""
 ESTIMATE, BOUND_PAIR = "estimate", "bound"
 """`compared_as` of an aggregate: an estimate of its reference (MAPE, bias, ...) or a bound on it
 (violations and the achieved fraction of the bound)."""
@@ -29,6 +31,25 @@ def achieved_fraction(efficiency: np.ndarray, bound_pair: bool) -> np.ndarray:
     """The fraction of the bound achieved per row: the row's efficiency in a bound pair (NaN for a
     metric that bounds nothing), NaN in any other pair."""
     return np.asarray(efficiency, np.float64) if bound_pair else np.full(len(efficiency), np.nan)
+
+
+def with_violation_ids(comparisons: pd.DataFrame, discrepancies: pd.DataFrame) -> pd.DataFrame:
+    """The comparisons with `violation_ids`: per bound aggregate the fingerprints of its bound
+    violations, worst (largest factor) first; None for an estimate."""
+    names: dict[tuple[Any, ...], list[str]] = {}
+    d = discrepancies
+    if len(d):
+        v = d[d["kind"] == "bound_violation"].sort_values("factor", ascending=False, kind="stable",
+                                                           na_position="last")
+        for r in v[["target", "workload", "candidate", "reference", "metric", "stat", "fingerprint"]].itertuples(index=False):
+            for wl in (None, r.workload):
+                names.setdefault((r.target, wl, r.candidate, r.reference, r.metric, r.stat), []).append(str(r.fingerprint))
+    out = comparisons.copy()
+    keys = zip(*(out[k].tolist() for k in ("target", "workload", "candidate", "reference", "metric", "stat")),
+               strict=True)
+    out["violation_ids"] = [names.get(k, []) if c == BOUND_PAIR else None
+                            for k, c in zip(keys, out["compared_as"].tolist(), strict=True)]
+    return out[list(COMPARISON_COLUMNS)]
 
 
 def bound_columns(st: dict[str, Any]) -> dict[str, Any]:
@@ -128,13 +149,13 @@ class Aggregates:
         self.work()
         frames = [f for i in sorted(self.frames) for f in self.frames[i]]
         if not frames:
-            return pd.DataFrame({k: pd.Series(dtype=object) for k in COMPARISON_COLUMNS})
+            return pd.DataFrame({k: pd.Series(dtype=object) for k in AGGREGATE_COLUMNS})
         out = pd.concat(frames, ignore_index=True)
         out["_lvl"] = out["workload"].notna()
         out = out.sort_values(["_lvl", "target", "workload", "candidate", "reference", "metric", "stat"],
                               kind="stable", na_position="first").drop(columns="_lvl").reset_index(drop=True)
         out["workload"] = out["workload"].astype(object).where(out["workload"].notna(), None)
-        return out[list(COMPARISON_COLUMNS)]
+        return out[list(AGGREGATE_COLUMNS)]
 
 
 def _pair_frames(sel: Selected, r: PairRows, eo: _EntryOrders, settings: dict[str, Any], kendall: bool,

@@ -33,12 +33,12 @@ def records(df: pd.DataFrame, columns: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def comparison_records(corr: Correlation, ids: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
-    """The comparisons as JSON objects: COMPARISON_COLUMNS, and for a bound aggregate
-    `violation_ids` (its bound violations worst first: XF ids where tracked, else fingerprints)."""
-    names = violation_ids(corr, ids)
+    """The comparisons as JSON objects (COMPARISON_COLUMNS), a bound aggregate's `violation_ids`
+    by XF id where the tracker has one (see named)."""
     out = records(corr.comparisons, COMPARISON_COLUMNS)
     for r in out:
-        r["violation_ids"] = names.get(comparison_key(r), []) if r.get("compared_as") == "bound" else None
+        if r.get("violation_ids") is not None:
+            r["violation_ids"] = named(r["violation_ids"], ids)
     return out
 
 
@@ -101,31 +101,10 @@ def md_escape(text: Any) -> str:
     return s.replace("\r", " ").replace("\n", " ")
 
 
-ComparisonKey = tuple[Any, ...]
-"""(target, workload, candidate, reference, metric, stat) of an aggregate."""
-
-
-def violation_ids(corr: Correlation, ids: Mapping[str, str] | None = None) -> dict[ComparisonKey, list[str]]:
-    """Per aggregate (target level, workload None; and per workload) the bound violations in it,
-    worst first: the tracker's XF id where `ids` (fingerprint -> id) has one, else the
-    fingerprint (a row the tracker has not seen)."""
-    d = corr.discrepancies
-    out: dict[ComparisonKey, list[str]] = {}
-    if not len(d):
-        return out
-    v = d[d["kind"] == "bound_violation"]
-    if not len(v):
-        return out
-    v = v.sort_values("factor", ascending=False, kind="stable", na_position="last")
-    for r in v[["target", "workload", "candidate", "reference", "metric", "stat", "fingerprint"]].itertuples(index=False):
-        name = (ids or {}).get(str(r.fingerprint)) or str(r.fingerprint)
-        for wl in (None, r.workload):
-            out.setdefault((r.target, wl, r.candidate, r.reference, r.metric, r.stat), []).append(name)
-    return out
-
-
-def comparison_key(r: Mapping[str, Any]) -> ComparisonKey:
-    return (r["target"], r["workload"], r["candidate"], r["reference"], r["metric"], r["stat"])
+def named(fingerprints: Any, ids: Mapping[str, str] | None) -> list[str]:
+    """A bound aggregate's `violation_ids` (fingerprints) by the tracker's XF id where `ids`
+    (fingerprint -> id) has one, else the fingerprint (a row the tracker has not filed)."""
+    return [(ids or {}).get(str(fp)) or str(fp) for fp in (fingerprints or [])]
 
 
 def _level(corr: Correlation, workloads: bool, compared_as: str) -> list[dict[str, Any]]:
@@ -168,11 +147,10 @@ def bound_rows(corr: Correlation, workloads: bool = False, arrow: str = "->",
                ids: Mapping[str, str] | None = None) -> list[list[str]]:
     """The bound aggregates (rows checked, violations, the achieved fraction of the bound), one
     table row each (BOUND_HEAD)."""
-    names = violation_ids(corr, ids)
     out = []
     for r in _level(corr, workloads, "bound"):
         out.append([r["target"], *( [r["workload"]] if workloads else []), f"{r['candidate']}{arrow}{r['reference']}",
-                    r["metric"], r["stat"], str(r["n"]), violated(r, names.get(comparison_key(r), [])),
+                    r["metric"], r["stat"], str(r["n"]), violated(r, named(r.get("violation_ids"), ids)),
                     pct(r["achieved_median"]), iqr(r), ci(r["achieved_ci"], True), num(r["spearman"])])
     return out
 

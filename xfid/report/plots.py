@@ -268,8 +268,8 @@ def heatmap(p: PairSection) -> tuple[str | None, list[str]]:
                       fontsize=6, **SAFE)
         ax.set_yticks(range(len(grid.index)), [shorten(terminal(w), 40) for w in grid.index], fontsize=6, **SAFE)
         del im  # every cell carries its number: no colour bar (it costs a second axes)
-        ax.set_title(f"median achieved fraction of the bound by workload × op class [%] (blank: no keys; "
-                     f"above 100%: beyond the bound)" if bound else
+        ax.set_title("median achieved fraction of the bound by workload × op class [%] (blank: no keys; "
+                     "above 100%: beyond the bound)" if bound else
                      f"MAPE by workload × op class [%] (blank: no keys; dark: ≥ {vmax:.0f}%)")
         return to_data_uri(fig), notes
 

@@ -9,7 +9,15 @@ from typing import Any
 from xfid.config import DEFAULT_BOUND_TOLERANCE
 from xfid.errors import ReportError
 from xfid.outfile import write_output
-from xfid.report.data import FACTOR_LEGEND, ReportData, age_days, is_missing, issue_factor, long_names, shorten
+from xfid.report.data import (
+    FACTOR_LEGEND,
+    ReportData,
+    age_days,
+    is_missing,
+    issue_factor,
+    long_names,
+    shorten,
+)
 from xfid.report.plots import TIME_UNITS
 
 

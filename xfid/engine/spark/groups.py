@@ -22,11 +22,11 @@ import pandas as pd
 import pyarrow as pa
 
 from xfid.config import Config
+from xfid.engine.aggregate import achieved_fraction, is_bound_pair
 from xfid.engine.align import Aligner
 from xfid.engine.fingerprints import fingerprint_many
 from xfid.engine.keys import combine
 from xfid.engine.mismatch import MismatchChecker
-from xfid.engine.aggregate import achieved_fraction, is_bound_pair
 from xfid.engine.pairrows import KINDS, Pair
 from xfid.engine.scopes import DERIVED_UNITS, SCOPE_NAMES, EntryScope, entry_scopes, text_codes
 from xfid.engine.selection import CONVERTIBLE, AlignKeys, Selected
