@@ -37,7 +37,8 @@ missing_reference row noted "not comparable" (the numbers derived from run total
 modelled: the random stores have no run totals).
 
 A bound pair's bound metric (a group whose rows have an efficiency) aggregates as a bound:
-compared_as "bound", the violations, the largest efficiency among them, the median and quartiles
+compared_as "bound", the violations (their fingerprints, largest factor first), the largest
+efficiency among them, the median and quartiles
 of the efficiency (the fraction of the bound achieved), and no MAPE, median APE, bias, log-RMSE
 or within-tolerance share.
 
@@ -506,7 +507,10 @@ def bound_aggregate(g: pd.DataFrame) -> dict[str, Any]:
     return {"mape": None, "median_ape": None, "bias": None, "log_rmse": None, "within_tolerance": None,
             "compared_as": "bound", "violations": len(worst), "violation_worst": max(worst) if worst else None,
             "achieved_median": quantile(achieved, 0.5), "achieved_q1": quantile(achieved, 0.25),
-            "achieved_q3": quantile(achieved, 0.75)}
+            "achieved_q3": quantile(achieved, 0.75),
+            "violation_ids": [r["fingerprint"] for r in sorted(
+                (r for r in g.to_dict("records") if r["kind"] == "bound_violation"),
+                key=lambda r: (-r["factor"], r["fingerprint"]))]}
 
 
 def aggregate(rows: pd.DataFrame, by: list[str], bound_pair: bool = False) -> list[dict[str, Any]]:
@@ -530,7 +534,7 @@ def aggregate(rows: pd.DataFrame, by: list[str], bound_pair: bool = False) -> li
             "spearman": spearman if n >= 2 else math.nan, "kendall": kendall_tau_b(lx, ly),
             "within_tolerance": sum(bool(w) for w in g["within"]) / n,
             "compared_as": "estimate", "violations": None, "violation_worst": None, "achieved_median": None,
-            "achieved_q1": None, "achieved_q3": None,
+            "achieved_q1": None, "achieved_q3": None, "violation_ids": None,
         })
         if bound_pair and any(not math.isnan(float(x)) for x in g["efficiency"]):
             out[-1].update(bound_aggregate(g))

@@ -178,7 +178,7 @@ def test_engine_equals_the_oracle_on_random_stores(tmp_path, seed):
 
 RULES = {"ok", "over_tolerance", "bound_violation", "missing_reference", "config_mismatch", "duplicates",
          "summed raw ops", "merged raw ops", "stat fallback", "flags", "kendall", "older runs", "null keys",
-         "power shown", "conversions", "derived label", "not comparable"}
+         "power shown", "conversions", "derived label", "not comparable", "bound aggregates with violations"}
 
 
 def test_the_random_stores_exercise_every_rule(tmp_path):
@@ -204,6 +204,8 @@ def test_the_random_stores_exercise_every_rule(tmp_path):
             seen.add("derived label")
         if len(got.comparisons) and got.comparisons["kendall"].notna().any():
             seen.add("kendall")
+        if len(got.comparisons) and (got.comparisons["violations"].fillna(0) > 0).any():
+            seen.add("bound aggregates with violations")
         if got.settings["counts"]["history_records"]:
             seen.add("older runs")
         if got.settings["counts"]["null_keys"]:
