@@ -285,3 +285,14 @@ def test_run_energy_over_duration_is_watts(tmp_path):
     assert w["reference_value"] == pytest.approx(36000.0 / 400.0) and w["unit"] == "W"
     assert w["rel_error"] == pytest.approx(95.0 / 90.0 - 1)
     assert "power derived: run energy / run duration (duration 400 s, same run)" in w["note"]
+
+
+def test_serve_health_counts_a_bound_by_the_rows_that_hold_it():
+    from xfid.serve.views import health
+
+    checks = [{"id": 1, "comparisons": [
+        {"candidate": "roofline", "reference": "measured", "compared_as": "bound", "n": 4, "violations": 1,
+         "within_tolerance": None},
+        {"candidate": "archmodel", "reference": "measured", "compared_as": "estimate", "n": 4, "violations": None,
+         "within_tolerance": 0.5}]}]
+    assert health(checks) == {"archmodel->measured": [(1, 0.5)], "roofline->measured": [(1, 0.75)]}
