@@ -538,6 +538,8 @@ def aggregate(rows: pd.DataFrame, by: list[str], bound_pair: bool = False) -> li
         })
         if bound_pair and any(not math.isnan(float(x)) for x in g["efficiency"]):
             out[-1].update(bound_aggregate(g))
+        if bound_pair and g["metric"].iloc[0] in NOT_BOUNDS:  # shown, never checked: no within share
+            out[-1]["within_tolerance"] = None
     return out
 
 

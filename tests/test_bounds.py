@@ -296,3 +296,13 @@ def test_serve_health_counts_a_bound_by_the_rows_that_hold_it():
         {"candidate": "archmodel", "reference": "measured", "compared_as": "estimate", "n": 4, "violations": None,
          "within_tolerance": 0.5}]}]
     assert health(checks) == {"archmodel->measured": [(1, 0.5)], "roofline->measured": [(1, 0.75)]}
+
+
+def test_a_bound_pairs_power_is_shown_without_a_within_share(tmp_path):
+    """A roofline's power bounds nothing: never checked, so no "within 100%" beside its MAPE."""
+    files = {"roofline.csv": [rec("roofline", "", 150.0, metric="power", unit="W"), rec("roofline", "op0", 1.0)],
+             "measured.csv": [rec("measured", "", 600.0, metric="power", unit="W"), rec("measured", "op0", 2.0)]}
+    corr = correlate(make_store(tmp_path, files), config(), pairs=["roofline->measured"])
+    c = corr.comparisons[corr.comparisons["workload"].isna()].set_index("metric")
+    assert c.loc["power", "compared_as"] == "estimate" and c.loc["power", "mape"] == pytest.approx(0.75)
+    assert pd.isna(c.loc["power", "within_tolerance"])

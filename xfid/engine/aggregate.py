@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from xfid.engine.align import NOT_BOUNDS
 from xfid.engine.contract import COMPARISON_COLUMNS
 from xfid.engine.keys import combine, run_starts
 from xfid.engine.pairrows import BOUND, MISSING, Pair, PairRows
@@ -25,6 +26,13 @@ def is_bound_pair(pair: Pair, settings: dict[str, Any]) -> bool:
     """A pair whose candidate is a bound fidelity checked as a bound ([settings]
     roofline_tolerance or the pair's `bounds` = "bound"): its bound metrics aggregate as bounds."""
     return pair.candidate in settings["bound_fidelities"] and (pair.bounds or settings["roofline_tolerance"]) == "bound"
+
+
+def unchecked(pair: Pair, settings: dict[str, Any], metric: str) -> bool:
+    """A bound pair's metric that bounds nothing (align.NOT_BOUNDS, a roofline's power): its rows
+    are shown, never checked, so its aggregates have no within_tolerance share (it would read
+    100% whatever the error)."""
+    return metric in NOT_BOUNDS and is_bound_pair(pair, settings)
 
 
 def achieved_fraction(efficiency: np.ndarray, bound_pair: bool) -> np.ndarray:
@@ -208,6 +216,7 @@ def _pair_frames(sel: Selected, r: PairRows, eo: _EntryOrders, settings: dict[st
         ci_ok = (st["n"] >= 3) & np.isfinite(st["mape_ci_low"])
         for k, v in bound_columns(st).items():
             f[k] = v
+        f.loc[[unchecked(r.pair, settings, x) for x in f["metric"]], "within_tolerance"] = np.nan
         f["mape_ci"] = [[float(a), float(b)] if k else None
                         for a, b, k in zip(st["mape_ci_low"], st["mape_ci_high"], ci_ok, strict=True)]
         f["bias_ci"] = [[float(a), float(b)] if k else None

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from xfid.config import Config
 from xfid.engine.aggregate import achieved_fraction, is_bound_pair
-from xfid.engine.align import Aligner
+from xfid.engine.align import NOT_BOUNDS, Aligner
 from xfid.engine.fingerprints import fingerprint_many
 from xfid.engine.keys import combine
 from xfid.engine.mismatch import MismatchChecker
@@ -270,6 +270,8 @@ def stats_group(pdf: pd.DataFrame, ctx: StatsContext) -> pd.DataFrame:
     frames = []
     for g, ng, names in levels:
         st = grouped_stats(g, ng, rel, lr, cv, rv, within, achieved=achieved, violated=violated, **kw)
+        if str(head["metric"]) in NOT_BOUNDS and bound_pair:  # shown, not checked (aggregate.unchecked)
+            st["within_tolerance"] = np.full(ng, np.nan)
         frames.append(pd.DataFrame({**head, "workload": names, **{k: st[k] for k in (*STAT_FIELDS, "bound")}}))
     out = pd.concat(frames, ignore_index=True)
     return _plain(out[list(STATS_SCHEMA_NAMES)])
