@@ -19,7 +19,8 @@ by record and group by group, without any of the engine's integer codes, sorts o
    nulls, flagged records, null keys);
 6. the aggregates of each pair per (target, metric, stat) and per (target, workload, metric,
    stat): n, MAPE, median APE, bias, log-RMSE, Pearson on logs, Spearman, Kendall tau-b (counted
-   pair by pair) and the fraction within tolerance.
+   pair by pair) and the fraction within tolerance; for a bound, the violations and the fraction
+   of the bound achieved instead of the error statistics.
 
 A config_mismatch (the params of both numbers, an rtl number's params against the target's block
 table, precision and batch) takes precedence over the other kinds of an aligned row.
@@ -35,7 +36,13 @@ workload-level one. A candidate whose reference key has another scope is not com
 missing_reference row noted "not comparable" (the numbers derived from run totals are not
 modelled: the random stores have no run totals).
 
-Not modelled: the bootstrap CIs (mape_ci, bias_ci).
+A bound pair's bound metric (a group whose rows have an efficiency) aggregates as a bound:
+compared_as "bound", the violations (their fingerprints, largest factor first), the largest
+efficiency among them, the median and quartiles
+of the efficiency (the fraction of the bound achieved), and no MAPE, median APE, bias, log-RMSE
+or within-tolerance share.
+
+Not modelled: the bootstrap CIs (mape_ci, bias_ci, achieved_ci).
 """
 
 from __future__ import annotations
@@ -483,8 +490,32 @@ def kendall_tau_b(x: list[float], y: list[float]) -> float:
     return math.nan if denom == 0 else max(-1.0, min(1.0, (conc - disc) / denom))
 
 
-def aggregate(rows: pd.DataFrame, by: list[str]) -> list[dict[str, Any]]:
-    """The aggregates of one pair's rows per group `by`."""
+def quantile(values: list[float], q: float) -> float:
+    """The q-quantile of values, interpolated linearly between the two closest ranks."""
+    v = sorted(values)
+    p = q * (len(v) - 1)
+    lo = math.floor(p)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (p - lo)
+
+
+def bound_aggregate(g: pd.DataFrame) -> dict[str, Any]:
+    """A bound group's statistics: violations (count, the largest achieved fraction among them) and
+    the achieved fraction's median and quartiles; the estimate statistics are None."""
+    achieved = [float(x) for x in g["efficiency"] if not math.isnan(float(x))]
+    worst = [float(e) for e, k in zip(g["efficiency"], g["kind"], strict=True) if k == "bound_violation"]
+    return {"mape": None, "median_ape": None, "bias": None, "log_rmse": None, "within_tolerance": None,
+            "compared_as": "bound", "violations": len(worst), "violation_worst": max(worst) if worst else None,
+            "achieved_median": quantile(achieved, 0.5), "achieved_q1": quantile(achieved, 0.25),
+            "achieved_q3": quantile(achieved, 0.75),
+            "violation_ids": [r["fingerprint"] for r in sorted(
+                (r for r in g.to_dict("records") if r["kind"] == "bound_violation"),
+                key=lambda r: (-r["factor"], r["fingerprint"]))]}
+
+
+def aggregate(rows: pd.DataFrame, by: list[str], bound_pair: bool = False) -> list[dict[str, Any]]:
+    """The aggregates of one pair's rows per group `by`. In a bound pair (its candidate a bound
+    fidelity, checked in "bound" mode) a group of rows with an efficiency is a bound."""
     use = rows[(rows["kind"] != "missing_reference") & np.isfinite(rows["rel_error"].astype(float))
                & np.isfinite(rows["log_ratio"].astype(float))]
     out = []
@@ -502,7 +533,13 @@ def aggregate(rows: pd.DataFrame, by: list[str]) -> list[dict[str, Any]]:
             "log_rmse": math.sqrt(sum(v * v for v in lr) / n), "pearson_log": pearson(lx, ly),
             "spearman": spearman if n >= 2 else math.nan, "kendall": kendall_tau_b(lx, ly),
             "within_tolerance": sum(bool(w) for w in g["within"]) / n,
+            "compared_as": "estimate", "violations": None, "violation_worst": None, "achieved_median": None,
+            "achieved_q1": None, "achieved_q3": None, "violation_ids": None,
         })
+        if bound_pair and any(not math.isnan(float(x)) for x in g["efficiency"]):
+            out[-1].update(bound_aggregate(g))
+        if bound_pair and g["metric"].iloc[0] in NOT_BOUNDS:  # shown, never checked: no within share
+            out[-1]["within_tolerance"] = None
     return out
 
 
@@ -537,7 +574,9 @@ def correlate(store: Store, config: Config, *, pairs: list[OraclePair] | None = 
         pr = pd.DataFrame(align(p, entries, config, settings))
         rows += pr.to_dict("records")
         if len(pr):
-            comps += aggregate(pr, ["target", "metric", "stat"]) + aggregate(pr, ["target", "workload", "metric", "stat"])
+            bound = p.candidate in settings["bound_fidelities"] and (p.bounds or settings["roofline_tolerance"]) == "bound"
+            comps += (aggregate(pr, ["target", "metric", "stat"], bound)
+                      + aggregate(pr, ["target", "workload", "metric", "stat"], bound))
     rows_df = pd.DataFrame(rows)
     comp_df = pd.DataFrame(comps)
     if len(comp_df):

@@ -28,7 +28,8 @@ ROW_COLUMNS = [
     "factor", "scope"]
 COMPARISON_COLUMNS = [
     "target", "workload", "candidate", "reference", "metric", "stat", "n", "mape", "median_ape", "bias", "log_rmse",
-    "pearson_log", "spearman", "kendall", "within_tolerance", "mape_ci", "bias_ci"]
+    "pearson_log", "spearman", "kendall", "within_tolerance", "mape_ci", "bias_ci", "compared_as", "violations",
+    "violation_worst", "achieved_median", "achieved_q1", "achieved_q3", "achieved_ci", "violation_ids"]
 COVERAGE_COLUMNS = ["source", "raw_op", "op", "matched", "records", "has_rules", "rule"]
 ISSUE_COLUMNS = [
     "id", "fingerprint", "state", "kind", "severity", "target", "workload", "op", "metric", "stat", "candidate",

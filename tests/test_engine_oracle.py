@@ -6,7 +6,7 @@ through the `value` fallback, raw ops that op maps merge (summed or by median), 
 in both modes, configurations that disagree, tolerance rules, [[compare]] entries that convert
 cycles and latency, and a random pair list, `--run` and `--as-of`. Rows,
 discrepancies, comparisons, coverage and the selection counts must be equal: strings exactly, floats within 1e-9 relative
-(1e-12 absolute, for correlations near 0). The bootstrap CIs (mape_ci, bias_ci) are not
+(1e-12 absolute, for correlations near 0). The bootstrap CIs (mape_ci, bias_ci, achieved_ci) are not
 compared: the oracle does not resample.
 """
 
@@ -43,7 +43,7 @@ VALUES = (0.5, 0.8, 0.95, 1.0, 1.0, 1.04, 1.2, 2.0, 3.5, 7.0)
 RUNS = (("r1", "2026-11-01T00:00:00Z"), ("r2", "2026-11-03T00:00:00Z"), ("r3", "2026-11-03T00:00:00Z"),
         ("r0", "2026-11-05T12:00:00Z"))
 COMPARED_ROW_COLUMNS = (*ROW_COLUMNS, "efficiency", "factor", "scope")
-COMPARED_AGGREGATES = tuple(c for c in COMPARISON_COLUMNS if c not in ("mape_ci", "bias_ci"))
+COMPARED_AGGREGATES = tuple(c for c in COMPARISON_COLUMNS if c not in ("mape_ci", "bias_ci", "achieved_ci"))
 _IDS = itertools.count()  # hypothesis reseeds `random` per example: store names come from a counter
 
 
@@ -179,7 +179,7 @@ def test_engine_equals_the_oracle_on_random_stores(tmp_path, seed):
 
 RULES = {"ok", "over_tolerance", "bound_violation", "missing_reference", "config_mismatch", "duplicates",
          "summed raw ops", "merged raw ops", "stat fallback", "flags", "kendall", "older runs", "null keys",
-         "power shown", "conversions", "derived label", "not comparable"}
+         "power shown", "conversions", "derived label", "not comparable", "bound aggregates with violations"}
 
 
 def test_the_random_stores_exercise_every_rule(tmp_path):
@@ -205,6 +205,8 @@ def test_the_random_stores_exercise_every_rule(tmp_path):
             seen.add("derived label")
         if len(got.comparisons) and got.comparisons["kendall"].notna().any():
             seen.add("kendall")
+        if len(got.comparisons) and (got.comparisons["violations"].fillna(0) > 0).any():
+            seen.add("bound aggregates with violations")
         if got.settings["counts"]["history_records"]:
             seen.add("older runs")
         if got.settings["counts"]["null_keys"]:

@@ -83,7 +83,7 @@ def assert_same(got, want, what: str) -> None:
     """Spark's result equals the local engine's (see the module docstring)."""
     assert_frames_equal(got.discrepancies, want.discrepancies, COMPARED_ROW_COLUMNS, f"{what}: discrepancies")
     assert_frames_equal(got.comparisons, want.comparisons, COMPARED_AGGREGATES, f"{what}: comparisons")
-    for col in ("mape_ci", "bias_ci"):
+    for col in ("mape_ci", "bias_ci", "achieved_ci"):
         for i, (a, b) in enumerate(zip(got.comparisons[col], want.comparisons[col], strict=True)):
             assert _close(a, b), f"{what}: comparisons row {i} {col}: spark {a}, local {b}"
     for k in ("counts", "pairs", "targets", "clock_hz", "run", "as_of", "ci_method"):

@@ -127,7 +127,7 @@ def test_summary_counts_worst_and_pairs(hostile):
     assert all(i["kind"] == "bound_violation" for i in data.worst[:3])
     worst = html.split('<table class="worst">')[1].split("</table>")[0]
     assert worst.count("<tr class=") == 5
-    pairs = html.split('<table class="pairs">')[1].split("</table>")[0]
+    pairs = html.split('<table class="pairs estimates">')[1].split("</table>")[0]
     assert pairs.count("<tr><td>") == 4
     assert "roofline → archmodel" in pairs and "archmodel → rtl" in pairs
     p = data.pairs[0]

@@ -51,4 +51,15 @@ def cli(app: App, fmt, output, targets, pairs, runs, as_of, include_missing, eng
     # only the CSV lists every aligned row: the other formats show the discrepancies' fingerprints
     corr = app.api.correlate(targets, pairs, runs, as_of, include_missing=include_missing,
                              fingerprints="all" if fmt == "csv" else "discrepancies", engine=engine)
-    write_output(render_pieces(corr, fmt), output)
+    write_output(render_pieces(corr, fmt, tracked_ids(app) if fmt != "csv" else None), output)
+
+
+def tracked_ids(app: App) -> dict[str, str]:
+    """fingerprint -> XF id of the store's tracked issues (empty when the store has no tracker
+    yet): bound violations are named by their issues where these exist."""
+    from xfid.errors import XfidError
+
+    try:
+        return {str(r["fingerprint"]): str(r["id"]) for r in app.api.issue_list()}
+    except XfidError:
+        return {}

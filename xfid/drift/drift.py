@@ -22,7 +22,7 @@ class Thresholds:
     error_abs: float = 0.05  # a key's |rel_error| moving by more than this
     error_rel: float = 0.0  # ... and by more than this fraction of its baseline |rel_error|
     value_rel: float = 0.05  # a fidelity's own value changing by more than 5%
-    mape_abs: float = 0.05  # a pair's MAPE moving by more than 5 pp
+    mape_abs: float = 0.05  # a pair's MAPE (a bound's median achieved fraction) moving by more than 5 pp
     bias_rel: float = 0.05  # a pair's bias (geometric-mean ratio) moving by more than 5%
 
     @classmethod
@@ -155,6 +155,10 @@ def compare_snapshots(base: dict[str, Any], cur: dict[str, Any], th: Thresholds 
         if a.get("mape") is not None and b.get("mape") is not None and abs(a["mape"] - b["mape"]) > th.mape_abs:
             rep.findings.append(Finding("aggregate", None, a, b["mape"], a["mape"],
                                         f"MAPE {_pct(b['mape'])} -> {_pct(a['mape'])}"))
+        am, bm = a.get("achieved_median"), b.get("achieved_median")
+        if am is not None and bm is not None and abs(am - bm) > th.mape_abs:
+            rep.findings.append(Finding("aggregate", None, a, bm, am,
+                                        f"achieved fraction of the bound (median) {bm * 100:.1f}% -> {am * 100:.1f}%"))
         if a.get("bias") and b.get("bias") and abs(math.log(a["bias"] / b["bias"])) > math.log1p(th.bias_rel):
             rep.findings.append(Finding("aggregate", None, a, b["bias"], a["bias"],
                                         f"bias {b['bias']:.3f}x -> {a['bias']:.3f}x"))

@@ -19,7 +19,10 @@ FORMAT_VERSION = 1
 KEY_FIELDS = ("target", "workload", "op", "metric", "stat", "candidate", "reference", "candidate_value",
               "reference_value", "unit", "rel_error", "log_ratio", "tolerance", "kind", "within")
 AGG_FIELDS = ("target", "candidate", "reference", "metric", "stat", "n", "mape", "median_ape", "bias",
-              "log_rmse", "spearman", "kendall", "within_tolerance")
+              "log_rmse", "spearman", "kendall", "within_tolerance", "compared_as", "violations",
+              "violation_worst", "achieved_median", "achieved_q1", "achieved_q3")
+"""A comparison's fields. A snapshot written before bounds were aggregated as bounds lacks the
+last six (read as null: such a comparison is an estimate, its bound statistics unknown)."""
 
 
 class SnapshotError(XfidError):
@@ -128,7 +131,8 @@ KEY_TYPES = {"target": TEXT, "workload": TEXT, "op": TEXT, "metric": TEXT, "stat
 KEY_REQUIRED = ("target", "metric", "candidate", "reference", "kind")
 AGG_TYPES = {"target": TEXT, "candidate": FIDELITY, "reference": FIDELITY, "metric": TEXT, "stat": TEXT, "n": COUNT,
              "mape": NUMBER, "median_ape": NUMBER, "bias": POSITIVE, "log_rmse": NUMBER, "spearman": NUMBER,
-             "kendall": NUMBER, "within_tolerance": NUMBER}
+             "kendall": NUMBER, "within_tolerance": NUMBER, "compared_as": TEXT, "violations": COUNT,
+             "violation_worst": NUMBER, "achieved_median": NUMBER, "achieved_q1": NUMBER, "achieved_q3": NUMBER}
 """What each field of a snapshot comparison may hold (or null, unless it is in AGG_REQUIRED)."""
 AGG_REQUIRED = ("target", "candidate", "reference", "metric")
 SOURCE_TYPES = {"path": TEXT, "adapter": TEXT, "content_hash": TEXT}

@@ -8,11 +8,69 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from xfid.engine.align import NOT_BOUNDS
 from xfid.engine.contract import COMPARISON_COLUMNS
 from xfid.engine.keys import combine, run_starts
-from xfid.engine.pairrows import MISSING, PairRows
+from xfid.engine.pairrows import BOUND, MISSING, Pair, PairRows
 from xfid.engine.selection import Selected
 from xfid.engine.stats import global_order, grouped_stats
+
+AGGREGATE_COLUMNS = tuple(c for c in COMPARISON_COLUMNS if c != "violation_ids")
+"""What the statistics give; `violation_ids` comes from the discrepancies (with_violation_ids)."""
+ESTIMATE, BOUND_PAIR = "estimate", "bound"
+"""`compared_as` of an aggregate: an estimate of its reference (MAPE, bias, ...) or a bound on it
+(violations and the achieved fraction of the bound)."""
+
+
+def is_bound_pair(pair: Pair, settings: dict[str, Any]) -> bool:
+    """A pair whose candidate is a bound fidelity checked as a bound ([settings]
+    roofline_tolerance or the pair's `bounds` = "bound"): its bound metrics aggregate as bounds."""
+    return pair.candidate in settings["bound_fidelities"] and (pair.bounds or settings["roofline_tolerance"]) == "bound"
+
+
+def unchecked(pair: Pair, settings: dict[str, Any], metric: str) -> bool:
+    """A bound pair's metric that bounds nothing (align.NOT_BOUNDS, a roofline's power): its rows
+    are shown, never checked, so its aggregates have no within_tolerance share (it would read
+    100% whatever the error)."""
+    return metric in NOT_BOUNDS and is_bound_pair(pair, settings)
+
+
+def achieved_fraction(efficiency: np.ndarray, bound_pair: bool) -> np.ndarray:
+    """The fraction of the bound achieved per row: the row's efficiency in a bound pair (NaN for a
+    metric that bounds nothing), NaN in any other pair."""
+    return np.asarray(efficiency, np.float64) if bound_pair else np.full(len(efficiency), np.nan)
+
+
+def with_violation_ids(comparisons: pd.DataFrame, discrepancies: pd.DataFrame) -> pd.DataFrame:
+    """The comparisons with `violation_ids`: per bound aggregate the fingerprints of its bound
+    violations, worst (largest factor) first; None for an estimate."""
+    names: dict[tuple[Any, ...], list[str]] = {}
+    d = discrepancies
+    if len(d):
+        v = d[d["kind"] == "bound_violation"].sort_values("factor", ascending=False, kind="stable",
+                                                           na_position="last")
+        for r in v[["target", "workload", "candidate", "reference", "metric", "stat", "fingerprint"]].itertuples(index=False):
+            for wl in (None, r.workload):
+                names.setdefault((r.target, wl, r.candidate, r.reference, r.metric, r.stat), []).append(str(r.fingerprint))
+    out = comparisons.copy()
+    keys = zip(*(out[k].tolist() for k in ("target", "workload", "candidate", "reference", "metric", "stat")),
+               strict=True)
+    out["violation_ids"] = [names.get(k, []) if c == BOUND_PAIR else None
+                            for k, c in zip(keys, out["compared_as"].tolist(), strict=True)]
+    return out[list(COMPARISON_COLUMNS)]
+
+
+def bound_columns(st: dict[str, Any]) -> dict[str, Any]:
+    """The comparisons columns of the bound statistics (see contract.COMPARISON_COLUMNS)."""
+    ci_ok = np.isfinite(st["achieved_ci_low"])
+    return {
+        "compared_as": np.where(st["bound"], BOUND_PAIR, ESTIMATE).astype(object),
+        "violations": pd.array(np.where(st["bound"], st["violations"], np.nan), dtype="Float64").astype("Int64"),
+        "violation_worst": st["violation_worst"],
+        "achieved_median": st["achieved_median"], "achieved_q1": st["achieved_q1"], "achieved_q3": st["achieved_q3"],
+        "achieved_ci": [[float(a), float(b)] if k else None
+                        for a, b, k in zip(st["achieved_ci_low"], st["achieved_ci_high"], ci_ok, strict=True)],
+    }
 
 
 class _EntryOrders:
@@ -99,13 +157,13 @@ class Aggregates:
         self.work()
         frames = [f for i in sorted(self.frames) for f in self.frames[i]]
         if not frames:
-            return pd.DataFrame({k: pd.Series(dtype=object) for k in COMPARISON_COLUMNS})
+            return pd.DataFrame({k: pd.Series(dtype=object) for k in AGGREGATE_COLUMNS})
         out = pd.concat(frames, ignore_index=True)
         out["_lvl"] = out["workload"].notna()
         out = out.sort_values(["_lvl", "target", "workload", "candidate", "reference", "metric", "stat"],
                               kind="stable", na_position="first").drop(columns="_lvl").reset_index(drop=True)
         out["workload"] = out["workload"].astype(object).where(out["workload"].notna(), None)
-        return out[list(COMPARISON_COLUMNS)]
+        return out[list(AGGREGATE_COLUMNS)]
 
 
 def _pair_frames(sel: Selected, r: PairRows, eo: _EntryOrders, settings: dict[str, Any], kendall: bool,
@@ -120,6 +178,8 @@ def _pair_frames(sel: Selected, r: PairRows, eo: _EntryOrders, settings: dict[st
     # the rows the aggregates use, gathered once for both levels (views when all are used)
     take = (lambda a: a) if len(idx) == len(ok) else (lambda a: a[idx])
     rel, lr, cv, rv, within = (take(a) for a in (r.rel, r.log_ratio, r.cand_value, r.ref_value, r.within))
+    achieved = take(achieved_fraction(r.efficiency, is_bound_pair(r.pair, settings)))
+    violated = take(r.kind == BOUND)
     e = take(r.cand)
     t, m, s, w = c["target"][e], take(r.metric), c["stat"][e], c["workload"][e]
     cards = [len(sel.dims["target"]), len(sel.dims["metric"]), len(sel.dims["stat"]), len(sel.dims["workload"])]
@@ -142,7 +202,8 @@ def _pair_frames(sel: Selected, r: PairRows, eo: _EntryOrders, settings: dict[st
             gid, nuniq = gid.reshape(-1), len(uniq)
         st = grouped_stats(gid, nuniq, rel, lr, cv, rv, within, kendall=kendall, bootstrap=bootstrap,
                            resamples=settings["bootstrap_resamples"], seed=settings["bootstrap_seed"],
-                           exact_max_n=settings["bootstrap_exact_max_n"], orders=orders, logs=logs)
+                           exact_max_n=settings["bootstrap_exact_max_n"], orders=orders, logs=logs,
+                           achieved=achieved, violated=violated)
         f = pd.DataFrame({
             "target": [sel.dims["target"][x] for x in t[first]],
             "workload": [sel.dims["workload"][x] for x in w[first]] if level == "workload" else None,
@@ -153,6 +214,9 @@ def _pair_frames(sel: Selected, r: PairRows, eo: _EntryOrders, settings: dict[st
                                   "spearman", "kendall", "within_tolerance")},
         })
         ci_ok = (st["n"] >= 3) & np.isfinite(st["mape_ci_low"])
+        for k, v in bound_columns(st).items():
+            f[k] = v
+        f.loc[[unchecked(r.pair, settings, x) for x in f["metric"]], "within_tolerance"] = np.nan
         f["mape_ci"] = [[float(a), float(b)] if k else None
                         for a, b, k in zip(st["mape_ci_low"], st["mape_ci_high"], ci_ok, strict=True)]
         f["bias_ci"] = [[float(a), float(b)] if k else None

@@ -27,8 +27,26 @@ ROW_COLUMNS = (
 COMPARISON_COLUMNS = (
     "target", "workload", "candidate", "reference", "metric", "stat", "n", "mape", "median_ape", "bias",
     "log_rmse", "pearson_log", "spearman", "kendall", "within_tolerance", "mape_ci", "bias_ci",
+    "compared_as", "violations", "violation_worst", "achieved_median", "achieved_q1", "achieved_q3", "achieved_ci",
+    "violation_ids",
 )
 # mape_ci / bias_ci: [low, high] lists (seeded bootstrap 95%), or None when n < 3.
+# compared_as: "estimate" (the candidate estimates the reference: mape .. bias_ci are set) or
+# "bound" (a bound pair's bound metric, e.g. roofline latency: mape, median_ape, bias, log_rmse,
+# within_tolerance, mape_ci and bias_ci are None, and these are set instead):
+#   violations       rows whose reference is beyond the bound (kind bound_violation), of n checked
+#   violation_worst  the largest achieved fraction among them (> 1), None without violations
+#   achieved_*       the fraction of the bound achieved per row (the row's `efficiency`: bound /
+#                    measured for time-like metrics, measured / bound for rates; <= 1 while the
+#                    bound holds): median, quartiles q1 / q3, and achieved_ci the 95% CI of the
+#                    median ([low, high]: seeded bootstrap, order statistics above
+#                    bootstrap_exact_max_n), None when n < 3.
+#   violation_ids    the fingerprints of the violations, worst first ([] without; None for an
+#                    estimate). `--format json` names them by the tracker's XF id where it has one.
+COMPARED_AS = ("estimate", "bound")
+ESTIMATE_COLUMNS = ("mape", "median_ape", "bias", "log_rmse", "within_tolerance", "mape_ci", "bias_ci")
+BOUND_COLUMNS = ("violations", "violation_worst", "achieved_median", "achieved_q1", "achieved_q3", "achieved_ci",
+                 "violation_ids")
 
 # The subset of rows that are discrepancies (kind != "ok"), same columns as ROW_COLUMNS.
 DISCREPANCY_KINDS = ("bound_violation", "config_mismatch", "over_tolerance", "missing_reference")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -32,11 +32,22 @@ def records(df: pd.DataFrame, columns: Sequence[str]) -> list[dict[str, Any]]:
     return [{c: clean(data[c][i]) if c in data else None for c in columns} for i in range(n)]
 
 
-def to_dict(corr: Correlation, discrepancies: bool = True) -> dict[str, Any]:
+def comparison_records(corr: Correlation, ids: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """The comparisons as JSON objects (COMPARISON_COLUMNS), a bound aggregate's `violation_ids`
+    by XF id where the tracker has one (see named)."""
+    out = records(corr.comparisons, COMPARISON_COLUMNS)
+    for r in out:
+        if r.get("violation_ids") is not None:
+            r["violation_ids"] = named(r["violation_ids"], ids)
+    return out
+
+
+def to_dict(corr: Correlation, discrepancies: bool = True, ids: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The JSON document: comparisons, discrepancies, coverage, settings, sources, config_hash
-    (without `discrepancies`, that key holds None, in its place)."""
+    (without `discrepancies`, that key holds None, in its place). `ids` maps fingerprints to the
+    tracker's XF ids (see comparison_records)."""
     return {
-        "comparisons": records(corr.comparisons, COMPARISON_COLUMNS),
+        "comparisons": comparison_records(corr, ids),
         "discrepancies": records(corr.discrepancies, DISCREPANCY_FIELDS) if discrepancies else None,
         "coverage": records(corr.coverage, (*COVERAGE_COLUMNS, "has_rules")),
         "settings": json.loads(json.dumps(corr.settings, default=str)),
@@ -45,14 +56,14 @@ def to_dict(corr: Correlation, discrepancies: bool = True) -> dict[str, Any]:
     }
 
 
-def json_pieces(corr: Correlation) -> Iterator[str]:
+def json_pieces(corr: Correlation, ids: Mapping[str, str] | None = None) -> Iterator[str]:
     """to_json(corr) in pieces, the discrepancies streamed (bounded memory on huge stores)."""
-    return json_chunks(to_dict(corr, discrepancies=False), corr.discrepancies, DISCREPANCY_FIELDS)
+    return json_chunks(to_dict(corr, discrepancies=False, ids=ids), corr.discrepancies, DISCREPANCY_FIELDS)
 
 
-def to_json(corr: Correlation) -> str:
+def to_json(corr: Correlation, ids: Mapping[str, str] | None = None) -> str:
     """The JSON document (json.dumps(to_dict(corr), indent=2) + newline, byte for byte)."""
-    return "".join(json_pieces(corr))
+    return "".join(json_pieces(corr, ids))
 
 
 def to_csv(corr: Correlation) -> str:
@@ -90,11 +101,26 @@ def md_escape(text: Any) -> str:
     return s.replace("\r", " ").replace("\n", " ")
 
 
-def comparison_rows(corr: Correlation, workloads: bool = False, arrow: str = "->") -> list[list[str]]:
+def named(fingerprints: Any, ids: Mapping[str, str] | None) -> list[str]:
+    """A bound aggregate's `violation_ids` (fingerprints) by the tracker's XF id where `ids`
+    (fingerprint -> id) has one, else the fingerprint (a row the tracker has not filed)."""
+    return [(ids or {}).get(str(fp)) or str(fp) for fp in (fingerprints or [])]
+
+
+def _level(corr: Correlation, workloads: bool, compared_as: str) -> list[dict[str, Any]]:
     df = corr.comparisons
     df = df[df["workload"].notna()] if workloads else df[df["workload"].isna()]
+    if "compared_as" in df.columns:
+        df = df[df["compared_as"].fillna("estimate") == compared_as]
+    elif compared_as == "bound":
+        df = df.iloc[:0]
+    return records(df, COMPARISON_COLUMNS)
+
+
+def comparison_rows(corr: Correlation, workloads: bool = False, arrow: str = "->") -> list[list[str]]:
+    """The estimate aggregates (MAPE, bias and their CIs), one table row each (COMP_HEAD)."""
     out = []
-    for r in records(df, COMPARISON_COLUMNS):
+    for r in _level(corr, workloads, "estimate"):
         out.append([r["target"], *( [r["workload"]] if workloads else []), f"{r['candidate']}{arrow}{r['reference']}",
                     r["metric"], r["stat"], str(r["n"]), pct(r["mape"]), ci(r["mape_ci"], True),
                     num(r["bias"]), ci(r["bias_ci"], False), num(r["spearman"]), num(r["kendall"]),
@@ -102,32 +128,73 @@ def comparison_rows(corr: Correlation, workloads: bool = False, arrow: str = "->
     return out
 
 
+def iqr(r: Mapping[str, Any]) -> str:
+    """The achieved fraction's quartiles as text ("—" when unknown)."""
+    q1, q3 = clean(r.get("achieved_q1")), clean(r.get("achieved_q3"))
+    return "—" if q1 is None or q3 is None else f"{pct(q1)}–{pct(q3)}"
+
+
+def violated(r: Mapping[str, Any], names: list[str], shown: int = 3) -> str:
+    """Violations of one bound aggregate: "0", or the count, the worst and the first ids."""
+    k = clean(r.get("violations"))
+    if not k:
+        return "0" if k == 0 else "—"
+    more = f" +{len(names) - shown}" if len(names) > shown else ""
+    return f"{k} (worst {pct(r.get('violation_worst'))}: {', '.join(names[:shown])}{more})"
+
+
+def bound_rows(corr: Correlation, workloads: bool = False, arrow: str = "->",
+               ids: Mapping[str, str] | None = None) -> list[list[str]]:
+    """The bound aggregates (rows checked, violations, the achieved fraction of the bound), one
+    table row each (BOUND_HEAD)."""
+    out = []
+    for r in _level(corr, workloads, "bound"):
+        out.append([r["target"], *( [r["workload"]] if workloads else []), f"{r['candidate']}{arrow}{r['reference']}",
+                    r["metric"], r["stat"], str(r["n"]), violated(r, named(r.get("violation_ids"), ids)),
+                    pct(r["achieved_median"]), iqr(r), ci(r["achieved_ci"], True), num(r["spearman"])])
+    return out
+
+
 COMP_HEAD = ["target", "pair", "metric", "stat", "n", "MAPE", "MAPE 95% CI", "bias", "bias 95% CI",
              "spearman", "kendall", "within"]
-DISC_HEAD = ["severity", "kind", "target", "workload", "op", "metric", "pair", "candidate", "reference",
+BOUND_HEAD = ["target", "pair", "metric", "stat", "checked", "violations", "achieved (median)", "IQR",
+              "achieved 95% CI", "spearman"]
+BOUND_LEGEND = ("achieved = the fraction of the bound reached (bound / measured for times and energies, "
+                "measured / bound for rates): <= 100% while the bound holds; a violation is a reference "
+                "beyond the bound by more than bound_tolerance (worst: its achieved fraction)")
+DISC_HEAD = ["kind", "factor", "target", "workload", "op", "metric", "pair", "candidate", "reference",
              "error"]
+DISC_LEGEND = ("factor = |error| / tolerance (a bound violation: / bound_tolerance); sorted by kind (bound "
+               "violations, then config mismatches, then the rest), then factor. JSON `severity` is that "
+               "sort key: 1000 + factor for a bound violation, 100 + factor for a config mismatch")
 
 
 def discrepancy_rows(corr: Correlation, limit: int | None = None, arrow: str = "->") -> list[list[str]]:
     out = []
     for r in records(corr.discrepancies.head(limit) if limit else corr.discrepancies, DISCREPANCY_FIELDS):
-        out.append([f"{clean(r['severity']) or 0:.1f}", r["kind"], r["target"], r["workload"], r["op"] or "(end-to-end)",
+        out.append([r["kind"], num(r["factor"]), r["target"], r["workload"], r["op"] or "(end-to-end)",
                     f"{r['metric']}/{r['stat']}", f"{r['candidate']}{arrow}{r['reference']}",
                     num(r["candidate_value"], 4), num(r["reference_value"], 4), pct(r["rel_error"])])
     return out
 
 
-def to_markdown(corr: Correlation, limit: int = 50) -> str:
-    """Markdown: target-level comparisons, then the most severe discrepancies, then coverage gaps."""
+def to_markdown(corr: Correlation, limit: int = 50, ids: Mapping[str, str] | None = None) -> str:
+    """Markdown: target-level estimates and bounds, then the worst discrepancies, then coverage gaps."""
     def table(head: list[str], rows: list[list[str]]) -> str:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         lines += ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows]
         return "\n".join(lines)
 
-    parts = ["# xfid correlation", "", "## Comparisons", "", table(COMP_HEAD, comparison_rows(corr, arrow=" → ")), ""]
+    parts = ["# xfid correlation", "", "## Estimates (MAPE, bias)", "",
+             table(COMP_HEAD, comparison_rows(corr, arrow=" → ")), ""]
+    bounds = bound_rows(corr, arrow=" → ", ids=ids)
+    if bounds:
+        parts += ["## Bounds (violations, achieved fraction of the bound)", "", table(BOUND_HEAD, bounds), "",
+                  md_escape(BOUND_LEGEND), ""]
     n = len(corr.discrepancies)
     parts += [f"## Discrepancies ({n})", ""]
-    parts += [table(DISC_HEAD, discrepancy_rows(corr, limit, arrow=" → ")) if n else "None.", ""]
+    parts += [table(DISC_HEAD, discrepancy_rows(corr, limit, arrow=" → ")) + "\n\n" + md_escape(DISC_LEGEND)
+              if n else "None.", ""]
     if n > limit:
         parts += [f"{n - limit} more not shown (use --format json).", ""]
     from xfid.counts import unmatched_ops
@@ -146,15 +213,20 @@ def _plain(head: list[str], rows: list[list[str]]) -> str:
     return "\n".join([fmt.format(*head), *(fmt.format(*r) for r in rows)])
 
 
-def to_table(corr: Correlation, limit: int = 20) -> str:
-    """A terminal summary: comparisons per target and pair, the worst discrepancies, counts."""
-    lines = ["comparisons (target level; MAPE and bias with bootstrap 95% CIs)"]
+def to_table(corr: Correlation, limit: int = 20, ids: Mapping[str, str] | None = None) -> str:
+    """A terminal summary: estimates and bounds per target and pair, the worst discrepancies, counts."""
+    lines = ["estimates (target level; MAPE and bias with bootstrap 95% CIs)"]
     rows = comparison_rows(corr)
-    lines.append(_plain(COMP_HEAD, rows) if rows else "  none: no two fidelities share a key")
+    bounds = bound_rows(corr, ids=ids)
+    lines.append(_plain(COMP_HEAD, rows) if rows else
+                 "  none" if bounds else "  none: no two fidelities share a key")
+    if bounds:
+        lines += ["", "bounds (target level; rows checked, violations, achieved fraction of the bound)",
+                  _plain(BOUND_HEAD, bounds), f"  {BOUND_LEGEND}"]
     n = len(corr.discrepancies)
     lines += ["", f"discrepancies: {n}" + (f" (worst {limit} shown)" if n > limit else "")]
     if n:
-        lines.append(_plain(DISC_HEAD, discrepancy_rows(corr, limit)))
+        lines += [_plain(DISC_HEAD, discrepancy_rows(corr, limit)), f"  {DISC_LEGEND}"]
     from xfid.counts import keys_without_reference, unmatched_ops
 
     miss, gaps = keys_without_reference(corr.rows), len(unmatched_ops(corr.coverage))
@@ -162,13 +234,13 @@ def to_table(corr: Correlation, limit: int = 20) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_pieces(corr: Correlation, fmt: str) -> Iterator[str]:
+def render_pieces(corr: Correlation, fmt: str, ids: Mapping[str, str] | None = None) -> Iterator[str]:
     """render(corr, fmt) in pieces (JSON streamed; the other formats in one piece)."""
     if fmt == "json":
-        return json_pieces(corr)
+        return json_pieces(corr, ids)
     if fmt == "csv":
         return csv_pieces(corr)
-    return iter([render(corr, fmt)])
+    return iter([render(corr, fmt, ids)])
 
 
 def csv_pieces(corr: Correlation, chunk: int = 200_000) -> Iterator[str]:
@@ -181,6 +253,8 @@ def csv_pieces(corr: Correlation, chunk: int = 200_000) -> Iterator[str]:
         yield csv_safe_frame(rows.iloc[a:a + chunk]).to_csv(index=False, header=a == 0, float_format=CSV_FLOAT)
 
 
-def render(corr: Correlation, fmt: str) -> str:
-    """One of FORMATS."""
-    return {"json": to_json, "markdown": to_markdown, "csv": to_csv, "table": to_table}[fmt](corr)
+def render(corr: Correlation, fmt: str, ids: Mapping[str, str] | None = None) -> str:
+    """One of FORMATS; `ids` (fingerprint -> XF id) names the bound violations by their issues."""
+    if fmt == "csv":
+        return to_csv(corr)
+    return {"json": to_json, "markdown": to_markdown, "table": to_table}[fmt](corr, ids=ids)

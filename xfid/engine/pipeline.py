@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from xfid.config import DEFAULT_BOUND_TOLERANCE, Config
-from xfid.engine.aggregate import Aggregates
+from xfid.engine.aggregate import Aggregates, with_violation_ids
 from xfid.engine.align import Aligner
 from xfid.engine.contract import Correlation
 from xfid.engine.keys import raw_codes_at
@@ -131,6 +131,7 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
             pool.shutdown()
     comparisons = agg.result()
     disc = discrepancies(rows, include_missing)
+    comparisons = with_violation_ids(comparisons, disc)
     out_settings = result_settings(config, settings, prefer=prefer, when=when,
                                    targets=targets or sorted(sel.dims["target"]), pairs=pair_list,
                                    pair_info=pair_info, counts=sel.counts, kendall=kendall, bootstrap=bootstrap,

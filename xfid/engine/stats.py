@@ -150,20 +150,136 @@ def grouped_inversions(gs: np.ndarray, y: np.ndarray, ng: int) -> np.ndarray:
     return inv
 
 
+ESTIMATE_STATS = ("mape", "median_ape", "bias", "log_rmse", "within_tolerance", "mape_ci_low", "mape_ci_high",
+                  "bias_ci_low", "bias_ci_high")
+"""The statistics of an estimate: how far a number is from its reference. A bound group has none
+(a bound is not an estimate of the reference: its distance from it is no error)."""
+BOUND_STATS = ("violations", "violation_worst", "achieved_median", "achieved_q1", "achieved_q3",
+               "achieved_ci_low", "achieved_ci_high")
+"""The statistics of a bound: violations, and the fraction of the bound achieved (row
+`efficiency`: bound / measured for a time-like metric, measured / bound for a rate; <= 1 while
+the bound holds). An estimate group has none of them (NaN)."""
+
+
 def grouped_stats(gid: np.ndarray, ng: int, rel: np.ndarray, lr: np.ndarray, cand: np.ndarray,
                   ref: np.ndarray, within: np.ndarray, *, kendall: bool = True, bootstrap: bool = True,
                   resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
                   exact_max_n: int = BOOTSTRAP_EXACT_MAX_N,
                   orders: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-                  logs: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
+                  logs: tuple[np.ndarray, np.ndarray] | None = None,
+                  achieved: np.ndarray | None = None, violated: np.ndarray | None = None) -> dict[str, Any]:
     """Aggregate errors of rows grouped by `gid` (0..ng-1). Rows must have finite rel and lr.
 
     Returns a dict of arrays (length ng): n, mape, median_ape, bias, log_rmse, pearson_log,
-    spearman, kendall, within_tolerance, mape_ci_low/high, bias_ci_low/high. NaN where a
-    statistic is undefined (n < 2, constant values; CIs need n >= 3). `orders` may pass
-    orders that sort (|rel|, log cand, log ref) globally (global_order) when the same rows are
-    grouped several ways; `logs` may pass (log cand, log ref).
+    spearman, kendall, within_tolerance, mape_ci_low/high, bias_ci_low/high, bound (bool) and
+    BOUND_STATS. NaN where a statistic is undefined (n < 2, constant values; CIs need n >= 3).
+    `orders` may pass orders that sort (|rel|, log cand, log ref) globally (global_order) when
+    the same rows are grouped several ways; `logs` may pass (log cand, log ref).
+
+    `achieved` (the fraction of the bound achieved per row, NaN for a row that is no bound) and
+    `violated` (bool per row) make a group whose rows have an achieved fraction a bound group:
+    its ESTIMATE_STATS are NaN and its BOUND_STATS are filled (see bound_stats).
     """
+    out = _estimate_stats(gid, ng, rel, lr, cand, ref, within, kendall=kendall, bootstrap=bootstrap,
+                          resamples=resamples, seed=seed, exact_max_n=exact_max_n, orders=orders, logs=logs)
+    if achieved is None:
+        achieved = np.full(len(gid), np.nan)
+    if violated is None:
+        violated = np.zeros(len(gid), bool)
+    b = bound_stats(gid, ng, achieved, violated, resamples=resamples, seed=seed, exact_max_n=exact_max_n,
+                    bootstrap=bootstrap)
+    out.update(b)
+    for k in ESTIMATE_STATS:
+        out[k] = np.where(b["bound"], np.nan, out[k])
+    return out
+
+
+def bound_stats(gid: np.ndarray, ng: int, achieved: np.ndarray, violated: np.ndarray, *,
+                resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
+                exact_max_n: int = BOOTSTRAP_EXACT_MAX_N, bootstrap: bool = True) -> dict[str, np.ndarray]:
+    """Per group: whether it is a bound (some row has a finite achieved fraction), the violations
+    (count, and the largest achieved fraction among them), the median and quartiles of the
+    achieved fraction (numpy's linear interpolation) and a 95% CI of that median.
+
+    The CI is a seeded percentile bootstrap of the median, the same resample index matrices as
+    the MAPE/bias CIs (`_resample_index`), for groups of 3..`exact_max_n` rows; a larger group
+    takes the distribution-free order-statistic interval of the median (the sorted values at
+    ranks n/2 -+ 1.96*sqrt(n)/2), to which the bootstrap's converges.
+    """
+    fin = np.isfinite(achieved)
+    cnt = np.bincount(gid[fin], minlength=ng)
+    bound = cnt > 0
+    nan = np.full(ng, np.nan)
+    out: dict[str, np.ndarray] = {"bound": bound}
+    out["violations"] = np.where(bound, np.bincount(gid, weights=(violated & fin).astype(np.float64),
+                                                    minlength=ng), np.nan)
+    worst = nan.copy()
+    vi = np.flatnonzero(violated & fin)
+    if len(vi):
+        np.fmax.at(worst, gid[vi], achieved[vi])
+    out["violation_worst"] = worst
+    idx = np.flatnonzero(fin)
+    g, a = gid[idx], achieved[idx]
+    order = np.lexsort((a, g))
+    gs, xs = g[order], a[order]
+    starts = run_starts(gs)
+    sizes = np.diff(np.r_[starts, len(gs)])
+    groups = gs[starts] if len(starts) else np.zeros(0, np.int64)
+    for name, q in (("achieved_median", 0.5), ("achieved_q1", 0.25), ("achieved_q3", 0.75)):
+        v = nan.copy()
+        v[groups] = _sorted_quantile(xs, starts, sizes, q)
+        out[name] = v
+    lo, hi = nan.copy(), nan.copy()
+    if bootstrap:
+        _median_ci(xs, starts, sizes, groups, lo, hi, resamples, seed, exact_max_n)
+    out["achieved_ci_low"], out["achieved_ci_high"] = lo, hi
+    return out
+
+
+def _sorted_quantile(xs: np.ndarray, starts: np.ndarray, sizes: np.ndarray, q: float) -> np.ndarray:
+    """The q-quantile of each sorted segment (numpy's default linear interpolation)."""
+    if not len(starts):
+        return np.zeros(0)
+    p = q * (sizes - 1)
+    lo = np.floor(p).astype(np.int64)
+    hi = np.minimum(lo + 1, sizes - 1)
+    frac = p - lo
+    a, b = xs[starts + lo], xs[starts + hi]
+    return a + (b - a) * frac
+
+
+def _resample_index(seed: int, size: int, resamples: int) -> np.ndarray:
+    """The bootstrap's resample indices for groups of `size` rows: from seed and size alone, so
+    a group's CI depends only on its own rows (and its order)."""
+    rng = np.random.default_rng([seed, int(size)])
+    return rng.integers(0, size, size=(resamples, size))
+
+
+def _median_ci(xs: np.ndarray, starts: np.ndarray, sizes: np.ndarray, groups: np.ndarray, lo: np.ndarray,
+               hi: np.ndarray, resamples: int, seed: int, exact_max_n: int) -> None:
+    """95% CI of the median per sorted segment of size >= 3 (see bound_stats), into lo/hi."""
+    for size in np.unique(sizes[(sizes >= 3) & (sizes <= exact_max_n)]):
+        sel = np.flatnonzero(sizes == size)
+        idx = _resample_index(seed, int(size), resamples)
+        for j in range(0, len(sel), 64):  # (groups, resamples, size) in bounded pieces
+            part = sel[j:j + 64]
+            vals = xs[starts[part][:, None] + np.arange(size)]
+            med = np.median(vals[:, idx], axis=2)
+            q = np.percentile(med, [2.5, 97.5], axis=1)
+            lo[groups[part]], hi[groups[part]] = q[0], q[1]
+    for k in np.flatnonzero(sizes > exact_max_n):
+        n = int(sizes[k])
+        half = Z95 * np.sqrt(n) / 2
+        a = max(int(np.floor(n / 2 - half)), 1)
+        b = min(int(np.ceil(n / 2 + half)) + 1, n)
+        lo[groups[k]], hi[groups[k]] = xs[starts[k] + a - 1], xs[starts[k] + b - 1]
+
+
+def _estimate_stats(gid: np.ndarray, ng: int, rel: np.ndarray, lr: np.ndarray, cand: np.ndarray,
+                    ref: np.ndarray, within: np.ndarray, *, kendall: bool, bootstrap: bool, resamples: int,
+                    seed: int, exact_max_n: int, orders: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+                    logs: tuple[np.ndarray, np.ndarray] | None) -> dict[str, Any]:
+    """grouped_stats without the bound statistics: every group as an estimate."""
     seg = _segments(gid, ng)
     n = np.bincount(gid, minlength=ng).astype(np.float64) if seg is None else seg[1].astype(np.float64)
     S = _summer(gid, ng, seg)
@@ -265,8 +381,7 @@ def _bootstrap(gid: np.ndarray, ng: int, ape: np.ndarray, lr: np.ndarray, resamp
     a, l_ = ape[order], lr[order]
     for size in np.unique(sizes[(sizes >= 3) & (sizes <= exact_max_n)]):
         sel = np.flatnonzero(sizes == size)
-        rng = np.random.default_rng([seed, int(size)])
-        idx = rng.integers(0, size, size=(resamples, size))
+        idx = _resample_index(seed, int(size), resamples)
         counts = np.bincount((np.arange(resamples)[:, None] * size + idx).ravel(),
                              minlength=resamples * size).reshape(resamples, size).astype(np.float64)
         pos = starts[sel][:, None] + np.arange(size)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from xfid.engine.align import BOUND_RANK, MISMATCH_RANK
 from xfid.report.period import Period
 
 COUNT_KEYS = ("active", "new", "reopened", "resolved", "waived")
@@ -40,8 +41,18 @@ class PairSection:
     within_tolerance: float | None = None
     prev_mape: float | None = None
     tolerance: float | None = None
-    trend: list[tuple[str, float]] = field(default_factory=list)  # (check label, MAPE), oldest first
+    trend: list[tuple[str, float]] = field(default_factory=list)  # (check label, MAPE or achieved), oldest first
     rows: pd.DataFrame | None = None  # workload, op, candidate_value, reference_value, rel_error, kind, ...
+    compared_as: str = "estimate"  # "bound": the candidate bounds the reference (no MAPE, bias, within)
+    violations: int | None = None  # a bound's rows beyond it
+    violation_worst: float | None = None  # the largest achieved fraction among them
+    violation_fingerprints: list[str] = field(default_factory=list)  # worst first
+    achieved_median: float | None = None  # the fraction of the bound achieved (<= 1 while it holds)
+    achieved_q1: float | None = None
+    achieved_q3: float | None = None
+    achieved_ci: list[float] | None = None  # 95% CI of the median (seeded bootstrap)
+    prev_violations: int | None = None
+    prev_achieved: float | None = None
 
     @property
     def key(self) -> str:
@@ -50,18 +61,29 @@ class PairSection:
 
     @property
     def is_bound(self) -> bool:
-        """A roofline candidate is a lower bound, not an estimate."""
-        return self.candidate == "roofline"
+        """The candidate is a bound on the reference (a roofline), not an estimate of it."""
+        return self.compared_as == "bound"
 
     @property
     def trend_word(self) -> str:
-        """better / worse / flat / new, comparing MAPE with the previous check."""
+        """better / worse / flat / new: an estimate's MAPE, a bound's violations, against the
+        previous check."""
+        if self.is_bound:
+            if self.violations is None or self.prev_violations is None:
+                return "new"
+            return "flat" if self.violations == self.prev_violations else (
+                "better" if self.violations < self.prev_violations else "worse")
         if self.mape is None or self.prev_mape is None:
             return "new"
         d = self.mape - self.prev_mape
         if abs(d) < 0.005:
             return "flat"
         return "better" if d < 0 else "worse"
+
+    def violation_names(self, ids: dict[str, str]) -> list[str]:
+        """The bound violations by the tracker's XF id (`ids`: fingerprint -> id), else the
+        fingerprint's first 8 characters (a violation the tracker has not filed)."""
+        return [ids.get(fp) or fp[:8] for fp in self.violation_fingerprints]
 
 
 @dataclass
@@ -94,6 +116,23 @@ class ReportData:
     def worst(self) -> list[dict[str, Any]]:
         """The five worst open discrepancies (bound violations first, then severity, then error)."""
         return sorted(self.open_issues, key=issue_rank)[:5]
+
+
+FACTOR_LEGEND = ("factor: how far off, |error| ÷ tolerance (a bound violation: ÷ the bound tolerance). The "
+                 "tracker's severity is that factor plus a rank for the kind (bound violation + 1000, config "
+                 "mismatch + 100): a sort key, not a size.")
+
+
+def issue_factor(issue: dict[str, Any]) -> float | None:
+    """An issue's factor: its own, else its severity less the rank its kind adds (see FACTOR_LEGEND)."""
+    f = issue.get("factor")
+    if isinstance(f, (int, float)) and not isinstance(f, bool) and math.isfinite(f):
+        return float(f)
+    sev = issue.get("severity")
+    if isinstance(sev, bool) or not isinstance(sev, (int, float)) or not math.isfinite(sev):
+        return None
+    rank = {"bound_violation": BOUND_RANK, "config_mismatch": MISMATCH_RANK}.get(str(issue.get("kind")), 0.0)
+    return float(sev) - rank if sev >= rank else float(sev)
 
 
 def _sev_rank(sev: Any) -> float:

@@ -9,7 +9,15 @@ from typing import Any
 from xfid.config import DEFAULT_BOUND_TOLERANCE
 from xfid.errors import ReportError
 from xfid.outfile import write_output
-from xfid.report.data import ReportData, age_days, is_missing, long_names, shorten
+from xfid.report.data import (
+    FACTOR_LEGEND,
+    ReportData,
+    age_days,
+    is_missing,
+    issue_factor,
+    long_names,
+    shorten,
+)
 from xfid.report.plots import TIME_UNITS
 
 
@@ -89,6 +97,10 @@ def render_html(data: ReportData, bound_tol: float = DEFAULT_BOUND_TOLERANCE) ->
     notes = list(data.notes)  # figure notes go on their pair's page
     for i in [*data.open_issues, *data.resolved_issues]:
         i.setdefault("age", age_days(i.get("first_seen"), data.generated_at))
+        i.setdefault("factor", issue_factor(i))
+    xf_ids = {str(i["fingerprint"]): str(i["id"]) for i in [*data.open_issues, *data.resolved_issues]
+              if i.get("fingerprint") and i.get("id")}
+    anchors = {id(p): k + 1 for k, p in enumerate(plotted)}
     tmpl = _env().get_template("report.html.j2")
     small_rows = []
     for p in small:
@@ -96,7 +108,8 @@ def render_html(data: ReportData, bound_tol: float = DEFAULT_BOUND_TOLERANCE) ->
         for r in rows:
             small_rows.append({"pair": p, "row": r})
     return tmpl.render(d=data, plotted=plotted, small_rows=small_rows, min_plot=MIN_PLOT, figs=figs, notes=notes,
-                       names=long_names(data), bound_tol=bound_tol, css=markupsafe.Markup(_css()))
+                       names=long_names(data), bound_tol=bound_tol, css=markupsafe.Markup(_css()),
+                       xf_ids=xf_ids, anchor=lambda p: anchors.get(id(p)), factor_legend=FACTOR_LEGEND)
 
 
 def weasyprint():

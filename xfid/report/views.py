@@ -31,13 +31,53 @@ def _ci(v: Any) -> list[float] | None:
     return [float(vals[0]), float(vals[1])] if len(vals) == 2 else None
 
 
-def build_pairs(checks: list[dict[str, Any]], rows: pd.DataFrame | None, targets: list[str]) -> list[PairSection]:
+def _trend_value(comp: dict[str, Any]) -> float | None:
+    """What a pair's trend plots: an estimate's MAPE, a bound's median achieved fraction."""
+    v = comp.get("achieved_median") if comp.get("compared_as") == "bound" else comp.get("mape")
+    return None if is_missing(v) else float(v)
+
+
+def bound_from_rows(comp: dict[str, Any], sel: pd.DataFrame | None, bound_fidelities: tuple[str, ...]) -> dict[str, Any]:
+    """A comparison with its bound statistics: as recorded, or, for a check recorded before
+    bounds were aggregated as bounds (no `compared_as`), from its rows' efficiency (no CI then)."""
+    if comp.get("compared_as") is not None or sel is None or "efficiency" not in sel:
+        return comp
+    eff = pd.to_numeric(sel["efficiency"], errors="coerce")
+    usable = eff[eff.notna() & (sel["kind"] != "missing_reference")]
+    if comp.get("candidate") not in bound_fidelities or not len(usable):
+        return comp
+    viol = sel.loc[usable.index][sel.loc[usable.index, "kind"] == "bound_violation"]
+    return {**comp, "compared_as": "bound", "violations": len(viol),
+            "violation_worst": float(pd.to_numeric(viol["efficiency"]).max()) if len(viol) else None,
+            "achieved_median": float(usable.quantile(0.5)), "achieved_q1": float(usable.quantile(0.25)),
+            "achieved_q3": float(usable.quantile(0.75)), "achieved_ci": None,
+            **{k: None for k in ("mape", "mape_ci", "bias", "within_tolerance")}}
+
+
+def _violations(sel: pd.DataFrame | None) -> list[str]:
+    """The fingerprints of a pair's bound violations, worst (largest factor) first."""
+    if sel is None or not len(sel) or "fingerprint" not in sel:
+        return []
+    v = sel[sel["kind"] == "bound_violation"]
+    if "factor" in v:
+        v = v.sort_values("factor", ascending=False, kind="stable")
+    return [str(fp) for fp in v["fingerprint"] if isinstance(fp, str) and fp]
+
+
+def _int(v: Any) -> int | None:
+    return None if is_missing(v) else int(v)
+
+
+def build_pairs(checks: list[dict[str, Any]], rows: pd.DataFrame | None, targets: list[str],
+                bound_fidelities: tuple[str, ...] = ("roofline",)) -> list[PairSection]:
     """One PairSection per target-level comparison of the latest check, with trend over all checks.
 
     Args:
         checks: tracker checks, any order; the latest one is "current".
         rows: Correlation.rows of the latest check (or None).
         targets: keep only these targets (empty: all).
+        bound_fidelities: what a check recorded before bounds were aggregated as bounds is read
+            as a bound for (see bound_from_rows).
     """
     if not checks:
         return []
@@ -45,8 +85,9 @@ def build_pairs(checks: list[dict[str, Any]], rows: pd.DataFrame | None, targets
     history: dict[tuple, list[tuple[str, float]]] = {}
     for c in ordered:
         for comp in c.get("comparisons") or []:
-            if comp.get("workload") is None and not is_missing(comp.get("mape")):
-                history.setdefault(pair_key(comp), []).append((str(c.get("label") or c.get("time"))[:16], float(comp["mape"])))
+            v = _trend_value(comp) if comp.get("workload") is None else None
+            if v is not None:
+                history.setdefault(pair_key(comp), []).append((str(c.get("label") or c.get("time"))[:16], v))
     prev = {pair_key(c): c for c in (ordered[-2].get("comparisons") or []) if c.get("workload") is None} if len(ordered) > 1 else {}
     out = []
     for comp in ordered[-1].get("comparisons") or []:
@@ -58,14 +99,23 @@ def build_pairs(checks: list[dict[str, Any]], rows: pd.DataFrame | None, targets
             m = ((rows["target"] == key[0]) & (rows["candidate"] == key[1]) & (rows["reference"] == key[2])
                  & (rows["metric"] == key[3]) & (rows["stat"] == key[4]))
             sel = rows.loc[m]
+        comp = bound_from_rows(comp, sel, bound_fidelities)
         unit = str(sel["unit"].iloc[0]) if sel is not None and len(sel) and "unit" in sel else ""
         tol = float(sel["tolerance"].median()) if sel is not None and len(sel) and "tolerance" in sel else None
+        before = prev.get(key, {})
+        bound = comp.get("compared_as") == "bound"
         out.append(PairSection(
             *key, unit=unit, n=int(comp.get("n") or 0), mape=_num(comp.get("mape")), mape_ci=_ci(comp.get("mape_ci")),
             bias=_num(comp.get("bias")), spearman=_num(comp.get("spearman")), kendall=_num(comp.get("kendall")),
             within_tolerance=_num(comp.get("within_tolerance")),
-            prev_mape=_num(prev[key].get("mape")) if key in prev else None,
+            prev_mape=_num(before.get("mape")) if before else None,
             tolerance=tol, trend=history.get(key, []), rows=sel,
+            compared_as="bound" if bound else "estimate", violations=_int(comp.get("violations")),
+            violation_worst=_num(comp.get("violation_worst")), violation_fingerprints=_violations(sel) if bound else [],
+            achieved_median=_num(comp.get("achieved_median")), achieved_q1=_num(comp.get("achieved_q1")),
+            achieved_q3=_num(comp.get("achieved_q3")), achieved_ci=_ci(comp.get("achieved_ci")),
+            prev_violations=_int(before.get("violations")) if before else None,
+            prev_achieved=_num(before.get("achieved_median")) if before else None,
         ))
     out.sort(key=lambda p: (p.target, FIDELITY_ORDER.index(p.candidate) if p.candidate in FIDELITY_ORDER else 9,
                             p.reference, p.metric, p.stat))

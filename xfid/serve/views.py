@@ -152,12 +152,15 @@ def _by_action(events: list[dict[str, Any]]) -> list[tuple[str, int]]:
 
 
 def health(checks: list[dict[str, Any]]) -> dict[str, list[tuple[int, float]]]:
-    """Per pair (candidate->reference): (check id, the mean of its aggregates' within_tolerance share)."""
+    """Per pair (candidate->reference): (check id, the mean of its aggregates' within_tolerance share;
+    a bound's share is of its rows that hold the bound, 1 - violations / n)."""
     out: dict[str, list[tuple[int, float]]] = {}
     for c in checks:
         per: dict[str, list[float]] = {}
         for agg in c.get("comparisons") or []:
             w = agg.get("within_tolerance")
+            if agg.get("compared_as") == "bound" and isinstance(agg.get("violations"), int) and agg.get("n"):
+                w = 1 - agg["violations"] / agg["n"]
             if isinstance(w, (int, float)) and math.isfinite(w):
                 per.setdefault(f"{agg['candidate']}->{agg['reference']}", []).append(float(w))
         for pair, values in per.items():

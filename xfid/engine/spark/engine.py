@@ -25,7 +25,8 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from xfid.config import Config
-from xfid.engine.contract import COMPARISON_COLUMNS, ROW_COLUMNS, Correlation
+from xfid.engine.aggregate import AGGREGATE_COLUMNS, bound_columns, with_violation_ids
+from xfid.engine.contract import ROW_COLUMNS, Correlation
 from xfid.engine.pairrows import CONVERSIONS, KINDS
 from xfid.engine.pairs import parse_as_of, parse_run, resolve_pairs
 from xfid.engine.pipeline import _pair_info, engine_settings, result_settings, result_sources
@@ -43,6 +44,7 @@ from xfid.engine.spark.groups import (
 )
 from xfid.engine.spark.select import select_spark
 from xfid.engine.spark.session import quiet, spark_session
+from xfid.engine.stats import BOUND_STATS
 from xfid.errors import ConfigError, EngineError, XfidError
 from xfid.store import Store
 
@@ -146,8 +148,8 @@ def _correlate(spark: Any, store: Store, config: Config, settings: dict[str, Any
         usable = (aligned.filter(F.col("counts").isNull() & (kind != "missing_reference") & finite("rel_error")
                                  & finite("log_ratio"))
                   .select(*STATS_GROUP, "workload", "op", "rel_error", "log_ratio", "candidate_value",
-                          "reference_value", "within"))
-        sctx = StatsContext(settings, kendall, bootstrap)
+                          "reference_value", "within", "efficiency", "kind"))
+        sctx = StatsContext.of(settings, kendall, bootstrap, pair_list)
         stats = usable.groupBy(*STATS_GROUP).applyInArrow(_bound(stats_arrow, sctx), STATS_SCHEMA).toPandas()
     finally:
         aligned.unpersist()
@@ -175,7 +177,7 @@ def _correlate(spark: Any, store: Store, config: Config, settings: dict[str, Any
     out_settings["spark"] = {"master": spark.sparkContext.master, "rows": total, "rows_returned": len(back),
                              "tracked": len(track), "rows_kept": "discrepancies and tracked fingerprints"}
     sources = result_sources(store)
-    return Correlation(back, _comparisons(stats), disc, sel.coverage, sources, config.hash(), out_settings)
+    return Correlation(back, with_violation_ids(_comparisons(stats), disc), disc, sel.coverage, sources, config.hash(), out_settings)
 
 
 def _bound(fn: Any, ctx: Any) -> Any:
@@ -282,7 +284,7 @@ def _local_rows(frames: list[pd.DataFrame]) -> pd.DataFrame:
 def _comparisons(stats: pd.DataFrame) -> pd.DataFrame:
     """The comparisons table as the local engine's Aggregates.result() builds it."""
     if not len(stats):
-        return pd.DataFrame({k: pd.Series(dtype=object) for k in COMPARISON_COLUMNS})
+        return pd.DataFrame({k: pd.Series(dtype=object) for k in AGGREGATE_COLUMNS})
     out = stats.copy()
     ci_ok = (out["n"] >= 3) & np.isfinite(out["mape_ci_low"])
     out["mape_ci"] = [[float(a), float(b)] if k else None
@@ -292,7 +294,10 @@ def _comparisons(stats: pd.DataFrame) -> pd.DataFrame:
     for c in ("target", "workload", "candidate", "reference", "metric", "stat"):
         out[c] = out[c].astype(object).where(out[c].notna(), None)
     out["n"] = out["n"].astype(np.int64)
+    st = {k: out[k].to_numpy(np.float64) for k in BOUND_STATS}
+    for k, v in bound_columns({**st, "bound": out["bound"].to_numpy(bool)}).items():
+        out[k] = v
     out["_lvl"] = out["workload"].notna()
     out = out.sort_values(["_lvl", "target", "workload", "candidate", "reference", "metric", "stat"],
                           kind="stable", na_position="first").drop(columns="_lvl").reset_index(drop=True)
-    return out[list(COMPARISON_COLUMNS)]
+    return out[list(AGGREGATE_COLUMNS)]

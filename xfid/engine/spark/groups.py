@@ -22,14 +22,15 @@ import pandas as pd
 import pyarrow as pa
 
 from xfid.config import Config
-from xfid.engine.align import Aligner
+from xfid.engine.aggregate import achieved_fraction, is_bound_pair
+from xfid.engine.align import NOT_BOUNDS, Aligner
 from xfid.engine.fingerprints import fingerprint_many
 from xfid.engine.keys import combine
 from xfid.engine.mismatch import MismatchChecker
 from xfid.engine.pairrows import KINDS, Pair
 from xfid.engine.scopes import DERIVED_UNITS, SCOPE_NAMES, EntryScope, entry_scopes, text_codes
 from xfid.engine.selection import CONVERTIBLE, AlignKeys, Selected
-from xfid.engine.stats import grouped_stats
+from xfid.engine.stats import BOUND_STATS, grouped_stats
 
 ENTRY_SCHEMA = ("fidelity string, target string, workload string, op string, metric string, stat string, "
                 "value double, ref_value double, n long, flagged boolean, note string, unit string, run string, "
@@ -43,9 +44,10 @@ ROW_SCHEMA = ("pair_index int, fingerprint string, target string, workload strin
               "candidate_config string, reference_config string, note string, efficiency double, factor double, "
               "scope string, counts string")
 STAT_FIELDS = ("n", "mape", "median_ape", "bias", "log_rmse", "pearson_log", "spearman", "kendall",
-               "within_tolerance", "mape_ci_low", "mape_ci_high", "bias_ci_low", "bias_ci_high")
+               "within_tolerance", "mape_ci_low", "mape_ci_high", "bias_ci_low", "bias_ci_high",
+               *BOUND_STATS)
 STATS_SCHEMA = ("target string, workload string, candidate string, reference string, metric string, stat string, "
-                "n long, " + ", ".join(f"{k} double" for k in STAT_FIELDS[1:]))
+                "n long, " + ", ".join(f"{k} double" for k in STAT_FIELDS[1:]) + ", bound boolean")
 STATS_GROUP = ("target", "candidate", "reference", "metric", "stat")
 COUNT_KEYS = ("candidate_keys", "outside_reference_workloads", "value_stat_fallback", "reference_only_keys",
               "aligned", "missing_reference", "flagged_reference", "not_comparable", "derived")
@@ -233,6 +235,13 @@ class StatsContext:
     settings: dict[str, Any]
     kendall: bool
     bootstrap: bool
+    bound_pairs: frozenset[tuple[str, str]] = frozenset()  # (candidate, reference) checked as bounds
+
+    @classmethod
+    def of(cls, settings: dict[str, Any], kendall: bool, bootstrap: bool, pairs: list[Pair]) -> StatsContext:
+        """The context of these pairs: which of them aggregate as bounds (aggregate.is_bound_pair)."""
+        return cls(settings, kendall, bootstrap,
+                   frozenset((p.candidate, p.reference) for p in pairs if is_bound_pair(p, settings)))
 
 
 def stats_arrow(table: pa.Table, ctx: StatsContext) -> pa.Table:
@@ -247,6 +256,9 @@ def stats_group(pdf: pd.DataFrame, ctx: StatsContext) -> pd.DataFrame:
     rel, lr, cv, rv = (pdf[k].to_numpy(np.float64) for k in ("rel_error", "log_ratio", "candidate_value",
                                                               "reference_value"))
     within = pdf["within"].to_numpy(bool)
+    bound_pair = (str(pdf["candidate"].iloc[0]), str(pdf["reference"].iloc[0])) in ctx.bound_pairs
+    achieved = achieved_fraction(pdf["efficiency"].to_numpy(np.float64), bound_pair)
+    violated = (pdf["kind"] == "bound_violation").to_numpy(bool)
     wl = pdf["workload"].to_numpy(dtype=object)
     s = ctx.settings
     kw = {"kendall": ctx.kendall, "bootstrap": ctx.bootstrap, "resamples": s["bootstrap_resamples"],
@@ -257,8 +269,10 @@ def stats_group(pdf: pd.DataFrame, ctx: StatsContext) -> pd.DataFrame:
     head = {k: pdf[k].iloc[0] for k in STATS_GROUP}
     frames = []
     for g, ng, names in levels:
-        st = grouped_stats(g, ng, rel, lr, cv, rv, within, **kw)
-        frames.append(pd.DataFrame({**head, "workload": names, **{k: st[k] for k in STAT_FIELDS}}))
+        st = grouped_stats(g, ng, rel, lr, cv, rv, within, achieved=achieved, violated=violated, **kw)
+        if str(head["metric"]) in NOT_BOUNDS and bound_pair:  # shown, not checked (aggregate.unchecked)
+            st["within_tolerance"] = np.full(ng, np.nan)
+        frames.append(pd.DataFrame({**head, "workload": names, **{k: st[k] for k in (*STAT_FIELDS, "bound")}}))
     out = pd.concat(frames, ignore_index=True)
     return _plain(out[list(STATS_SCHEMA_NAMES)])
 
