@@ -34,7 +34,8 @@ def _command(demo: Demo, word: str) -> str:
 def _discrepancies(table: str) -> set[tuple[str, ...]]:
     """(kind, target, workload, op, metric/stat, pair) of each row of `xfid correlate`'s table."""
     lines = table.split("\ndiscrepancies: ", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
-    return {tuple(ln.split()[1:7]) for ln in lines}
+    rows = [ln.split() for ln in lines if not ln.startswith(" ")]  # the legend line is indented
+    return {(f[0], *f[2:7]) for f in rows}  # kind, factor, target, workload, op, metric/stat, pair
 
 
 def _issues(table: str) -> dict[str, tuple[str, ...]]:
