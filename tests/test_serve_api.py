@@ -192,3 +192,14 @@ def test_lost_database_is_503_without_password(tmp_path, own_pg_server, monkeypa
         assert r.status_code == 503, r.text
         assert PG_PASSWORD not in r.text and PG_PASSWORD not in str(r.headers)
         assert "PostgreSQL" in r.text
+
+
+def test_plot_axis_names_the_checks_plotted():
+    import re
+
+    from xfid.serve import svg
+
+    one = str(svg.lines({"a": [(1, 0.5)]}, y_label="share", y_min=0, y_max=1))
+    assert re.findall(r">check \d+</text>", one) == [">check 1</text>"]  # not "check 0 ... check 2"
+    two = str(svg.lines({"a": [(3, 0.5), (9, 0.7)]}, y_label="share"))
+    assert re.findall(r">check \d+</text>", two) == [">check 3</text>", ">check 9</text>"]

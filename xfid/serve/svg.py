@@ -7,11 +7,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from markupsafe import Markup, escape
 
 W, H, PAD = 640, 220, 40
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+
+
+def _x_labels(first: float, last: float, sx: Any) -> list[str]:
+    """The x axis' labels: the first and last check plotted (one label when they are the same)."""
+    if first == last:
+        return [f'<text x="{sx(first):.1f}" y="{H - PAD + 16}" font-size="10" text-anchor="middle">'
+                f'check {first:.0f}</text>']
+    return [f'<text x="{PAD}" y="{H - PAD + 16}" font-size="10">check {first:.0f}</text>',
+            f'<text x="{W - PAD}" y="{H - PAD + 16}" font-size="10" text-anchor="end">check {last:.0f}</text>']
 
 
 def lines(series: dict[str, Sequence[tuple[float, float]]], *, y_label: str, y_min: float | None = None,
@@ -23,6 +33,7 @@ def lines(series: dict[str, Sequence[tuple[float, float]]], *, y_label: str, y_m
     xs = [p[0] for p in pts]
     ys = [p[1] for p in pts]
     x0, x1 = min(xs), max(xs)
+    first, last = x0, x1  # the checks the axis names: those plotted (one check: one label, under it)
     y0 = min(ys) if y_min is None else y_min
     y1 = max(ys) if y_max is None else y_max
     if x1 == x0:
@@ -43,8 +54,7 @@ def lines(series: dict[str, Sequence[tuple[float, float]]], *, y_label: str, y_m
            f'<text x="4" y="{PAD - 8}" font-size="11">{escape(y_label)}</text>',
            f'<text x="{PAD - 4}" y="{H - PAD + 4}" font-size="10" text-anchor="end">{y0:.3g}</text>',
            f'<text x="{PAD - 4}" y="{PAD + 4}" font-size="10" text-anchor="end">{y1:.3g}</text>',
-           f'<text x="{PAD}" y="{H - PAD + 16}" font-size="10">check {x0:.0f}</text>',
-           f'<text x="{W - PAD}" y="{H - PAD + 16}" font-size="10" text-anchor="end">check {x1:.0f}</text>']
+           *(_x_labels(first, last, sx))]
     for m in marks:
         out.append(f'<line x1="{sx(m):.1f}" y1="{PAD}" x2="{sx(m):.1f}" y2="{H - PAD}" stroke="#d62728" '
                    'stroke-dasharray="4 3"/>')
