@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from xfid.errors import XfidError
+from xfid.report.data import FACTOR_LEGEND, issue_factor
 from xfid.serve import auth, svg, tokens, views
 from xfid.serve.served import Served, route
 from xfid.textsafe import terminal
@@ -37,6 +38,8 @@ def _finalize(v: Any) -> Any:
 ENV = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]), finalize=_finalize)
 ENV.filters["pct"] = lambda v: "-" if v is None else f"{v * 100:+.1f}%"
 ENV.filters["g"] = lambda v: "-" if v is None else f"{v:.6g}" if isinstance(v, (int, float)) else v
+ENV.filters["factor"] = issue_factor  # |error| / tolerance, without the rank severity adds for the kind
+ENV.globals["factor_legend"] = FACTOR_LEGEND
 
 
 def render(request: Request, name: str, ctx: dict[str, Any], status: int = 200) -> HTMLResponse:
