@@ -16,7 +16,7 @@ import difflib
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -157,9 +157,11 @@ class KeyHistory:
     key: str
     series: list[dict[str, Any]]
     change_points: list[Any]
+    moves: list[dict[str, Any]] = field(default_factory=list)  # which side moved, where the error jumped
 
     def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "series": self.series, "change_points": [c.to_dict() for c in self.change_points]}
+        return {"key": self.key, "series": self.series, "change_points": [c.to_dict() for c in self.change_points],
+                "moves": self.moves}
 
 
 class XfidStore:
@@ -550,8 +552,11 @@ class XfidStore:
         return [r for r in rows if len(wanted) < 2 or r["target"] in wanted]
 
     def issue(self, issue_id: str) -> dict[str, Any]:
-        """One issue with its history and every observation (both numbers' provenance)."""
-        return self.tracker.issue(issue_id)
+        """One issue with its history, every observation (both numbers' provenance) and `moves`:
+        where its error jumped between checks, which side moved (see `history`)."""
+        d = self.tracker.issue(issue_id)
+        d["moves"] = self.history(d["id"]).moves
+        return d
 
     def act(self, issue_id: str, action: str, *, actor: str | None = None, **details: Any) -> dict[str, Any]:
         """A manual action on an issue: ack (owner=), resolve, reopen, waive (reason=, until=, max_error=), note.
@@ -565,10 +570,12 @@ class XfidStore:
     def history(self, key: str, alpha: float | None = None) -> KeyHistory:
         """One key's (XF-N or fingerprint) error at every recorded check, with change points
         (E-divisive means; `alpha` the significance, default `xfid.drift.changepoint.ALPHA`)."""
-        from xfid.drift.history import key_history, series_change_points
+        from xfid.drift.history import MIN_CHANGE, key_history, moves, series_change_points
 
         series = key_history(self.backend(), key)
-        return KeyHistory(key, series, series_change_points([p["rel_error"] for p in series], alpha))
+        step = self.config.section("drift").get("error_abs", MIN_CHANGE)
+        return KeyHistory(key, series, series_change_points([p["rel_error"] for p in series], alpha),
+                          moves(series, step))
 
     def pair_history(self, alpha: float | None = None) -> list[dict[str, Any]]:
         """Each comparison's MAPE (estimate pairs) at every recorded check, with change points:

@@ -53,6 +53,11 @@ def cli(app: App, key, pairs, fmt, alpha) -> None:
         err = "n/a" if p["rel_error"] is None else f"{p['rel_error'] * 100:+.1f}%"
         echo(f"{p['check_id']:>6}  {str(p['time'])[:19]:<20}  {_g(p['candidate_value']):>12}  "
              f"{_g(p['reference_value']):>12}  {err:>8}  {p['kind']}{mark}")
+    from xfid.drift.history import describe_move
+
+    for m in h.moves:
+        echo(f"check #{m['check_id']}: error {m['error'][0] * 100:+.1f}% -> {m['error'][1] * 100:+.1f}%, "
+             + describe_move(m))
     for c in cps:
         echo(f"change point at check #{series[c.index]['check_id']}: mean error "
              f"{c.before_mean * 100:+.1f}% -> {c.after_mean * 100:+.1f}% (p={c.p_value:.2g})")

@@ -37,11 +37,100 @@ def key_history(store: Store, key: str) -> list[dict[str, Any]]:
         r = hit.iloc[0].to_dict()
         out.append({"check_id": chk["id"], "time": chk["time"], "fingerprint": fp,
                     **{k: clean(r.get(k)) for k in ("target", "workload", "op", "metric", "stat", "candidate", "reference",
-                                                  "candidate_value", "reference_value", "rel_error", "kind")}})
+                                                  "candidate_value", "reference_value", "rel_error", "kind",
+                                                  *SIDE_COLUMNS)}})
     if not out and not key.upper().startswith("XF-") and len(key) != 16:
         raise TrackerError(f"{key!r} is neither an issue id (XF-N) nor a 16-digit fingerprint")
     return out
 
+
+
+SIDE_COLUMNS = ("candidate_run", "reference_run", "candidate_source_path", "reference_source_path",
+                "candidate_config", "reference_config", "rel_error_low", "rel_error_high")
+"""What a series point keeps of each side, to say which side moved (`moves`)."""
+MIN_CHANGE = 0.05
+"""A key's error moving by more than this (absolute, 5 percentage points, as `[drift] error_abs`) is a move."""
+VALUE_EPS = 1e-9
+"""A value whose relative change is below this did not move."""
+STACK_HINTS = ("version", "vllm", "sglang", "trtllm", "driver", "cuda", "model", "precision", "dtype", "clock",
+               "engine", "gpu", "commit")
+"""Config keys shown first when a side's config changed (the software stack and the conditions)."""
+
+
+def moves(series: list[dict[str, Any]], min_change: float = MIN_CHANGE) -> list[dict[str, Any]]:
+    """Where a key's error changed between consecutive checks beyond its noise, which side moved.
+
+    A step is a move when |error change| > `min_change` and, when both checks carry an interval
+    for the error (repeats), the intervals do not overlap. For each move: the check, the errors
+    before and after, `side` ("candidate", "reference" or "both": whose value changed by more
+    than VALUE_EPS relative), and per changed side its value, run, source and config keys before
+    and after — so a change caused by new measurements never reads as a model regression.
+    """
+    out = []
+    for i in range(1, len(series)):
+        a, b = series[i - 1], series[i]
+        ea, eb = a.get("rel_error"), b.get("rel_error")
+        if not _finite(ea) or not _finite(eb) or abs(eb - ea) <= min_change:
+            continue
+        if all(_finite(p.get(k)) for p in (a, b) for k in ("rel_error_low", "rel_error_high")) and \
+                a["rel_error_low"] <= b["rel_error_high"] and b["rel_error_low"] <= a["rel_error_high"]:
+            continue  # within the noise of the two checks
+        sides = {}
+        for side in ("candidate", "reference"):
+            va, vb = a.get(f"{side}_value"), b.get(f"{side}_value")
+            changed = not (_finite(va) and _finite(vb)) or abs(vb - va) > VALUE_EPS * max(abs(va), abs(vb), 1e-300)
+            if changed:
+                sides[side] = {"fidelity": b.get(side), "value": [va, vb],
+                               "run": [a.get(f"{side}_run"), b.get(f"{side}_run")],
+                               "source": [a.get(f"{side}_source_path"), b.get(f"{side}_source_path")],
+                               "config": config_changes(a.get(f"{side}_config"), b.get(f"{side}_config"))}
+        side = "both" if len(sides) == 2 else next(iter(sides), "neither")
+        out.append({"index": i, "check_id": b["check_id"], "error": [ea, eb], "side": side, "sides": sides})
+    return out
+
+
+def config_changes(before: Any, after: Any, limit: int = 8) -> dict[str, list[Any]]:
+    """The config keys whose values differ (stack keys first), as {key: [before, after]}."""
+    a, b = _config(before), _config(after)
+    keys = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    keys.sort(key=lambda k: (not any(h in k.lower() for h in STACK_HINTS), k))
+    return {k: [a.get(k), b.get(k)] for k in keys[:limit]}
+
+
+def describe_move(m: dict[str, Any]) -> str:
+    """One line: 'moved: reference — measured run r7 -> r8, vllm_version 0.8.5 -> 0.11.0'."""
+    parts = []
+    for side, d in m["sides"].items():
+        what = [f"{d['fidelity']} run {d['run'][0]} -> {d['run'][1]}" if d["run"][0] != d["run"][1]
+                else f"{d['fidelity']} value {_g(d['value'][0])} -> {_g(d['value'][1])} (same run {d['run'][1]})"]
+        what += [f"{k} {v[0]} -> {v[1]}" for k, v in list(d["config"].items())[:3]]
+        parts.append((f"{side}: " if m["side"] == "both" else "") + ", ".join(what))
+    if not parts:
+        return "moved: neither value changed (the tolerance or the alignment did)"
+    return f"moved: {m['side']} — " + "; ".join(parts)
+
+
+def _config(v: Any) -> dict[str, Any]:
+    import json
+
+    if isinstance(v, dict):
+        d = v
+    elif isinstance(v, str) and v.strip().startswith("{"):
+        try:
+            d = json.loads(v)
+        except ValueError:
+            return {}
+    else:
+        return {}
+    return {str(k): x for k, x in d.items() if not isinstance(x, (dict, list))} if isinstance(d, dict) else {}
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _g(v: Any) -> str:
+    return f"{v:.6g}" if _finite(v) else "n/a"
 
 
 def series_change_points(values: list[float | None], alpha: float | None = None) -> list[Any]:

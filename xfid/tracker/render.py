@@ -105,6 +105,12 @@ def issue_text(d: dict[str, Any]) -> str:
         bound = d.get("waiver_max_error")
         out.append(f"  waived until {d['waiver_until']}: {clean(d['waiver_reason'])}"
                    + (f" (back to open if |rel_error| > {bound:.4g})" if bound is not None else ""))
+    if d.get("moves"):
+        from xfid.drift.history import describe_move
+
+        for m in d["moves"]:
+            out.append(f"  check {m['check_id']}: error {num(m['error'][0], pct=True)} -> {num(m['error'][1], pct=True)}, "
+                       + clean(describe_move(m)))
     for link in d.get("links") or []:
         out.append(f"  link  {clean(link['url'])}  (by {clean(link['actor'])}, {link['time']})")
     out.append(f"history ({len(d['history'])}):")
