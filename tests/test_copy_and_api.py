@@ -79,14 +79,15 @@ def test_failure_inside_the_transaction_rolls_everything_back(catalog, pg_url, t
     from xfid import storecopy
     from xfid.errors import StoreError
     from xfid.store import Store
+    from xfid.tracker import config_db, triage_db
     from xfid.tracker import db as tracker_db
-    from xfid.tracker import triage_db
 
     local = local_with_history(tmp_path)
     dest = tmp_path / "team"
     with Store(tmp_path / "local", database=pg_url, records=dest / "records") as team:
         tracker_db.setup(team.conn)  # an empty team store, its tables made (as by its first command)
         triage_db.setup(team.conn)
+        config_db.setup(team.conn)
     before, files = pg_dump(pg_url), file_hashes(dest)
     real = storecopy._copy_history
     seen: list[int] = []
@@ -142,6 +143,10 @@ def test_copy_carries_the_check_rows(catalog, pg_url, tmp_path, to_s3, request):
     run(other, env, "report", "--html", "-o", str(report), "--since", "2026-01-01")
     assert report.stat().st_size > 0
     assert "rows of check" not in report.read_text()
+    import psycopg  # each check's recorded config came along (one config per store)
+
+    with psycopg.connect(pg_url) as c:
+        assert c.execute("SELECT COUNT(*) FROM check_configs").fetchone()[0] == 2
 
 
 # --- the library speaks Python -------------------------------------------------------------

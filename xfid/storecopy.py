@@ -33,12 +33,13 @@ from xfid.store import CHECKS_IN_BUCKET, Store
 
 TRACKER_TABLES = ("checks", "issues", "observations", "transitions", "tracker_seq")
 """The tracker's history, in foreign-key order; each keeps its ids. Copied as a whole or not at all."""
-EXTRA_TABLES = ("triage_pending", "issue_links", "labelled_snapshots")
-"""History kept beside the tracker (uncertain streaks, issue links, labelled snapshots), each copied
+EXTRA_TABLES = ("check_configs", "triage_pending", "issue_links", "labelled_snapshots")
+"""History kept beside the tracker (each check's config, uncertain streaks, issue links, labelled snapshots), each copied
 when the destination's is empty. The serve component's secret and tokens are not copied: they are
 the credentials of one server, and the team's server makes its own (docs/team.md)."""
 KEYS = {"sources": "source_id", "parts": "file", "checks": "id", "issues": "num", "observations": "id",
-        "transitions": "id", "tracker_seq": "name", "triage_pending": "fingerprint", "issue_links": "id",
+        "transitions": "id", "tracker_seq": "name", "check_configs": "check_id", "triage_pending": "fingerprint",
+        "issue_links": "id",
         "labelled_snapshots": "id"}
 SERIAL_IDS = ("checks", "observations", "transitions", "issue_links", "labelled_snapshots")
 NOT_CHANGED = "nothing was changed in the destination"
@@ -136,7 +137,7 @@ def copy_store(src: Store, database: str, records: str | None = None) -> CopyRep
     """
     from xfid.serve import catalog as serve_catalog
     from xfid.tracker import db as tracker_db
-    from xfid.tracker import triage_db
+    from xfid.tracker import config_db, triage_db
 
     # opened without comparing its catalog with the records: when they are this store's own (no
     # --to-records), the parts are there and the new catalog does not know them yet: what the copy is for
@@ -148,7 +149,7 @@ def copy_store(src: Store, database: str, records: str | None = None) -> CopyRep
             dst.check_catalog()  # a team store whose catalog does not describe its records: refused
         if dst.readonly or (dst.store_id is None and not _same_place(src, dst)):
             dst.require_writable("copy a store into it")
-        for setup in (tracker_db.setup, triage_db.setup):
+        for setup in (tracker_db.setup, triage_db.setup, config_db.setup):
             setup(src.conn)
             setup(dst.conn)
         if "issue_links" in src.conn.tables():
