@@ -35,7 +35,7 @@ ISSUE_COLUMNS = [
     "id", "fingerprint", "state", "kind", "severity", "target", "workload", "op", "metric", "stat", "candidate",
     "reference", "candidate_value", "reference_value", "rel_error", "owner", "first_seen", "last_seen", "unit",
     "tolerance", "waiver_reason", "waiver_until", "waiver_max_error", "clean_streak", "first_check", "last_check",
-    "updated_at"]
+    "updated_at", "triage_by", "overdue"]
 RECORD_COLUMNS = [
     "fidelity", "target", "workload", "op", "metric", "stat", "value", "unit", "n_samples", "source", "source_id",
     "source_path", "source_loc", "run", "timestamp", "hardware", "software", "config", "null_reason", "flags"]

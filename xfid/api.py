@@ -541,7 +541,7 @@ class XfidStore:
         from xfid.tracker.tracker import EXTRA_KEYS, ISSUE_KEYS
 
         rows = self.issue_list(state, target=target, kind=kind, severity_min=severity_min)
-        return pd.DataFrame(rows, columns=[*ISSUE_KEYS, *EXTRA_KEYS])
+        return pd.DataFrame(rows, columns=[*ISSUE_KEYS, *EXTRA_KEYS, "triage_by", "overdue"])
 
     def issue_list(self, state: str | None = None, *, target: str | Sequence[str] | None = None,
                    kind: str | None = None, severity_min: float | None = None) -> list[dict[str, Any]]:
@@ -549,12 +549,20 @@ class XfidStore:
         wanted = names(target, "target") or []
         rows = self.tracker.issues(state=state, kind=kind, severity_min=severity_min,
                                    target=wanted[0] if len(wanted) == 1 else None)
-        return [r for r in rows if len(wanted) < 2 or r["target"] in wanted]
+        return [self._due(r) for r in rows if len(wanted) < 2 or r["target"] in wanted]
+
+    def _due(self, issue: dict[str, Any]) -> dict[str, Any]:
+        """`triage_by` and `overdue` from `[tracker] triage_days` (xfid.tracker.due)."""
+        from datetime import UTC, datetime
+
+        from xfid.tracker.due import TRIAGE_DAYS, annotate
+
+        return annotate(issue, self.config.section("tracker").get("triage_days", TRIAGE_DAYS), datetime.now(UTC).date())
 
     def issue(self, issue_id: str) -> dict[str, Any]:
         """One issue with its history, every observation (both numbers' provenance) and `moves`:
         where its error jumped between checks, which side moved (see `history`)."""
-        d = self.tracker.issue(issue_id)
+        d = self._due(self.tracker.issue(issue_id))
         d["moves"] = self.history(d["id"]).moves
         return d
 

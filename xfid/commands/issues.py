@@ -30,13 +30,18 @@ def cli() -> None:
 @options.targets
 @click.option("--kind", type=click.Choice(KINDS), help="Only issues of this discrepancy kind.")
 @click.option("--severity-min", type=NON_NEGATIVE, metavar="X", help="Only issues with severity >= X (|error|/tolerance).")
+@click.option("--overdue", is_flag=True,
+              help="Only issues past their triage-by date (open or reopened for more than [tracker] triage_days "
+                   "working days, default 3).")
 @options.output_format("table", "json", "csv")
 @click.pass_obj
-def list_cmd(app: App, state, targets, kind, severity_min, fmt) -> None:
+def list_cmd(app: App, state, targets, kind, severity_min, overdue, fmt) -> None:
     """List issues, ordered by id."""
     from xfid.tracker import render
 
     rows = app.api.issue_list(state, target=targets, kind=kind, severity_min=severity_min)
+    if overdue:
+        rows = [r for r in rows if r.get("overdue")]
     text = {"json": render.issues_json, "csv": render.issues_csv, "table": render.issues_table}[fmt](rows)
     click.echo(text, nl=fmt != "csv")
 

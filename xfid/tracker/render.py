@@ -100,7 +100,8 @@ def issue_text(d: dict[str, Any]) -> str:
            f"  pair  {clean(d['candidate'])} (candidate) -> {clean(d['reference'])} (reference)",
            f"  latest candidate {num(d['candidate_value'])} {unit}, reference {num(d['reference_value'])} {unit}, "
            f"rel_error {num(d['rel_error'], pct=True)} (tolerance {num(d.get('tolerance'))})",
-           f"  owner {clean(d['owner'])}; first seen {d['first_seen']}; last seen {d['last_seen']}"]
+           f"  owner {clean(d['owner'])}; first seen {d['first_seen']}; last seen {d['last_seen']}"
+           + (f"; triage by {d['triage_by']}{' (overdue)' if d.get('overdue') else ''}" if d.get("triage_by") else "")]
     if d["state"] == "waived":
         bound = d.get("waiver_max_error")
         out.append(f"  waived until {d['waiver_until']}: {clean(d['waiver_reason'])}"
