@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from xfid import committed
 from xfid.doctor import quarantine
 from xfid.errors import StoreError
 from xfid.store import (
@@ -31,6 +32,7 @@ from xfid.store import (
     DB_NAME,
     RECORDS,
     TMP_PREFIX,
+    committing_part,
     connect,
     connect_readonly,
     migrate,
@@ -70,10 +72,11 @@ def rebuild_catalog(root: Path, database: str | None = None) -> RebuildReport:
         raise StoreError("--rebuild-catalog rebuilds a store's own SQLite catalog; a team store's catalog on "
                          "PostgreSQL is restored from its database backup (docs/team.md); nothing was changed")
     records = root / RECORDS
+    renamed = _finish_committing(records)
     parts = sorted(records.glob(COMMITTED_GLOB)) if records.is_dir() else []
     if not parts and not (root / "checks").is_dir():
         raise StoreError(f"{records}: no part files to rebuild the catalog from")
-    rep = RebuildReport(str(root))
+    rep = RebuildReport(str(root), renamed=renamed)
     metas = {f: read_part_meta(f) for f in parts}
     ids = Counter(m["store_id"] for m in metas.values() if m.get("store_id"))
     if len(ids) > 1:
@@ -120,6 +123,8 @@ def rebuild_catalog(root: Path, database: str | None = None) -> RebuildReport:
                 rep.moved.append(f"checks/{name}")
         rep.backup = str(backup)
     os.replace(tmp, db)
+    for name in (f"{tmp.name}-wal", f"{tmp.name}-shm"):  # left by the read-only look at the new tracker
+        (root / name).unlink(missing_ok=True)
     for f, why in bad:
         if f.exists():
             rep.quarantined.append(f"{quarantine(root, f, f'not registered by --rebuild-catalog: {why}')}: {why}")
@@ -128,6 +133,19 @@ def rebuild_catalog(root: Path, database: str | None = None) -> RebuildReport:
         rep.parts += len(s.parts)
         rep.rows += sum(n for _, _, n in s.parts)
     return rep
+
+
+def _finish_committing(records: Path) -> list[str]:
+    """Rename every committing part (xfid.committed) to its final name: each may be committed
+    in a database newer than the one here, so each is registered (its siblings are checked)."""
+    out: list[str] = []
+    for f in sorted(records.glob(f"fidelity=*/{TMP_PREFIX}*{committed.COMMITTING}")) if records.is_dir() else []:
+        if not committing_part(f.name):
+            continue
+        final = f.with_name(f"part-{committed.attempt_key(f).rsplit('-', 1)[1]}.parquet")
+        if not final.exists() and committed.rename(f, final):
+            out.append(str(final))
+    return out
 
 
 def _old_db(db: Path) -> dict[str, Any] | None:
@@ -202,7 +220,7 @@ def _add_part(records: Path, f: Path, meta: dict[str, Any], store_id: str, sourc
     for sfid, sib in (meta.get("parts") or {}).items():
         name = f"part-{sib.get('part')}.parquet"
         final = records / f"fidelity={sfid}" / name
-        temp = final.with_name(f"{TMP_PREFIX}{store_id}-{sib.get('part')}.parquet")
+        temp = final.with_name(f"{TMP_PREFIX}{store_id}-{sib.get('part')}.parquet")  # an older xfid's
         if sfid != fid and not final.exists() and temp.exists():
             os.replace(temp, final)
             rep.renamed.append(str(final))

@@ -19,8 +19,10 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from xfid import committed
 from xfid import records as recloc
 from xfid import sqlbackend
+from xfid.committed import TEMP_GRACE_S, TMP_PREFIX, temp_grace_s
 from xfid.errors import StoreError
 from xfid.parts import (
     FILE_SCHEMA,
@@ -42,10 +44,8 @@ RECORDS = "records"
 VERIFIED_PARQUET = ds.ParquetFileFormat(
     default_fragment_scan_options=ds.ParquetFragmentScanOptions(page_checksum_verification=True))
 """Reads check every page's CRC: a flipped bit is an error naming the part, never a wrong value."""
-TMP_PREFIX = ".tmp-"
-TEMP_GRACE_S = 3600.0
-"""A temp part untouched this long may be swept; env XFID_TEMP_GRACE_S overrides (tests).
-A writer keeps its finished temps fresh until it commits (Store.keep_alive)."""
+# TMP_PREFIX, TEMP_GRACE_S, temp_grace_s: xfid.committed (the one committed-file protocol).
+# A writer keeps its finished temps fresh until it commits (Store.keep_alive).
 PART_META = "xfid.part"
 """The Parquet footer key holding a part's provenance: enough to rebuild the catalog from it."""
 PART_FORMAT = 1
@@ -89,18 +89,12 @@ _MANIFEST_MIGRATIONS: list[sqlbackend.Migration] = [
     """
     CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     """,
+    committed.ATTEMPTS_DDL,
 ]
 
 
 class CatalogMismatch(StoreError):
     """The database does not describe the part files beside it (missing, empty, foreign or older)."""
-
-
-def temp_grace_s() -> float:
-    try:
-        return float(os.environ.get("XFID_TEMP_GRACE_S", TEMP_GRACE_S))
-    except ValueError:
-        return TEMP_GRACE_S
 
 
 def utc_now() -> str:
@@ -205,7 +199,7 @@ class Store:
             if not create and not self.team:  # a team store's working directory is made on first use
                 raise StoreError(f"no store at {self.root} (run `xfid ingest` first, or pass --store DIR)")
             try:
-                self.root.mkdir(parents=True)
+                self.root.mkdir(parents=True, exist_ok=True)  # another process may be creating it too
             except OSError as e:
                 raise StoreError(f"cannot create store {self.root}: {e.strerror}") from None
         elif not self.root.is_dir():
@@ -391,7 +385,7 @@ class Store:
         if self.fs is not None:
             parts = sum(1 for e in self.location.list() if e.rel.endswith(".parquet"))
         else:
-            parts = len(self.committed_on_disk())
+            parts = len(self.committed_on_disk()) + len(self.committing_on_disk())
         checks = len(list((self.root / "checks").glob("check-*.parquet"))) \
             if (self.root / "checks").is_dir() and not self.team else 0
         found = [f"{parts} part files in {self.location.label}" if parts else "",
@@ -409,10 +403,9 @@ class Store:
         reading the manifest second never mistakes a concurrent writer's part for a stranger.
         """
         on_disk = self.committed_on_disk()
-        if not on_disk:
-            return
         known = self.manifest_files()
         unknown = [f for f in on_disk if f not in known]
+        unknown += self.unproven_committing(known)  # listed before its journal is read
         if unknown:
             raise self.mismatch(unknown, len(known))
 
@@ -449,13 +442,17 @@ class Store:
         """The name a written part is registered under."""
         if self.fs is not None:
             return tmp
-        return tmp.with_name(f"part-{tmp.name.rsplit('-', 1)[1]}")
+        part_id = committed.attempt_key(tmp).rsplit("-", 1)[1]
+        return tmp.with_name(f"part-{part_id}.parquet")
 
     def twin(self, part: Path) -> Path | None:
         """The temp a committed part is renamed from (present between COMMIT and the rename)."""
         if not (part.name.startswith("part-") and self.store_id) or self.fs is not None:
             return None
-        return part.with_name(f"{TMP_PREFIX}{self.store_id}-{part.name[5:]}")
+        written = part.with_name(f"{TMP_PREFIX}{self.store_id}-{part.name[5:]}")
+        now = committed.committing_name(written)
+        return now if now.exists() or not written.exists() else written  # an older xfid's committed temp
+
 
     # --- writing -----------------------------------------------------------------------
     def require_writable(self, what: str) -> None:
@@ -523,7 +520,8 @@ class Store:
                   "ingested_at": prep.ingested_at, "summary": _summary_json(prep.summary)}
 
         def meta(fid: str) -> dict[str, str]:
-            doc = {"format": PART_FORMAT, "store_id": self.store_id, "fidelity": fid, **siblings[fid],
+            doc = {"format": PART_FORMAT, "commit_protocol": committed.PROTOCOL, "store_id": self.store_id,
+                   "fidelity": fid, **siblings[fid],
                    "parts": siblings, "source": source}
             return {PART_META: json.dumps(doc, sort_keys=True)}
 
@@ -562,7 +560,9 @@ class Store:
         if any(p.temps for p in preps):
             self.require_writable("ingest")
         renames: list[tuple[Path, Path]] = []
+        attempted = False  # True once COMMIT was sent: its outcome may be unknown, the files are kept
         try:
+            self._mark_committing(preps)
             with write_tx(self.conn):
                 self.check_catalog()
                 self.settle(keep={tmp for p in preps for tmp in p.temps.values()})
@@ -592,9 +592,11 @@ class Store:
                         if final != tmp:
                             renames.append((tmp, final))
                 fault_point("store.before_commit")
+                attempted = True
         except BaseException as e:
             for p in preps:
-                self.discard(p)
+                if not attempted:  # rolled back for certain: this writer's own files, never committed
+                    self.discard(p)
             if isinstance(e, OSError):
                 raise self._write_error(e) from None
             if isinstance(e, sqlite3.OperationalError) and ("full" in str(e) or "disk" in str(e)):
@@ -610,6 +612,51 @@ class Store:
             fault_point("store.after_rename")
         for p in preps:
             p.temps.clear()
+
+    def _mark_committing(self, preps: Sequence[PreparedSource]) -> None:
+        """Record the commit attempt of every temp, then give each its committing name (xfid.committed).
+
+        Outside the write lock; a bucket's parts keep their one uploaded name."""
+        if self.fs is not None:
+            return
+        temps = [(p, fid, tmp) for p in preps for fid, tmp in p.temps.items()]
+        if not temps:
+            return
+        with self._db("record the commit attempt"):
+            committed.record_attempts(self.conn, [committed.attempt_key(t) for _, _, t in temps])
+        for p, fid, tmp in temps:
+            if committed.committing(tmp.name):
+                continue
+            dest = committed.committing_name(tmp)
+            try:
+                os.replace(tmp, dest)
+            except FileNotFoundError:
+                raise StoreError(f"{tmp}: this ingest's temp part vanished before its commit (was it removed by "
+                                 "hand, or left untouched past the sweep's grace period?); nothing was committed, "
+                                 "ingest again") from None
+            p.temps[fid] = dest
+
+    def committing_on_disk(self) -> list[str]:
+        """Every committing part file (records-relative): committed, or its commit was cut short."""
+        if self.fs is not None:
+            return []
+        return sorted(f"{d.name}/{f.name}" for d in _scandir(Path(self.records)) if d.name.startswith("fidelity=")
+                      for f in _scandir(Path(d.path)) if committing_part(f.name))
+
+    def unproven_committing(self, known: set[str] | None = None) -> list[str]:
+        """Committing parts (records-relative) the catalog neither registers nor recorded an attempt
+        for: the database is older than them (xfid.committed). List before reading the catalog."""
+        found = self.committing_on_disk()
+        if not found:
+            return []
+        known = self.manifest_files() if known is None else known
+        unknown = [f for f in found if str(self.final_name(self.records / f).relative_to(self.records)) not in known]
+        if not unknown:
+            return []
+        with self._db("read the commit journal"):
+            seen = committed.attempted(self.conn, [committed.attempt_key(Path(f)) for f in unknown])
+        return sorted(f for f in unknown if committed.attempt_key(Path(f)) not in seen
+                      and (self.records / f).exists())
 
     def settle(self, keep: set[Path] | frozenset[Path] = frozenset()) -> dict[str, list[Path]]:
         """Finish the renames of committed temps and remove this store's abandoned temps.
@@ -633,26 +680,19 @@ class Store:
         if not temps:
             return done
         known = self.manifest_files()
-        grace = temp_grace_s()
         now = time.time()
         for tmp in temps:
-            m = TEMP_NAME.fullmatch(tmp.name)
-            if not m:
-                continue
-            final = tmp.with_name(f"part-{m[2]}.parquet")
             if tmp in keep:
                 continue
+            m = TEMP_NAME.fullmatch(tmp.name)
+            if not (m or committing_part(tmp.name)):
+                continue
+            final = self.final_name(tmp)
             if str(final.relative_to(self.records)) in known:
-                if not final.exists():
-                    with contextlib.suppress(FileNotFoundError):
-                        os.replace(tmp, final)
-                        done["renamed"].append(final)
+                if not final.exists() and committed.rename(tmp, final):
+                    done["renamed"].append(final)
                 continue
-            try:
-                old = now - tmp.stat().st_mtime > grace
-            except FileNotFoundError:
-                continue
-            if old:
+            if committed.deletable(tmp, PART_META, now=now):  # the one rule: never a committing part
                 with contextlib.suppress(FileNotFoundError):
                     tmp.unlink()
                     done["removed"].append(tmp)
@@ -799,6 +839,19 @@ class Store:
         with self._db("read the manifest"):
             q = "SELECT fidelity, SUM(rows) FROM parts GROUP BY fidelity ORDER BY fidelity"
             return {r[0]: int(r[1]) for r in self.conn.execute(q)}
+
+
+def committing_part(name: str) -> bool:
+    """Whether `name` is a part's committing name (`.tmp-<store>-<part>.committing.parquet`)."""
+    c = committed.committing(name)
+    return c is not None and re.fullmatch(r"[0-9a-f]{32}", c[1]) is not None
+
+
+def _scandir(path: Path) -> list[os.DirEntry[str]]:
+    try:
+        return list(os.scandir(path))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
 def _options_json(options: dict[str, Any]) -> str:
