@@ -19,10 +19,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from xfid import committed
+from xfid import committed, sqlbackend
 from xfid import records as recloc
-from xfid import sqlbackend
-from xfid.committed import TEMP_GRACE_S, TMP_PREFIX, temp_grace_s
+from xfid.committed import TEMP_GRACE_S, TMP_PREFIX, temp_grace_s  # noqa: F401  (re-exported)
 from xfid.errors import StoreError
 from xfid.parts import (
     FILE_SCHEMA,
