@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from xfid import committed, sqlbackend
+from xfid import committed, locations, sqlbackend
 from xfid import records as recloc
 from xfid.committed import TEMP_GRACE_S, TMP_PREFIX, temp_grace_s  # noqa: F401  (re-exported)
 from xfid.errors import StoreError
@@ -229,12 +229,8 @@ class Store:
                 self.conn = connect(self.db_path, readonly=self.readonly)
             except sqlbackend.errors() as e:
                 raise StoreError(f"{self.db_path}: cannot open the store database: {e} (run `xfid doctor`)") from None
+        self.location_problem: str | None = None  # why this machine's records location is not the store's
         try:
-            if not self.readonly and self.fs is None:
-                try:
-                    Path(self.records).mkdir(parents=self.location.base != self.root / RECORDS, exist_ok=True)
-                except OSError as e:
-                    raise StoreError(f"{self.records}: cannot create the records directory: {e.strerror}") from None
             self._open(check)
         except BaseException:
             self.conn.close()
@@ -329,16 +325,34 @@ class Store:
             if "store_meta" in tables:
                 row = self.conn.execute("SELECT value FROM store_meta WHERE key='store_id'").fetchone()
             self.store_id = row[0] if row else None
+        if self.store_id is None and not self.readonly and self.fs is None:
+            # a new store (or one from before store ids): its records folder; an existing store's
+            # folder is never created (an unmounted share stays a refusal: xfid.locations)
+            try:
+                Path(self.records).mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise StoreError(f"{self.records}: cannot create the records directory: {e.strerror}") from None
         if check:
             self.check_catalog()
         if self.store_id is None and not self.readonly and self._matches():  # new, or from before store ids
             with self._db("open"):
                 self.conn.execute("INSERT INTO store_meta VALUES ('store_id', ?) ON CONFLICT (key) DO NOTHING",
                                   (uuid.uuid4().hex,))
-                if self.team:  # where its parts are, for the machines that do not say
-                    self.conn.execute("INSERT INTO store_meta VALUES ('records', ?) ON CONFLICT (key) DO NOTHING",
-                                      (self.location.label if self.fs else str(Path(self.records).absolute()),))
+                # where its parts are: for the machines that do not say, and for the refusals
+                self.conn.execute("INSERT INTO store_meta VALUES ('records', ?) ON CONFLICT (key) DO NOTHING",
+                                  (locations.here(self),))
                 self.store_id = self.conn.execute("SELECT value FROM store_meta WHERE key='store_id'").fetchone()[0]
+        if self.store_id is not None and not self.readonly:
+            self._check_location(check)
+
+    def _check_location(self, check: bool) -> None:
+        """Refuse (or, for doctor, note) a records location that is not this store's (xfid.locations)."""
+        with self._db("open"):
+            row = self.conn.execute("SELECT value FROM store_meta WHERE key='records'").fetchone()
+        why = locations.problem(self, row[0] if row else None)
+        if why and check:
+            raise StoreError(why)
+        self.location_problem = why
 
     @contextlib.contextmanager
     def _db(self, what: str) -> Iterator[None]:
@@ -456,6 +470,8 @@ class Store:
     # --- writing -----------------------------------------------------------------------
     def require_writable(self, what: str) -> None:
         """Raise StoreError when this store cannot be written (read-only directory or database)."""
+        if self.location_problem:
+            raise StoreError(self.location_problem)
         if self.readonly or not self.store_id:
             raise StoreError(f"{self.root}: the store is read-only: cannot {what} (the commands that "
                              "only read it, e.g. summary, export, correlate, report, doctor, still work)")
