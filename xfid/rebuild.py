@@ -182,9 +182,9 @@ def _rebuild_team(root: Path, database: str) -> RebuildReport:
             if [fid for fid, n in want.items() if n and fid not in {p[1] for p in s.parts}]:
                 del sources[sid]
                 bad.extend((records / file, f"source {sid[:12]} lacks a part") for file, _, _ in s.parts)
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"_{uuid.uuid4().hex[:6]}"
         conn = store.conn
-        with write_tx(conn):
+        with store._db("rebuild the catalog"), write_tx(conn):
             for table in ("sources", "parts"):
                 conn.execute(f"CREATE TABLE {table}_before_{stamp.lower()} AS SELECT * FROM {table}")
             conn.execute("DELETE FROM parts")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xfid import sqlbackend
+from xfid import committed, locations, sqlbackend
 from xfid.errors import StoreError
 from xfid.store import Store
 
@@ -83,6 +83,7 @@ def copy_store(src: Store, database: str, records: str | None = None) -> CopyRep
             if not dst.sources() and src.store_id and dst.store_id != src.store_id:
                 dst.conn.execute("UPDATE store_meta SET value=? WHERE key='store_id'", (src.store_id,))
                 dst.store_id = src.store_id
+                locations.write_id(dst)  # the records location names the store it now is
         same_place = dst.fs is None and src.fs is None and Path(dst.records).resolve() == Path(src.records).resolve()
         src_parts = [tuple(r) for r in src.conn.execute(
             f"SELECT file, source_id, fidelity, rows FROM parts ORDER BY {src.conn.rowid}").fetchall()]
@@ -115,6 +116,12 @@ def copy_store(src: Store, database: str, records: str | None = None) -> CopyRep
                                          f"source {sid[:12]} was registered (run the copy again)")
                     if tmp != target:
                         renames.append((tmp, target))
+                if renames:  # the committed-file protocol (xfid.committed): attempt recorded, then committing
+                    committed.record_attempts(dst.conn, [committed.attempt_key(t) for t, _ in renames])
+                    for i, (t, target) in enumerate(renames):
+                        os.replace(t, committed.committing_name(t))
+                        renames[i] = (committed.committing_name(t), target)
+                        written[written.index(t)] = renames[i][0]
                 with dst.conn.write_tx():
                     if dst.has_source(sid):  # another copy got there first
                         rep.sources_present += 1
