@@ -25,12 +25,33 @@ SQLITE = "sqlite"
 POSTGRESQL = "postgresql"
 BUSY_TIMEOUT_S = 120.0
 CONNECT_TIMEOUT_S = 10
+LOCK_TIMEOUT_S = 600.0
+"""How long a writer waits for the team's write lock before giving up; env XFID_LOCK_TIMEOUT_S."""
 LOCK_KEY = 0x78666964  # "xfid": the one advisory lock every writer of a PostgreSQL store takes
 PG_SCHEMES = ("postgresql://", "postgres://")
 
 _URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:)[^@\s]*@")
 _KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 _QUERY_SECRET = re.compile(r"([?&](?:password|secret_key|session_token|access_key)=)[^&\s]*", re.IGNORECASE)
+
+
+def lock_timeout_s() -> float:
+    """The write lock's wait limit in seconds (env XFID_LOCK_TIMEOUT_S, default LOCK_TIMEOUT_S)."""
+    import os
+
+    try:
+        value = float(os.environ.get("XFID_LOCK_TIMEOUT_S", LOCK_TIMEOUT_S))
+    except ValueError:
+        raise StoreError(f"XFID_LOCK_TIMEOUT_S={os.environ['XFID_LOCK_TIMEOUT_S']!r}: not a number of seconds; "
+                         f"unset it (the default is {LOCK_TIMEOUT_S:g}) or write e.g. 120") from None
+    if not 0 < value <= 86400:
+        raise StoreError(f"XFID_LOCK_TIMEOUT_S={value:g}: must be between 0 and 86400 seconds "
+                         f"(the default is {LOCK_TIMEOUT_S:g})")
+    return value
+
+
+class LockTimeout(StoreError):
+    """A writer gave up waiting for the store's write lock."""
 
 
 def mask(text: object) -> str:
@@ -249,6 +270,10 @@ class PostgresDatabase(Database):
             if params:
                 return self.raw.execute(_pg_sql(sql), tuple(params))
             return self.raw.execute(sql.replace("%", "%%") if "%" in sql else sql)
+        except psycopg.errors.LockNotAvailable:
+            raise LockTimeout(f"{self.label}: gave up waiting for the store's write lock after {lock_timeout_s():g} s "
+                              "(another writer held it all that time); nothing was changed: run the command again "
+                              "later, or raise XFID_LOCK_TIMEOUT_S") from None
         except psycopg.OperationalError as e:
             raise self.lost(e) from None
         except psycopg.errors.InsufficientPrivilege as e:
@@ -309,7 +334,7 @@ class PostgresDatabase(Database):
             # pipeline mode: statements whose results are not read go out without a round trip
             # each (a check's thousands of INSERTs); a fetch, and the end of the block, wait for them
             with self._pipeline():
-                self.execute("SELECT pg_advisory_xact_lock(?)", (LOCK_KEY,))
+                self._lock()
                 yield self
                 self._flush()
         except BaseException:
@@ -325,12 +350,27 @@ class PostgresDatabase(Database):
             raise ServerLost(str(e).replace("between statements", "at COMMIT, so it may or may not have "
                                             "been committed")) from None
 
+    def _lock(self) -> None:
+        """Take the store's advisory lock; when another writer holds it, say so on stderr and wait
+        at most lock_timeout_s() (a LockTimeout then: nothing of this transaction was written)."""
+        if self.execute("SELECT pg_try_advisory_xact_lock(?)", (LOCK_KEY,)).fetchone()[0]:
+            return
+        limit = lock_timeout_s()
+        print(f"xfid: waiting for the store's write lock on {self.label} (another writer holds it; giving up "
+              f"after {limit:g} s, XFID_LOCK_TIMEOUT_S)", file=sys.stderr, flush=True)
+        self.execute(f"SET LOCAL lock_timeout = {int(limit * 1000)}")
+        self.execute("SELECT pg_advisory_xact_lock(?)", (LOCK_KEY,)).fetchone()
+
     @contextlib.contextmanager
     def _pipeline(self) -> Iterator[None]:
         psycopg = require_psycopg()
         try:
             with self.raw.pipeline():
                 yield
+        except psycopg.errors.LockNotAvailable:
+            raise LockTimeout(f"{self.label}: gave up waiting for the store's write lock after {lock_timeout_s():g} s "
+                              "(another writer held it all that time); nothing was changed: run the command again "
+                              "later, or raise XFID_LOCK_TIMEOUT_S") from None
         except psycopg.OperationalError as e:
             raise self.lost(e) from None
         except psycopg.errors.InsufficientPrivilege as e:

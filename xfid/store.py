@@ -578,9 +578,13 @@ class Store:
         attempted = False  # True once COMMIT was sent: its outcome may be unknown, the files are kept
         try:
             self._mark_committing(preps)
+            # everything slow before the lock (xfid.committed; a bucket's requests): the footers'
+            # row counts, the bucket's listing for the sweep
+            rows_of = {tmp: self._footer_rows(tmp) for p in preps for tmp in p.temps.values()}
+            listing = self.location.list() if self.fs is not None else None
             with write_tx(self.conn):
                 self.check_catalog()
-                self.settle(keep={tmp for p in preps for tmp in p.temps.values()})
+                self.settle(keep={tmp for p in preps for tmp in p.temps.values()}, listing=listing)
                 for p in preps:
                     if self.has_source(p.source_id):
                         p.already = True
@@ -594,14 +598,7 @@ class Store:
                     )
                     for fid, tmp in p.temps.items():
                         final = self.final_name(tmp)
-                        try:
-                            if self.fs is not None and not self.location.exists(tmp):
-                                raise FileNotFoundError(str(tmp))
-                            rows = pq.ParquetFile(self.location.open_input(tmp)).metadata.num_rows
-                        except FileNotFoundError:
-                            raise StoreError(f"{tmp}: this ingest's temp part vanished before its commit (was it "
-                                             "removed by hand, or left untouched past the sweep's grace period?); "
-                                             "nothing was committed, ingest again") from None
+                        rows = rows_of[tmp]
                         self.conn.execute("INSERT INTO parts (file, source_id, fidelity, rows) VALUES (?,?,?,?)",
                                           (str(final.relative_to(self.records)), p.source_id, fid, rows))
                         if final != tmp:
@@ -627,6 +624,17 @@ class Store:
             fault_point("store.after_rename")
         for p in preps:
             p.temps.clear()
+
+    def _footer_rows(self, tmp: Path) -> int:
+        """A written part's row count from its footer (read before the write lock)."""
+        try:
+            if self.fs is not None and not self.location.exists(tmp):
+                raise FileNotFoundError(str(tmp))
+            return int(pq.ParquetFile(self.location.open_input(tmp)).metadata.num_rows)
+        except FileNotFoundError:
+            raise StoreError(f"{tmp}: this ingest's temp part vanished before its commit (was it removed by hand, "
+                             "or left untouched past the sweep's grace period?); nothing was committed, "
+                             "ingest again") from None
 
     def _mark_committing(self, preps: Sequence[PreparedSource]) -> None:
         """Record the commit attempt of every temp, then give each its committing name (xfid.committed).
@@ -673,7 +681,8 @@ class Store:
         return sorted(f for f in unknown if committed.attempt_key(Path(f)) not in seen
                       and (self.records / f).exists())
 
-    def settle(self, keep: set[Path] | frozenset[Path] = frozenset()) -> dict[str, list[Path]]:
+    def settle(self, keep: set[Path] | frozenset[Path] = frozenset(),
+               listing: list[recloc.FileEntry] | None = None) -> dict[str, list[Path]]:
         """Finish the renames of committed temps and remove this store's abandoned temps.
 
         Only call under the write lock. A temp is removed only when its name carries this
@@ -688,7 +697,7 @@ class Store:
         """
         done: dict[str, list[Path]] = {"renamed": [], "removed": []}
         if self.fs is not None:
-            return self._settle_objects(done, keep)
+            return self._settle_objects(done, keep, listing)
         if not self.store_id or not self.records.is_dir():
             return done
         temps = list(self.records.glob(f"fidelity=*/{TMP_PREFIX}{self.store_id}-*.parquet"))
@@ -713,12 +722,12 @@ class Store:
                     done["removed"].append(tmp)
         return done
 
-    def _settle_objects(self, done: dict[str, list[Path]], keep: set[Path] | frozenset[Path]
-                        ) -> dict[str, list[Path]]:
+    def _settle_objects(self, done: dict[str, list[Path]], keep: set[Path] | frozenset[Path],
+                        listing: list[recloc.FileEntry] | None = None) -> dict[str, list[Path]]:
         """settle() on a bucket: this store's unregistered `part-<store id>-*` objects past the grace period go."""
         if not self.store_id:
             return done
-        mine = [e for e in self.location.list()
+        mine = [e for e in (self.location.list() if listing is None else listing)
                 if (m := OBJECT_PART_NAME.fullmatch(e.rel.split("/", 1)[1])) and m[1] == self.store_id]
         if not mine:
             return done
