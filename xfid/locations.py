@@ -28,6 +28,22 @@ if TYPE_CHECKING:
     from xfid.store import Store
 
 ID_FILE = ".xfid-store-id"
+DATABASE_ENV = "XFID_DATABASE_URL"
+RECORDS_ENV = "XFID_RECORDS_URL"
+
+
+def env_database_url() -> str | None:
+    """The catalog's URL from the environment (XFID_DATABASE_URL), None when unset or empty.
+
+    The one place this variable is read; callers validate it (xfid.store.resolve_database)."""
+    return os.environ.get(DATABASE_ENV) or None
+
+
+def env_records_url() -> str | None:
+    """The records location from the environment (XFID_RECORDS_URL), None when unset or empty.
+
+    The one place this variable is read; callers resolve it (xfid.records.resolve)."""
+    return os.environ.get(RECORDS_ENV) or None
 
 
 def read_id(store: Store) -> str | None:
@@ -110,4 +126,4 @@ def _adoptable(store: Store, recorded: str | None) -> bool:
     return True
 
 
-__all__ = ["ID_FILE", "here", "problem", "read_id", "write_id"]
+__all__ = ["DATABASE_ENV", "ID_FILE", "RECORDS_ENV", "env_database_url", "env_records_url", "here", "problem", "read_id", "write_id"]

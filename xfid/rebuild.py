@@ -37,6 +37,7 @@ from xfid.store import (
     connect_readonly,
     migrate,
     read_part_meta,
+    resolve_database,
     write_tx,
 )
 
@@ -68,8 +69,9 @@ def rebuild_catalog(root: Path, database: str | None = None) -> RebuildReport:
     Raises:
         StoreError: no parts, parts of several stores mixed, or the store cannot be written.
     """
-    if database:
-        return _rebuild_team(root, database)
+    url = resolve_database(database)  # the argument, else the environment (xfid.locations)
+    if url:
+        return _rebuild_team(root, url)
     records = root / RECORDS
     renamed = _finish_committing(records)
     parts = sorted(records.glob(COMMITTED_GLOB)) if records.is_dir() else []

@@ -139,7 +139,7 @@ def migrate(conn: Database, component: str, migrations: Sequence[sqlbackend.Migr
 
 def resolve_database(explicit: str | None = None) -> str | None:
     """The catalog's database URL: the argument, then env XFID_DATABASE_URL; None: the store's own SQLite file."""
-    url = explicit or os.environ.get("XFID_DATABASE_URL") or None
+    url = explicit or locations.env_database_url()
     if url and not sqlbackend.is_postgres(url):
         raise StoreError(f"database {sqlbackend.mask(url)!r}: not a PostgreSQL URL; write "
                          "postgresql://USER@HOST[:PORT]/DBNAME (the password from PGPASSWORD or ~/.pgpass), or "
@@ -203,7 +203,7 @@ class Store:
                 raise StoreError(f"cannot create store {self.root}: {e.strerror}") from None
         elif not self.root.is_dir():
             raise StoreError(f"{self.root} is not a directory (pass --store DIR)")
-        given = records if records is not None else os.environ.get("XFID_RECORDS_URL") or None
+        given = records if records is not None else locations.env_records_url()
         if self.team:
             self.conn: Database = sqlbackend.connect(str(self.database_url))
             given = given if given is not None else self._stored_records()
