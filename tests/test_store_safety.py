@@ -188,3 +188,19 @@ def test_a_writer_waiting_for_the_lock_gives_up_with_a_clean_error(tmp_path, cat
     assert "gave up waiting" in p.stderr and "Traceback" not in p.stderr
     assert len(xfid(store, "export").stdout.splitlines()) == 8
     assert not list((store / "records").rglob(".tmp-*"))
+
+
+def test_a_reader_role_on_an_empty_database_is_not_db_corrupt(tmp_path, catalog):
+    if catalog is None:
+        pytest.skip("a PostgreSQL role; a SQLite store has no roles")
+    import psycopg
+
+    from tests.servers import with_user
+
+    tag = catalog.rsplit("/", 1)[1]
+    with psycopg.connect(catalog, autocommit=True) as c:
+        c.execute(f"CREATE ROLE {tag}_reader LOGIN PASSWORD 'reader-pw'")
+        c.execute(f"REVOKE CREATE ON SCHEMA public FROM PUBLIC, {tag}_reader")
+    r = xfid(tmp_path / "m", "doctor", XFID_DATABASE_URL=with_user(catalog, f"{tag}_reader", "reader-pw"))
+    assert r.returncode == 0 and "db_corrupt" not in r.stdout and "reader-pw" not in r.stdout + r.stderr, \
+        (r.stdout, r.stderr)
