@@ -137,14 +137,14 @@ def examine(root: Path, repair: bool = False, *, database: str | None = None,
         rep.problems.append(Problem("db_corrupt", str(db), str(e), ""))
         return rep
     with store:
-        if _wrong_location(store, rep):
-            return rep
         try:
             store.check_catalog()
             _check_checks_catalog(store)
         except CatalogMismatch as e:
             rep.problems.append(Problem("catalog_mismatch", str(db), str(e), ""))
             return rep  # nothing else is judged against a catalog that is not this store's
+        if _wrong_location(store, rep):
+            return rep
         _check_parts(store, rep)
         if store.fs is None:
             _check_temps(store, rep)
@@ -174,8 +174,6 @@ def _examine_team(root: Path, rep: DoctorReport, repair: bool, database: str | N
         return rep
     with store:
         rep.store = f"{root} (database {store.db_label}, records {store.location.label})"
-        if _wrong_location(store, rep):
-            return rep
         tables = store.conn.tables()
         versions = dict(store.conn.execute("SELECT component, version FROM schema_version").fetchall())
         for comp, migrations in _components().items():
@@ -188,6 +186,8 @@ def _examine_team(root: Path, rep: DoctorReport, repair: bool, database: str | N
             store.check_catalog()
         except CatalogMismatch as e:
             rep.problems.append(Problem("catalog_mismatch", store.db_label, str(e), ""))
+            return rep
+        if _wrong_location(store, rep):
             return rep
         _check_parts(store, rep)
         if store.fs is None:

@@ -19,10 +19,11 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from xfid import committed, locations, sqlbackend
+from xfid import committed, locations, manifest, sqlbackend
 from xfid import records as recloc
 from xfid.committed import TEMP_GRACE_S, TMP_PREFIX, temp_grace_s  # noqa: F401  (re-exported)
 from xfid.errors import StoreError
+from xfid.manifest import PART_FORMAT, PART_META, read_part_meta
 from xfid.parts import (
     FILE_SCHEMA,
     ROW_GROUP,
@@ -45,9 +46,6 @@ VERIFIED_PARQUET = ds.ParquetFileFormat(
 """Reads check every page's CRC: a flipped bit is an error naming the part, never a wrong value."""
 # TMP_PREFIX, TEMP_GRACE_S, temp_grace_s: xfid.committed (the one committed-file protocol).
 # A writer keeps its finished temps fresh until it commits (Store.keep_alive).
-PART_META = "xfid.part"
-"""The Parquet footer key holding a part's provenance: enough to rebuild the catalog from it."""
-PART_FORMAT = 1
 TEMP_NAME = re.compile(r"\.tmp-([0-9a-f]{32})-([0-9a-f]{32})\.parquet")
 """`.tmp-<store id>-<part id>.parquet`: a part being written, not yet registered."""
 LEGACY_TEMP_NAME = re.compile(r"\.tmp-([0-9a-f]{32})\.parquet")
@@ -60,36 +58,8 @@ CHECKS_IN_BUCKET = "_checks"
 REBUILD_HINT = ("nothing was changed or deleted; rebuild the catalog from the parts with "
                 "`xfid doctor --rebuild-catalog` (it moves any xfid.db here into a backup folder, never deletes it)")
 
-_PARTS_AND_SOURCES = """
-    CREATE TABLE sources (
-        source_id TEXT PRIMARY KEY,
-        path TEXT NOT NULL,
-        adapter TEXT NOT NULL,
-        options TEXT NOT NULL,
-        content_hash TEXT NOT NULL,
-        rows INTEGER NOT NULL,
-        ingested_at TEXT NOT NULL,
-        summary TEXT NOT NULL
-    );
-    CREATE TABLE parts (
-        file TEXT PRIMARY KEY,
-        source_id TEXT NOT NULL REFERENCES sources(source_id),
-        fidelity TEXT NOT NULL,
-        rows INTEGER NOT NULL
-    );
-    CREATE INDEX parts_source ON parts(source_id);
-    """
-_MANIFEST_MIGRATIONS: list[sqlbackend.Migration] = [
-    {  # PostgreSQL has no rowid: `seq` orders the parts by registration
-        sqlbackend.SQLITE: _PARTS_AND_SOURCES,
-        sqlbackend.POSTGRESQL: sqlbackend.ddl(_PARTS_AND_SOURCES, sqlbackend.POSTGRESQL)
-        + "ALTER TABLE parts ADD COLUMN seq BIGINT GENERATED ALWAYS AS IDENTITY;",
-    },
-    """
-    CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    """,
-    committed.ATTEMPTS_DDL,
-]
+_PARTS_AND_SOURCES = manifest.PARTS_AND_SOURCES
+_MANIFEST_MIGRATIONS = manifest.MIGRATIONS  # the manifest's tables: xfid.manifest
 
 
 class CatalogMismatch(StoreError):
@@ -878,19 +848,5 @@ def _scandir(path: Path) -> list[os.DirEntry[str]]:
         return []
 
 
-def _options_json(options: dict[str, Any]) -> str:
-    return json.dumps(options, sort_keys=True, default=str)
-
-
-def _summary_json(summary: dict[str, Any]) -> str:
-    return json.dumps(summary, sort_keys=True, default=str)
-
-
-def read_part_meta(path: Path, location: recloc.Location | None = None) -> dict[str, Any]:
-    """The provenance in a part's footer (PART_META), or {} when it has none or cannot be read."""
-    try:
-        kv = pq.ParquetFile(path if location is None else location.open_input(path)).metadata.metadata or {}
-        doc = json.loads(kv.get(PART_META.encode(), b"{}"))
-    except (pa.ArrowInvalid, OSError, ValueError):
-        return {}
-    return doc if isinstance(doc, dict) else {}
+_options_json = manifest.options_json
+_summary_json = manifest.summary_json
