@@ -128,7 +128,7 @@ def test_a_check_killed_between_commit_and_rename_stays_readable(xfid_cli, tmp_p
                        capture_output=True, env={**os.environ, "XFID_FAULT": "check.before_rename"})
     assert p.returncode == -signal.SIGKILL, p.stderr
     assert check_files(xfid_cli.store) == []
-    assert len(list((xfid_cli.store / "checks").glob(".tmp-*-check-1.parquet"))) == 1
+    assert len(list((xfid_cli.store / "checks").glob(".tmp-*-check-1-*.committing.parquet"))) == 1
     r = xfid_cli("history", "XF-1")  # reads the check's saved rows
     assert r.exit_code == 0 and "config_mismatch" in r.output, r.output
     r = xfid_cli("doctor", "--repair", env={"XFID_TEMP_GRACE_S": "0"})

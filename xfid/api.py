@@ -229,8 +229,9 @@ class XfidStore:
         `[store] database` / `[store] records` of the config given (None: the store's own SQLite
         file and records/)."""
         cfg = self._given_config
-        return {"database": os.environ.get("XFID_DATABASE_URL") or cfg.database,
-                "records": os.environ.get("XFID_RECORDS_URL") or cfg.records}
+        from xfid.locations import env_database_url, env_records_url
+
+        return {"database": env_database_url() or cfg.database, "records": env_records_url() or cfg.records}
 
     def backend(self, create: bool = False) -> Store:
         """The underlying `xfid.store.Store` (opened once; `create` makes a missing store).

@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from xfid import committed, sqlbackend
 from xfid.errors import StoreError
 from xfid.records import Location
 from xfid.sqlbackend import UrlError
@@ -30,11 +31,13 @@ from xfid.store import (
     DB_NAME,
     LEGACY_TEMP_NAME,
     OBJECT_PART_NAME,
+    PART_META,
     RECORDS,
     TEMP_NAME,
     TMP_PREFIX,
     CatalogMismatch,
     Store,
+    committing_part,
     connect_readonly,
     created_tables,
     resolve_database,
@@ -146,6 +149,8 @@ def examine(root: Path, repair: bool = False, *, database: str | None = None,
         except CatalogMismatch as e:
             rep.problems.append(Problem("catalog_mismatch", str(db), str(e), ""))
             return rep  # nothing else is judged against a catalog that is not this store's
+        if _wrong_location(store, rep):
+            return rep
         _check_parts(store, rep)
         rep.removed = _removals(store)
         if store.fs is None:
@@ -164,6 +169,8 @@ def _examine_team(root: Path, rep: DoctorReport, repair: bool, database: str | N
                   records: str | None) -> DoctorReport:
     """examine() for a store whose catalog is on a PostgreSQL server: the tables its migrations
     made, the catalog against the listing of the records (local, network or bucket), each part."""
+    if _empty_database(database):
+        return rep  # nothing to check yet (and a reader's role could not create the tables): not damage
     try:
         store = Store(root, create=False, check=False, database=database, records=records)
     except CatalogMismatch as e:
@@ -189,6 +196,8 @@ def _examine_team(root: Path, rep: DoctorReport, repair: bool, database: str | N
         except CatalogMismatch as e:
             rep.problems.append(Problem("catalog_mismatch", store.db_label, str(e), ""))
             return rep
+        if _wrong_location(store, rep):
+            return rep
         _check_parts(store, rep)
         rep.removed = _removals(store)
         if store.fs is None:
@@ -201,6 +210,27 @@ def _examine_team(root: Path, rep: DoctorReport, repair: bool, database: str | N
                 raise StoreError("{root}: the store is read-only: {repair} cannot change it", params=("repair",), root=root)
             _repair(store, rep)
     return rep
+
+
+def _empty_database(database: str | None) -> bool:
+    """Whether the team's database holds no xfid table at all (a store nobody has written yet)."""
+    url = resolve_database(database)
+    if url is None:
+        return False
+    conn = sqlbackend.connect(url)
+    try:
+        return "schema_version" not in conn.tables()
+    finally:
+        conn.close()
+
+
+def _wrong_location(store: Store, rep: DoctorReport) -> bool:
+    """A records location that is not this store's (xfid.locations): reported, nothing else judged,
+    no repair: a part this machine cannot see is not a lost part."""
+    if not store.location_problem:
+        return False
+    rep.problems.append(Problem("records_location", store.location.label, store.location_problem, ""))
+    return True
 
 
 def _check_objects(store: Store, rep: DoctorReport) -> None:
@@ -275,23 +305,34 @@ def part_problem(f: Path, rows: int, location: Location | None = None) -> tuple[
 
 
 def _check_temps(store: Store, rep: DoctorReport) -> None:
-    grace = temp_grace_s()
+    """Temps judged by the one rule of xfid.committed: a committing part is never called stale."""
     now = time.time()
     for f in sorted(store.records.glob(f"fidelity=*/{TMP_PREFIX}*")):
         m = TEMP_NAME.fullmatch(f.name)
+        c = committed.committing(f.name)
         try:
             age = now - f.stat().st_mtime
         except FileNotFoundError:
             continue
-        if m and m[1] == store.store_id:
-            if age > grace and not _registered(store, f, m[2]):
+        owner = m[1] if m else c[0] if c and committing_part(f.name) else None
+        if owner == store.store_id:
+            if _registered(store, f, store.final_name(f).stem[5:]):
+                continue  # its part: an unfinished rename (_check_parts)
+            if c:
+                rep.problems.append(Problem("unfinished_commit", str(f), "a part whose commit was cut short (its "
+                                            "attempt is recorded, the catalog does not register it); kept: "
+                                            "`xfid doctor --rebuild-catalog` registers it", ""))
+            elif committed.deletable(f, PART_META, now=now):
                 rep.problems.append(Problem("stale_temp", str(f), f"temp part of a writer that did not finish "
                                             f"(untouched for {age / 3600:.1f} h)", "quarantine it"))
-        elif m:
-            rep.problems.append(Problem("foreign_temp", str(f), f"temp part of another store (id {m[1][:12]}); "
+            elif age > temp_grace_s():
+                rep.problems.append(Problem("kept_temp", str(f), "temp part of an older xfid that may have been "
+                                            "committed; kept (`xfid doctor --rebuild-catalog` registers it)", ""))
+        elif owner:
+            rep.problems.append(Problem("foreign_temp", str(f), f"temp part of another store (id {owner[:12]}); "
                                         "xfid leaves it alone: move it away by hand if no writer of that store "
                                         "uses this directory", ""))
-        elif LEGACY_TEMP_NAME.fullmatch(f.name) and age > grace:
+        elif LEGACY_TEMP_NAME.fullmatch(f.name) and age > temp_grace_s():
             rep.problems.append(Problem("stale_temp", str(f), "temp part of an older xfid that did not finish",
                                         "quarantine it"))
 
@@ -364,11 +405,14 @@ def _orphan_check(store: Store, f: Path) -> bool:
 
 def _repair(store: Store, rep: DoctorReport) -> None:
     """Act on each problem after re-checking it under the write lock."""
+    unseen = _all_unseen(store, rep)
     with write_tx(store.conn) as conn:
         store.check_catalog()  # a catalog that stopped matching meanwhile: no repair at all
         dropped: set[str] = set()
         for p in rep.problems:
             f = Path(p.path)
+            if p.kind in PART_PROBLEMS and unseen:
+                continue  # reported, never dropped: see _all_unseen
             if p.kind in PART_PROBLEMS:
                 if p.source_id in dropped or _still_bad(store, p):
                     if p.source_id not in dropped:
@@ -376,7 +420,7 @@ def _repair(store: Store, rep: DoctorReport) -> None:
                         dropped.add(p.source_id)
                     p.repaired = True
             elif p.kind == "unfinished_rename":
-                final = f.with_name(f"part-{f.name.rsplit('-', 1)[1]}")
+                final = store.final_name(f)
                 if f.exists() and not final.exists() and _registered(store, f, final.stem[5:]):
                     os.replace(f, final)
                 p.repaired = not f.exists() and final.exists()
@@ -388,7 +432,8 @@ def _repair(store: Store, rep: DoctorReport) -> None:
             elif p.kind == "stale_temp":
                 m = TEMP_NAME.fullmatch(f.name)
                 still = f.exists() and time.time() - f.stat().st_mtime > temp_grace_s() and \
-                    not (m and _registered(store, f, m[2]))
+                    not (m and _registered(store, f, m[2])) and \
+                    (LEGACY_TEMP_NAME.fullmatch(f.name) is not None or committed.deletable(f, PART_META))
                 if still:
                     quarantine(store.root, f, "temp part of a writer that did not finish")
                 p.repaired = not f.exists()
@@ -397,6 +442,20 @@ def _repair(store: Store, rep: DoctorReport) -> None:
                     quarantine(store.root, f, "check rows with no recorded check")
                 p.repaired = not f.exists()
         del conn
+
+
+def _all_unseen(store: Store, rep: DoctorReport) -> bool:
+    """Whether every part the catalog registers is missing from here: this machine cannot see the
+    records (another mount, a share down), which no repair may take for lost parts."""
+    missing = {p.path for p in rep.problems if p.kind == "missing_part"}
+    if not missing or len(missing) < len(store.manifest_files()):
+        return False
+    for p in rep.problems:
+        if p.kind == "missing_part":
+            p.repair = ""
+            p.detail += ("; every part of the store is missing here, so this machine cannot see the records: "
+                         "nothing is dropped (check the records location)")
+    return True
 
 
 def _still_bad(store: Store, p: Problem) -> bool:

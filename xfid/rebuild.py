@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from xfid import committed
 from xfid.doctor import quarantine
 from xfid.errors import StoreError
 from xfid.store import (
@@ -31,10 +32,12 @@ from xfid.store import (
     DB_NAME,
     RECORDS,
     TMP_PREFIX,
+    committing_part,
     connect,
     connect_readonly,
     migrate,
     read_part_meta,
+    resolve_database,
     write_tx,
 )
 
@@ -66,14 +69,15 @@ def rebuild_catalog(root: Path, database: str | None = None) -> RebuildReport:
     Raises:
         StoreError: no parts, parts of several stores mixed, or the store cannot be written.
     """
-    if database or os.environ.get("XFID_DATABASE_URL"):
-        raise StoreError("rebuilding the catalog works on a store's own SQLite catalog; a team store's catalog on "
-                         "PostgreSQL is restored from its database backup (docs/team.md); nothing was changed")
+    url = resolve_database(database)  # the argument, else the environment (xfid.locations)
+    if url:
+        return _rebuild_team(root, url)
     records = root / RECORDS
+    renamed = _finish_committing(records)
     parts = sorted(records.glob(COMMITTED_GLOB)) if records.is_dir() else []
     if not parts and not (root / "checks").is_dir():
         raise StoreError(f"{records}: no part files to rebuild the catalog from")
-    rep = RebuildReport(str(root))
+    rep = RebuildReport(str(root), renamed=renamed)
     metas = {f: read_part_meta(f) for f in parts}
     ids = Counter(m["store_id"] for m in metas.values() if m.get("store_id"))
     if len(ids) > 1:
@@ -119,11 +123,105 @@ def rebuild_catalog(root: Path, database: str | None = None) -> RebuildReport:
             rep.moved.append("checks/")
         if strays:  # check files of checks the kept (older) tracker does not know
             (backup / "checks").mkdir()
-            for name in strays:
-                os.replace(root / "checks" / name, backup / "checks" / name)
-                rep.moved.append(f"checks/{name}")
+            for name, dest in strays:
+                os.replace(root / "checks" / name, backup / "checks" / dest)
+                rep.moved.append(f"checks/{dest}")
         rep.backup = str(backup)
     os.replace(tmp, db)
+    for name in (f"{tmp.name}-wal", f"{tmp.name}-shm"):  # left by the read-only look at the new tracker
+        (root / name).unlink(missing_ok=True)
+    for f, why in bad:
+        if f.exists():
+            rep.quarantined.append(f"{quarantine(root, f, f'not registered by --rebuild-catalog: {why}')}: {why}")
+    for s in sources.values():
+        rep.sources += 1
+        rep.parts += len(s.parts)
+        rep.rows += sum(n for _, _, n in s.parts)
+    return rep
+
+
+def _finish_committing(records: Path) -> list[str]:
+    """Rename every committing part (xfid.committed) to its final name: each may be committed
+    in a database newer than the one here, so each is registered (its siblings are checked)."""
+    out: list[str] = []
+    for f in sorted(records.glob(f"fidelity=*/{TMP_PREFIX}*{committed.COMMITTING}")) if records.is_dir() else []:
+        if not committing_part(f.name):
+            continue
+        final = f.with_name(f"part-{committed.attempt_key(f).rsplit('-', 1)[1]}.parquet")
+        if not final.exists() and committed.rename(f, final):
+            out.append(str(final))
+    return out
+
+
+def _rebuild_team(root: Path, database: str) -> RebuildReport:
+    """A team store's manifest rebuilt in its PostgreSQL database from the parts' footers.
+
+    The old `sources` and `parts` rows are copied aside first (`sources_before_<stamp>`,
+    `parts_before_<stamp>`), then replaced, in one transaction; the tracker and the store id are
+    kept (the parts must be this store's). Committing check files no check names are moved to
+    `<checks>/../catalog-backup-<stamp>/checks/` under their final names; never deleted.
+    """
+    from xfid.store import Store
+    from xfid.tracker import checkfiles
+
+    with Store(root, check=False, database=database) as store:
+        if store.fs is not None:
+            raise StoreError(f"{store.location.label}: --rebuild-catalog reads local or network records only; "
+                             "restore the catalog of a bucket's store from its database backup; nothing was changed")
+        store.require_writable("rebuild the catalog")
+        records = Path(store.records)
+        rep = RebuildReport(str(root), store_id=store.store_id or "", renamed=_finish_committing(records))
+        parts = sorted(records.glob(COMMITTED_GLOB)) if records.is_dir() else []
+        metas = {f: read_part_meta(f) for f in parts}
+        ids = {m["store_id"] for m in metas.values() if m.get("store_id")}
+        if ids - {store.store_id}:
+            raise StoreError(f"{records}: parts of store(s) {', '.join(sorted(i[:12] for i in ids))} are here, this "
+                             f"catalog is store {(store.store_id or '')[:12]}'s; nothing was changed")
+        sources: dict[str, _Source] = {}
+        bad: list[tuple[Path, str]] = []
+        for f in parts:
+            why = _add_part(records, f, metas[f], rep.store_id, sources, rep)
+            if why:
+                bad.append((f, why))
+        for sid, s in list(sources.items()):
+            want = s.row.pop("_want", {})
+            if [fid for fid, n in want.items() if n and fid not in {p[1] for p in s.parts}]:
+                del sources[sid]
+                bad.extend((records / file, f"source {sid[:12]} lacks a part") for file, _, _ in s.parts)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"_{uuid.uuid4().hex[:6]}"
+        conn = store.conn
+        with store._db("rebuild the catalog"), write_tx(conn):
+            for table in ("sources", "parts"):
+                conn.execute(f"CREATE TABLE {table}_before_{stamp.lower()} AS SELECT * FROM {table}")
+            conn.execute("DELETE FROM parts")
+            conn.execute("DELETE FROM sources")
+            for s in sorted(sources.values(), key=lambda s: (s.row["ingested_at"] or "", s.row["path"] or "")):
+                r = s.row
+                summary = r["summary"] if isinstance(r["summary"], str) else json.dumps(r["summary"], sort_keys=True)
+                conn.execute("INSERT INTO sources (source_id, path, adapter, options, content_hash, rows, ingested_at,"
+                             " summary) VALUES (?,?,?,?,?,?,?,?)",
+                             (r["source_id"], r["path"], r["adapter"], r["options"], r["content_hash"], r["rows"],
+                              r["ingested_at"], summary))
+                for file, fid, n in s.parts:
+                    conn.execute("INSERT INTO parts (file, source_id, fidelity, rows) VALUES (?,?,?,?)",
+                                 (file, r["source_id"], fid, n))
+        rep.moved += [f"sources -> sources_before_{stamp.lower()}", f"parts -> parts_before_{stamp.lower()}"]
+        known = {r[0] for r in conn.execute("SELECT rows_file FROM checks WHERE rows_file IS NOT NULL")} \
+            if "checks" in conn.tables() else set()
+        d = checkfiles.checks_dir(store.checks_root)
+        for name in sorted(os.listdir(d)) if d.is_dir() else []:
+            m = checkfiles.COMMITTING.fullmatch(name)
+            if not m:
+                continue
+            final = checkfiles.final_name(int(m[2]))
+            if final in known:
+                committed.rename(d / name, d / final)
+                continue
+            backup = store.checks_root / f"catalog-backup-{stamp}" / "checks"
+            backup.mkdir(parents=True, exist_ok=True)
+            os.replace(d / name, backup / final)
+            rep.backup = str(backup.parent)
+            rep.moved.append(f"checks/{final}")
     for f, why in bad:
         if f.exists():
             rep.quarantined.append(f"{quarantine(root, f, f'not registered by --rebuild-catalog: {why}')}: {why}")
@@ -152,12 +250,16 @@ def _old_db(db: Path) -> dict[str, Any] | None:
     return {"store_id": row[0] if row else None, "sources": sources}
 
 
-def _unknown_checks(root: Path, db: Path) -> list[str]:
-    """The committed-looking check files (`checks/check-N.parquet`) no check in `db` names."""
+def _unknown_checks(root: Path, db: Path) -> list[tuple[str, str]]:
+    """The committed-looking check files (`checks/check-N.parquet`, and committing ones) no check
+    in `db` names, each with the name it keeps in the backup; a committing file of a check `db`
+    names is renamed to its final name here."""
     from xfid.tracker import checkfiles
 
     on_disk = checkfiles.committed_on_disk(root)
-    if not on_disk:
+    pending = [(f, int(m[2])) for f in sorted(os.listdir(root / "checks"))
+               if (m := checkfiles.COMMITTING.fullmatch(f))] if (root / "checks").is_dir() else []
+    if not on_disk and not pending:
         return []
     try:
         conn = connect_readonly(db)
@@ -167,7 +269,14 @@ def _unknown_checks(root: Path, db: Path) -> list[str]:
             conn.close()
     except sqlite3.DatabaseError:
         known = set()
-    return [f for f in on_disk if f not in known]
+    out = [(f, f) for f in on_disk if f not in known]
+    for f, cid in pending:
+        final = checkfiles.final_name(cid)
+        if final in known and not (root / "checks" / final).exists():
+            committed.rename(root / "checks" / f, root / "checks" / final)
+        elif final not in known:
+            out.append((f, final))
+    return out
 
 
 def _older_copy(old: dict[str, Any] | None, store_id: str, sources: dict[str, _Source]) -> bool:
@@ -206,7 +315,7 @@ def _add_part(records: Path, f: Path, meta: dict[str, Any], store_id: str, sourc
     for sfid, sib in (meta.get("parts") or {}).items():
         name = f"part-{sib.get('part')}.parquet"
         final = records / f"fidelity={sfid}" / name
-        temp = final.with_name(f"{TMP_PREFIX}{store_id}-{sib.get('part')}.parquet")
+        temp = final.with_name(f"{TMP_PREFIX}{store_id}-{sib.get('part')}.parquet")  # an older xfid's
         if sfid != fid and not final.exists() and temp.exists():
             os.replace(temp, final)
             rep.renamed.append(str(final))

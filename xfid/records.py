@@ -132,7 +132,9 @@ def resolve(explicit: str | os.PathLike[str] | None, root: Path) -> Location:
     Raises:
         StoreError: an unknown scheme, a bucket without a name, or a filesystem pyarrow cannot open.
     """
-    value = explicit if explicit is not None else os.environ.get("XFID_RECORDS_URL") or None
+    from xfid.locations import env_records_url
+
+    value = explicit if explicit is not None else env_records_url()
     if value is None:
         return Location(root / "records", None, str(root / "records"))
     text = str(value)

@@ -26,6 +26,8 @@ SQLITE = "sqlite"
 POSTGRESQL = "postgresql"
 BUSY_TIMEOUT_S = 120.0
 CONNECT_TIMEOUT_S = 10
+LOCK_TIMEOUT_S = 600.0
+"""How long a writer waits for the team's write lock before giving up; env XFID_LOCK_TIMEOUT_S."""
 LOCK_KEY = 0x78666964  # "xfid": the one advisory lock every writer of a PostgreSQL store takes
 PG_SCHEMES = ("postgresql://", "postgres://")
 
@@ -38,6 +40,25 @@ _MIN_SECRET = 4
 """Shorter pieces of a password are not scrubbed on their own (they would blank ordinary words);
 the URL form is masked whatever the length."""
 _remembered: set[str] = set()
+
+
+def lock_timeout_s() -> float:
+    """The write lock's wait limit in seconds (env XFID_LOCK_TIMEOUT_S, default LOCK_TIMEOUT_S)."""
+    import os
+
+    try:
+        value = float(os.environ.get("XFID_LOCK_TIMEOUT_S", LOCK_TIMEOUT_S))
+    except ValueError:
+        raise StoreError(f"XFID_LOCK_TIMEOUT_S={os.environ['XFID_LOCK_TIMEOUT_S']!r}: not a number of seconds; "
+                         f"unset it (the default is {LOCK_TIMEOUT_S:g}) or write e.g. 120") from None
+    if not 0 < value <= 86400:
+        raise StoreError(f"XFID_LOCK_TIMEOUT_S={value:g}: must be between 0 and 86400 seconds "
+                         f"(the default is {LOCK_TIMEOUT_S:g})")
+    return value
+
+
+class LockTimeout(StoreError):
+    """A writer gave up waiting for the store's write lock."""
 
 
 def mask(text: object) -> str:
@@ -333,6 +354,10 @@ class PostgresDatabase(Database):
             if params:
                 return self.raw.execute(_pg_sql(sql), tuple(params))
             return self.raw.execute(sql.replace("%", "%%") if "%" in sql else sql)
+        except psycopg.errors.LockNotAvailable:
+            raise LockTimeout(f"{self.label}: gave up waiting for the store's write lock after {lock_timeout_s():g} s "
+                              "(another writer held it all that time); nothing was changed: run the command again "
+                              "later, or raise XFID_LOCK_TIMEOUT_S") from None
         except psycopg.OperationalError as e:
             raise self.lost(e) from None
         except psycopg.errors.InsufficientPrivilege as e:
@@ -393,7 +418,7 @@ class PostgresDatabase(Database):
             # pipeline mode: statements whose results are not read go out without a round trip
             # each (a check's thousands of INSERTs); a fetch, and the end of the block, wait for them
             with self._pipeline():
-                self.execute("SELECT pg_advisory_xact_lock(?)", (LOCK_KEY,))
+                self._lock()
                 yield self
                 self._flush()
         except BaseException:
@@ -413,12 +438,27 @@ class PostgresDatabase(Database):
                 "running it again: an ingest run again is a no-op if it was committed, a check records a "
                 "second check")) from None
 
+    def _lock(self) -> None:
+        """Take the store's advisory lock; when another writer holds it, say so on stderr and wait
+        at most lock_timeout_s() (a LockTimeout then: nothing of this transaction was written)."""
+        if self.execute("SELECT pg_try_advisory_xact_lock(?)", (LOCK_KEY,)).fetchone()[0]:
+            return
+        limit = lock_timeout_s()
+        print(f"xfid: waiting for the store's write lock on {self.label} (another writer holds it; giving up "
+              f"after {limit:g} s, XFID_LOCK_TIMEOUT_S)", file=sys.stderr, flush=True)
+        self.execute(f"SET LOCAL lock_timeout = {int(limit * 1000)}")
+        self.execute("SELECT pg_advisory_xact_lock(?)", (LOCK_KEY,)).fetchone()
+
     @contextlib.contextmanager
     def _pipeline(self) -> Iterator[None]:
         psycopg = require_psycopg()
         try:
             with self.raw.pipeline():
                 yield
+        except psycopg.errors.LockNotAvailable:
+            raise LockTimeout(f"{self.label}: gave up waiting for the store's write lock after {lock_timeout_s():g} s "
+                              "(another writer held it all that time); nothing was changed: run the command again "
+                              "later, or raise XFID_LOCK_TIMEOUT_S") from None
         except psycopg.OperationalError as e:
             raise self.lost(e) from None
         except psycopg.errors.InsufficientPrivilege as e:

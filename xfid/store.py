@@ -19,9 +19,11 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from xfid import outfile, sqlbackend
+from xfid import committed, locations, manifest, outfile, sqlbackend
 from xfid import records as recloc
+from xfid.committed import TEMP_GRACE_S, TMP_PREFIX, temp_grace_s  # noqa: F401  (re-exported)
 from xfid.errors import StoreError
+from xfid.manifest import PART_FORMAT, PART_META, read_part_meta
 from xfid.parts import (
     FILE_SCHEMA,
     ROW_GROUP,
@@ -42,13 +44,8 @@ RECORDS = "records"
 VERIFIED_PARQUET = ds.ParquetFileFormat(
     default_fragment_scan_options=ds.ParquetFragmentScanOptions(page_checksum_verification=True))
 """Reads check every page's CRC: a flipped bit is an error naming the part, never a wrong value."""
-TMP_PREFIX = ".tmp-"
-TEMP_GRACE_S = 3600.0
-"""A temp part untouched this long may be swept; env XFID_TEMP_GRACE_S overrides (tests).
-A writer keeps its finished temps fresh until it commits (Store.keep_alive)."""
-PART_META = "xfid.part"
-"""The Parquet footer key holding a part's provenance: enough to rebuild the catalog from it."""
-PART_FORMAT = 1
+# TMP_PREFIX, TEMP_GRACE_S, temp_grace_s: xfid.committed (the one committed-file protocol).
+# A writer keeps its finished temps fresh until it commits (Store.keep_alive).
 TEMP_NAME = re.compile(r"\.tmp-([0-9a-f]{32})-([0-9a-f]{32})\.parquet")
 """`.tmp-<store id>-<part id>.parquet`: a part being written, not yet registered."""
 LEGACY_TEMP_NAME = re.compile(r"\.tmp-([0-9a-f]{32})\.parquet")
@@ -61,46 +58,12 @@ CHECKS_IN_BUCKET = "_checks"
 REBUILD_HINT = ("nothing was changed or deleted; rebuild the catalog from the parts with "
                 "`xfid doctor --rebuild-catalog` (it moves any xfid.db here into a backup folder, never deletes it)")
 
-_PARTS_AND_SOURCES = """
-    CREATE TABLE sources (
-        source_id TEXT PRIMARY KEY,
-        path TEXT NOT NULL,
-        adapter TEXT NOT NULL,
-        options TEXT NOT NULL,
-        content_hash TEXT NOT NULL,
-        rows INTEGER NOT NULL,
-        ingested_at TEXT NOT NULL,
-        summary TEXT NOT NULL
-    );
-    CREATE TABLE parts (
-        file TEXT PRIMARY KEY,
-        source_id TEXT NOT NULL REFERENCES sources(source_id),
-        fidelity TEXT NOT NULL,
-        rows INTEGER NOT NULL
-    );
-    CREATE INDEX parts_source ON parts(source_id);
-    """
-_MANIFEST_MIGRATIONS: list[sqlbackend.Migration] = [
-    {  # PostgreSQL has no rowid: `seq` orders the parts by registration
-        sqlbackend.SQLITE: _PARTS_AND_SOURCES,
-        sqlbackend.POSTGRESQL: sqlbackend.ddl(_PARTS_AND_SOURCES, sqlbackend.POSTGRESQL)
-        + "ALTER TABLE parts ADD COLUMN seq BIGINT GENERATED ALWAYS AS IDENTITY;",
-    },
-    """
-    CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    """,
-]
+_PARTS_AND_SOURCES = manifest.PARTS_AND_SOURCES
+_MANIFEST_MIGRATIONS = manifest.MIGRATIONS  # the manifest's tables: xfid.manifest
 
 
 class CatalogMismatch(StoreError):
     """The database does not describe the part files beside it (missing, empty, foreign or older)."""
-
-
-def temp_grace_s() -> float:
-    try:
-        return float(os.environ.get("XFID_TEMP_GRACE_S", TEMP_GRACE_S))
-    except ValueError:
-        return TEMP_GRACE_S
 
 
 def utc_now() -> str:
@@ -157,7 +120,7 @@ def migrate(conn: Database, component: str, migrations: Sequence[sqlbackend.Migr
 
 def resolve_database(explicit: str | None = None) -> str | None:
     """The catalog's database URL: the argument, then env XFID_DATABASE_URL; None: the store's own SQLite file."""
-    url = explicit or os.environ.get("XFID_DATABASE_URL") or None
+    url = explicit or locations.env_database_url()
     sqlbackend.remember_secrets(url)
     if url and not sqlbackend.is_postgres(url):
         raise StoreError(f"database {sqlbackend.mask(url)!r}: not a PostgreSQL URL; write "
@@ -218,13 +181,13 @@ class Store:
                 raise StoreError("no store at {root} (ingest into it first, or give the store directory: {path} DIR)",
                                  params=("path",), root=self.root)
             try:
-                self.root.mkdir(parents=True)
+                self.root.mkdir(parents=True, exist_ok=True)  # another process may be creating it too
             except OSError as e:
                 raise StoreError(f"cannot create store {self.root}: {e.strerror}") from None
         elif not self.root.is_dir():
             raise StoreError("{root} is not a directory (give the store directory: {path} DIR)", params=("path",),
                              root=self.root)
-        given = records if records is not None else os.environ.get("XFID_RECORDS_URL") or None
+        given = records if records is not None else locations.env_records_url()
         if self.team:
             self.conn: Database = sqlbackend.connect(str(self.database_url))
             given = given if given is not None else self._stored_records()
@@ -252,12 +215,8 @@ class Store:
                 self.conn = connect(self.db_path, readonly=self.readonly)
             except sqlbackend.errors() as e:
                 raise StoreError(f"{self.db_path}: cannot open the store database: {e} (run `xfid doctor`)") from None
+        self.location_problem: str | None = None  # why this machine's records location is not the store's
         try:
-            if not self.readonly and self.fs is None:
-                try:
-                    Path(self.records).mkdir(parents=self.location.base != self.root / RECORDS, exist_ok=True)
-                except OSError as e:
-                    raise StoreError(f"{self.records}: cannot create the records directory: {e.strerror}") from None
             self._open(check)
         except BaseException:
             self.conn.close()
@@ -355,16 +314,34 @@ class Store:
             if "store_meta" in tables:
                 row = self.conn.execute("SELECT value FROM store_meta WHERE key='store_id'").fetchone()
             self.store_id = row[0] if row else None
+        if self.store_id is None and not self.readonly and self.fs is None:
+            # a new store (or one from before store ids): its records folder; an existing store's
+            # folder is never created (an unmounted share stays a refusal: xfid.locations)
+            try:
+                Path(self.records).mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise StoreError(f"{self.records}: cannot create the records directory: {e.strerror}") from None
         if check:
             self.check_catalog()
         if self.store_id is None and not self.readonly and self._matches():  # new, or from before store ids
             with self._db("open"):
                 self.conn.execute("INSERT INTO store_meta VALUES ('store_id', ?) ON CONFLICT (key) DO NOTHING",
                                   (uuid.uuid4().hex,))
-                if self.team:  # where its parts are, for the machines that do not say
-                    self.conn.execute("INSERT INTO store_meta VALUES ('records', ?) ON CONFLICT (key) DO NOTHING",
-                                      (self.location.label if self.fs else str(Path(self.records).absolute()),))
+                # where its parts are: for the machines that do not say, and for the refusals
+                self.conn.execute("INSERT INTO store_meta VALUES ('records', ?) ON CONFLICT (key) DO NOTHING",
+                                  (locations.here(self),))
                 self.store_id = self.conn.execute("SELECT value FROM store_meta WHERE key='store_id'").fetchone()[0]
+        if self.store_id is not None and not self.readonly:
+            self._check_location(check)
+
+    def _check_location(self, check: bool) -> None:
+        """Refuse (or, for doctor, note) a records location that is not this store's (xfid.locations)."""
+        with self._db("open"):
+            row = self.conn.execute("SELECT value FROM store_meta WHERE key='records'").fetchone()
+        why = locations.problem(self, row[0] if row else None)
+        if why and check:
+            raise StoreError(why)
+        self.location_problem = why
 
     @contextlib.contextmanager
     def _db(self, what: str) -> Iterator[None]:
@@ -415,7 +392,7 @@ class Store:
         if self.fs is not None:
             parts = sum(1 for e in self.location.list() if e.rel.endswith(".parquet"))
         else:
-            parts = len(self.committed_on_disk())
+            parts = len(self.committed_on_disk()) + len(self.committing_on_disk())
         checks = len(list((self.root / "checks").glob("check-*.parquet"))) \
             if (self.root / "checks").is_dir() and not self.team else 0
         found = [f"{parts} part files in {self.location.label}" if parts else "",
@@ -441,10 +418,9 @@ class Store:
         reading the manifest second never mistakes a concurrent writer's part for a stranger.
         """
         on_disk = self.committed_on_disk()
-        if not on_disk:
-            return
         known = self.manifest_files()
         unknown = [f for f in on_disk if f not in known]
+        unknown += self.unproven_committing(known)  # listed before its journal is read
         if unknown:
             raise self.mismatch(unknown, len(known))
 
@@ -481,17 +457,23 @@ class Store:
         """The name a written part is registered under."""
         if self.fs is not None:
             return tmp
-        return tmp.with_name(f"part-{tmp.name.rsplit('-', 1)[1]}")
+        part_id = committed.attempt_key(tmp).rsplit("-", 1)[1]
+        return tmp.with_name(f"part-{part_id}.parquet")
 
     def twin(self, part: Path) -> Path | None:
         """The temp a committed part is renamed from (present between COMMIT and the rename)."""
         if not (part.name.startswith("part-") and self.store_id) or self.fs is not None:
             return None
-        return part.with_name(f"{TMP_PREFIX}{self.store_id}-{part.name[5:]}")
+        written = part.with_name(f"{TMP_PREFIX}{self.store_id}-{part.name[5:]}")
+        now = committed.committing_name(written)
+        return now if now.exists() or not written.exists() else written  # an older xfid's committed temp
+
 
     # --- writing -----------------------------------------------------------------------
     def require_writable(self, what: str) -> None:
         """Raise StoreError when this store cannot be written (read-only directory or database)."""
+        if self.location_problem:
+            raise StoreError(self.location_problem)
         if self.readonly or not self.store_id:
             raise StoreError(f"{self.root}: the store is read-only: cannot {what} (the commands that "
                              "only read it, e.g. summary, export, correlate, report, doctor, still work)")
@@ -555,7 +537,8 @@ class Store:
                   "ingested_at": prep.ingested_at, "summary": _summary_json(prep.summary)}
 
         def meta(fid: str) -> dict[str, str]:
-            doc = {"format": PART_FORMAT, "store_id": self.store_id, "fidelity": fid, **siblings[fid],
+            doc = {"format": PART_FORMAT, "commit_protocol": committed.PROTOCOL, "store_id": self.store_id,
+                   "fidelity": fid, **siblings[fid],
                    "parts": siblings, "source": source}
             return {PART_META: json.dumps(doc, sort_keys=True)}
 
@@ -594,10 +577,16 @@ class Store:
         if any(p.temps for p in preps):
             self.require_writable("ingest")
         renames: list[tuple[Path, Path]] = []
+        attempted = False  # True once COMMIT was sent: its outcome may be unknown, the files are kept
         try:
+            self._mark_committing(preps)
+            # everything slow before the lock (xfid.committed; a bucket's requests): the footers'
+            # row counts, the bucket's listing for the sweep
+            rows_of = {tmp: self._footer_rows(tmp) for p in preps for tmp in p.temps.values()}
+            listing = self.location.list() if self.fs is not None else None
             with write_tx(self.conn):
                 self.check_catalog()
-                self.settle(keep={tmp for p in preps for tmp in p.temps.values()})
+                self.settle(keep={tmp for p in preps for tmp in p.temps.values()}, listing=listing)
                 for p in preps:
                     if self.has_source(p.source_id):
                         p.already = True
@@ -611,22 +600,17 @@ class Store:
                     )
                     for fid, tmp in p.temps.items():
                         final = self.final_name(tmp)
-                        try:
-                            if self.fs is not None and not self.location.exists(tmp):
-                                raise FileNotFoundError(str(tmp))
-                            rows = pq.ParquetFile(self.location.open_input(tmp)).metadata.num_rows
-                        except FileNotFoundError:
-                            raise StoreError(f"{tmp}: this ingest's temp part vanished before its commit (was it "
-                                             "removed by hand, or left untouched past the sweep's grace period?); "
-                                             "nothing was committed, ingest again") from None
+                        rows = rows_of[tmp]
                         self.conn.execute("INSERT INTO parts (file, source_id, fidelity, rows) VALUES (?,?,?,?)",
                                           (str(final.relative_to(self.records)), p.source_id, fid, rows))
                         if final != tmp:
                             renames.append((tmp, final))
                 fault_point("store.before_commit")
+                attempted = True
         except BaseException as e:
             for p in preps:
-                self.discard(p)
+                if not attempted:  # rolled back for certain: this writer's own files, never committed
+                    self.discard(p)
             if isinstance(e, OSError):
                 raise self._write_error(e) from None
             if isinstance(e, sqlite3.OperationalError) and ("full" in str(e) or "disk" in str(e)):
@@ -643,7 +627,64 @@ class Store:
         for p in preps:
             p.temps.clear()
 
-    def settle(self, keep: set[Path] | frozenset[Path] = frozenset()) -> dict[str, list[Path]]:
+    def _footer_rows(self, tmp: Path) -> int:
+        """A written part's row count from its footer (read before the write lock)."""
+        try:
+            if self.fs is not None and not self.location.exists(tmp):
+                raise FileNotFoundError(str(tmp))
+            return int(pq.ParquetFile(self.location.open_input(tmp)).metadata.num_rows)
+        except FileNotFoundError:
+            raise StoreError(f"{tmp}: this ingest's temp part vanished before its commit (was it removed by hand, "
+                             "or left untouched past the sweep's grace period?); nothing was committed, "
+                             "ingest again") from None
+
+    def _mark_committing(self, preps: Sequence[PreparedSource]) -> None:
+        """Record the commit attempt of every temp, then give each its committing name (xfid.committed).
+
+        Outside the write lock; a bucket's parts keep their one uploaded name."""
+        if self.fs is not None:
+            return
+        temps = [(p, fid, tmp) for p in preps for fid, tmp in p.temps.items()]
+        if not temps:
+            return
+        with self._db("record the commit attempt"):
+            committed.record_attempts(self.conn, [committed.attempt_key(t) for _, _, t in temps])
+        for p, fid, tmp in temps:
+            if committed.committing(tmp.name):
+                continue
+            dest = committed.committing_name(tmp)
+            try:
+                os.replace(tmp, dest)
+            except FileNotFoundError:
+                raise StoreError(f"{tmp}: this ingest's temp part vanished before its commit (was it removed by "
+                                 "hand, or left untouched past the sweep's grace period?); nothing was committed, "
+                                 "ingest again") from None
+            p.temps[fid] = dest
+
+    def committing_on_disk(self) -> list[str]:
+        """Every committing part file (records-relative): committed, or its commit was cut short."""
+        if self.fs is not None:
+            return []
+        return sorted(f"{d.name}/{f.name}" for d in _scandir(Path(self.records)) if d.name.startswith("fidelity=")
+                      for f in _scandir(Path(d.path)) if committing_part(f.name))
+
+    def unproven_committing(self, known: set[str] | None = None) -> list[str]:
+        """Committing parts (records-relative) the catalog neither registers nor recorded an attempt
+        for: the database is older than them (xfid.committed). List before reading the catalog."""
+        found = self.committing_on_disk()
+        if not found:
+            return []
+        known = self.manifest_files() if known is None else known
+        unknown = [f for f in found if str(self.final_name(self.records / f).relative_to(self.records)) not in known]
+        if not unknown:
+            return []
+        with self._db("read the commit journal"):
+            seen = committed.attempted(self.conn, [committed.attempt_key(Path(f)) for f in unknown])
+        return sorted(f for f in unknown if committed.attempt_key(Path(f)) not in seen
+                      and (self.records / f).exists())
+
+    def settle(self, keep: set[Path] | frozenset[Path] = frozenset(),
+               listing: list[recloc.FileEntry] | None = None) -> dict[str, list[Path]]:
         """Finish the renames of committed temps and remove this store's abandoned temps.
 
         Only call under the write lock. A temp is removed only when its name carries this
@@ -658,44 +699,37 @@ class Store:
         """
         done: dict[str, list[Path]] = {"renamed": [], "removed": []}
         if self.fs is not None:
-            return self._settle_objects(done, keep)
+            return self._settle_objects(done, keep, listing)
         if not self.store_id or not self.records.is_dir():
             return done
         temps = list(self.records.glob(f"fidelity=*/{TMP_PREFIX}{self.store_id}-*.parquet"))
         if not temps:
             return done
         known = self.manifest_files()
-        grace = temp_grace_s()
         now = time.time()
         for tmp in temps:
-            m = TEMP_NAME.fullmatch(tmp.name)
-            if not m:
-                continue
-            final = tmp.with_name(f"part-{m[2]}.parquet")
             if tmp in keep:
                 continue
+            m = TEMP_NAME.fullmatch(tmp.name)
+            if not (m or committing_part(tmp.name)):
+                continue
+            final = self.final_name(tmp)
             if str(final.relative_to(self.records)) in known:
-                if not final.exists():
-                    with contextlib.suppress(FileNotFoundError):
-                        os.replace(tmp, final)
-                        done["renamed"].append(final)
+                if not final.exists() and committed.rename(tmp, final):
+                    done["renamed"].append(final)
                 continue
-            try:
-                old = now - tmp.stat().st_mtime > grace
-            except FileNotFoundError:
-                continue
-            if old:
+            if committed.deletable(tmp, PART_META, now=now):  # the one rule: never a committing part
                 with contextlib.suppress(FileNotFoundError):
                     tmp.unlink()
                     done["removed"].append(tmp)
         return done
 
-    def _settle_objects(self, done: dict[str, list[Path]], keep: set[Path] | frozenset[Path]
-                        ) -> dict[str, list[Path]]:
+    def _settle_objects(self, done: dict[str, list[Path]], keep: set[Path] | frozenset[Path],
+                        listing: list[recloc.FileEntry] | None = None) -> dict[str, list[Path]]:
         """settle() on a bucket: this store's unregistered `part-<store id>-*` objects past the grace period go."""
         if not self.store_id:
             return done
-        mine = [e for e in self.location.list()
+        mine = [e for e in (self.location.list() if listing is None else listing)
                 if (m := OBJECT_PART_NAME.fullmatch(e.rel.split("/", 1)[1])) and m[1] == self.store_id]
         if not mine:
             return done
@@ -833,19 +867,18 @@ class Store:
             return {r[0]: int(r[1]) for r in self.conn.execute(q)}
 
 
-def _options_json(options: dict[str, Any]) -> str:
-    return json.dumps(options, sort_keys=True, default=str)
+def committing_part(name: str) -> bool:
+    """Whether `name` is a part's committing name (`.tmp-<store>-<part>.committing.parquet`)."""
+    c = committed.committing(name)
+    return c is not None and re.fullmatch(r"[0-9a-f]{32}", c[1]) is not None
 
 
-def _summary_json(summary: dict[str, Any]) -> str:
-    return json.dumps(summary, sort_keys=True, default=str)
-
-
-def read_part_meta(path: Path, location: recloc.Location | None = None) -> dict[str, Any]:
-    """The provenance in a part's footer (PART_META), or {} when it has none or cannot be read."""
+def _scandir(path: Path) -> list[os.DirEntry[str]]:
     try:
-        kv = pq.ParquetFile(path if location is None else location.open_input(path)).metadata.metadata or {}
-        doc = json.loads(kv.get(PART_META.encode(), b"{}"))
-    except (pa.ArrowInvalid, OSError, ValueError):
-        return {}
-    return doc if isinstance(doc, dict) else {}
+        return list(os.scandir(path))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+_options_json = manifest.options_json
+_summary_json = manifest.summary_json

@@ -23,12 +23,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xfid import sqlbackend
+from xfid import committed, locations, sqlbackend
 from xfid.errors import StoreError
+from xfid.committed import TMP_PREFIX
 from xfid.store import CHECKS_IN_BUCKET, Store
 
 TRACKER_TABLES = ("checks", "issues", "observations", "transitions", "tracker_seq")
@@ -160,12 +162,15 @@ def copy_store(src: Store, database: str, records: str | None = None) -> CopyRep
         try:
             for f in plan.files:
                 _write(f, dst, written)
+            _committing(dst, plan)  # the committed-file protocol (xfid.committed): attempts, then names
             with dst.conn.write_tx():
                 _register(src, dst, plan, rep)
         except BaseException:
             _discard(dst, written)
             _restore_ids(dst.conn, ids)
             raise
+        if plan.adopt_id:
+            locations.write_id(dst)  # the records location names the store it now is
         _publish(dst, plan, rep)
         _verify(src, dst, rep)
     return rep
@@ -273,7 +278,7 @@ def _check_files(src: Store, dst: Store, store_id: str) -> list[_File]:
         path, fs = where
         if dst.fs is None:
             final = checkfiles.checks_dir(dst.checks_root) / name
-            temp = final.with_name(checkfiles.staged_name(store_id, cid))
+            temp = final.with_name(f"{TMP_PREFIX}{store_id}-{uuid.uuid4().hex}.parquet")  # a written check temp
             if Path(final).resolve() == Path(path).resolve():
                 continue  # the same folder (records copied in place)
         else:
@@ -317,6 +322,32 @@ def _write(f: _File, dst: Store, written: list[_File]) -> None:
                          f"({NOT_CHANGED}; run the copy again)") from None
     if _sha256(f.src_fs, f.src) != _sha256(dst.fs, f.temp):
         raise StoreError(f"{f.temp}: the copy of {f.what} differs from {f.src} ({NOT_CHANGED}; run the copy again)")
+
+
+def _committing(dst: Store, plan: _Plan) -> None:
+    """Before COMMIT, as every writer does (xfid.committed): record each local temp's commit
+    attempt, then give it its committing name, which no sweep ever deletes. A copy killed after
+    COMMIT leaves committing files the next writer renames; one killed before leaves attempts
+    that doctor reports (nothing registered, nothing lost)."""
+    local = [f for f in plan.files if f.temp != f.final and dst.fs is None]
+    if not local:
+        return
+    keys = [committed.attempt_key(Path(f.temp)) for f in local]
+    committed.record_attempts(dst.conn, keys)
+    for f in local:
+        if f.source_id is None:  # a check's rows: `.tmp-<id>-check-<N>-<random>.committing.parquet`
+            cid = int(Path(f.final).stem.split("-", 1)[1])
+            name = f"{TMP_PREFIX}{plan.store_id}-check-{cid}-{attempt_rest(f.temp)}{committed.COMMITTING}"
+            target = Path(f.temp).with_name(name)
+        else:
+            target = committed.committing_name(Path(f.temp))
+        os.replace(f.temp, target)
+        f.temp = target
+
+
+def attempt_rest(temp: Any) -> str:
+    """The random part of a written temp's name `.tmp-<store id>-<random>.parquet`."""
+    return committed.attempt_key(Path(temp)).rsplit("-", 1)[1]
 
 
 def _discard(dst: Store, written: list[_File]) -> None:

@@ -1,11 +1,13 @@
 """The aligned rows of each check as `<store>/checks/check-<id>.parquet`, written as the parts are.
 
-A check's rows are written to `.tmp-<store id>-<random>.parquet`, renamed under the write lock
-to `.tmp-<store id>-check-<id>.parquet` and, only after the check's COMMIT, to
-`check-<id>.parquet` (until then readers use the temp). So a `check-*` file is always a
-committed check: one the checks table does not know means the database is not the one these
-files belong to (an older copy, another store's), a CatalogMismatch, never garbage. The sweep
-removes only this store's temps that no committed check names, untouched for the grace period.
+The protocol is the parts' (xfid.committed): a check's rows are written to
+`.tmp-<store id>-<random>.parquet`; its commit attempt is recorded before the write lock;
+under the lock it is renamed to `.tmp-<store id>-check-<id>-<random>.committing.parquet` and,
+only after the check's COMMIT, to `check-<id>.parquet` (until then readers use the temp). So a
+`check-*` file is always a committed check, and a committing one may be: one the database
+does not know (no check, no recorded attempt) means the database is not the one these files
+belong to (an older copy, another store's), a CatalogMismatch, never garbage. The sweep
+removes only this store's written temps, untouched for the grace period (committed.deletable).
 """
 
 from __future__ import annotations
@@ -15,29 +17,32 @@ import hashlib
 import json
 import os
 import re
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from xfid import committed
+from xfid.committed import TMP_PREFIX
 from xfid.errors import TrackerError
-from xfid.store import REBUILD_HINT, CatalogMismatch, temp_grace_s
+from xfid.store import REBUILD_HINT, CatalogMismatch
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from xfid.sqlbackend import Database
     from xfid.store import Store
 
 CHECKS_DIR = "checks"
-TMP_PREFIX = ".tmp-"
 CHECK_META = "xfid.check"
 """The Parquet footer key naming the store a check file belongs to."""
 FINAL = re.compile(r"check-(\d+)\.parquet")
 WRITTEN = re.compile(r"\.tmp-([0-9a-f]{32})-([0-9a-f]{32})\.parquet")
 """Rows written, not yet given to a check."""
 STAGED = re.compile(r"\.tmp-([0-9a-f]{32})-check-(\d+)\.parquet")
-"""The rows of check N, renamed to `check-N.parquet` after its COMMIT."""
+"""An older xfid's rows of check N, renamed to `check-N.parquet` after its COMMIT."""
+COMMITTING = re.compile(r"\.tmp-([0-9a-f]{32})-check-(\d+)-([0-9a-f]{32})\.committing\.parquet")
+"""The rows of check N, their commit attempt recorded; renamed to `check-N.parquet` after COMMIT."""
 
 
 def checks_dir(root: Path) -> Path:
@@ -49,7 +54,19 @@ def final_name(check_id: int) -> str:
 
 
 def staged_name(store_id: str, check_id: int) -> str:
+    """An older xfid's name for check N's rows between its COMMIT and the rename."""
     return f"{TMP_PREFIX}{store_id}-check-{check_id}.parquet"
+
+
+def attempt_key(path: Path) -> str:
+    """The commit journal's key of a check file (written or committing): `<store id>-<random>`."""
+    m = COMMITTING.fullmatch(path.name)
+    return f"{m[1]}-{m[3]}" if m else committed.attempt_key(path)
+
+
+def record_attempt(conn: Database, tmp: Path) -> None:
+    """Record the check's commit attempt (before the write lock; xfid.committed)."""
+    committed.record_attempts(conn, [attempt_key(tmp)])
 
 
 def write_temp(root: Path, rows: pd.DataFrame, store_id: str) -> Path:
@@ -68,7 +85,8 @@ def write_temp(root: Path, rows: pd.DataFrame, store_id: str) -> Path:
             if fixed[c].dtype == object:
                 fixed[c] = fixed[c].map(lambda v: None if v is None else str(v))
         table = pa.Table.from_pandas(fixed, preserve_index=False)
-    meta = {**(table.schema.metadata or {}), CHECK_META.encode(): json.dumps({"store_id": store_id}).encode()}
+    doc = {"store_id": store_id, "commit_protocol": committed.PROTOCOL}
+    meta = {**(table.schema.metadata or {}), CHECK_META.encode(): json.dumps(doc).encode()}
     table = table.replace_schema_metadata(meta)
     tmp = d / f"{TMP_PREFIX}{store_id}-{uuid.uuid4().hex}.parquet"
     try:
@@ -82,8 +100,9 @@ def write_temp(root: Path, rows: pd.DataFrame, store_id: str) -> Path:
 
 
 def stage(root: Path, tmp: Path, store_id: str, check_id: int) -> Path:
-    """Name the temp file for its check. Call under the write lock, before COMMIT."""
-    staged = checks_dir(root) / staged_name(store_id, check_id)
+    """Name the temp file for its check (its attempt recorded). Call under the write lock, before COMMIT."""
+    staged = checks_dir(root) / f"{TMP_PREFIX}{store_id}-check-{check_id}-{attempt_key(tmp).rsplit('-', 1)[1]}" \
+        f"{committed.COMMITTING}"
     os.replace(tmp, staged)
     return staged
 
@@ -121,6 +140,7 @@ def check_catalog(store: Store, known: set[str], on_disk: list[str] | None = Non
     """
     files = committed_on_disk(store.checks_root) if on_disk is None else on_disk
     unknown = [f for f in files if f not in known]
+    unknown += unproven_committing(store, known)
     if not unknown:
         return
     first = checks_dir(store.checks_root) / unknown[0]
@@ -136,16 +156,28 @@ def check_catalog(store: Store, known: set[str], on_disk: list[str] | None = Non
     raise CatalogMismatch(f"{store.db_path}: the store database {why}; " + REBUILD_HINT)
 
 
-def _footer_store(path: Path) -> str | None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+def unproven_committing(store: Store, known: set[str]) -> list[str]:
+    """Committing check files of checks the database knows nothing of (no check, no recorded
+    attempt): the database is older than them. Listed before the journal is read."""
+    found = [f for f in _names(checks_dir(store.checks_root))
+             if (m := COMMITTING.fullmatch(f)) and final_name(int(m[2])) not in known]
+    if not found:
+        return []
+    seen = committed.attempted(store.conn, [attempt_key(Path(f)) for f in found])
+    return sorted(f for f in found if attempt_key(Path(f)) not in seen
+                  and (checks_dir(store.checks_root) / f).exists())
 
+
+def _names(d: Path) -> list[str]:
     try:
-        kv = pq.ParquetFile(path).metadata.metadata or {}
-        doc = json.loads(kv.get(CHECK_META.encode(), b"{}"))
-    except (pa.ArrowInvalid, OSError, ValueError):
-        return None
-    return doc.get("store_id") if isinstance(doc, dict) else None
+        return [f.name for f in os.scandir(d)]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _footer_store(path: Path) -> str | None:
+    doc = committed.footer(path, CHECK_META)
+    return doc.get("store_id") if doc else None
 
 
 def sweep(store: Store, known: set[str]) -> dict[str, list[Path]]:
@@ -161,7 +193,7 @@ def sweep(store: Store, known: set[str]) -> dict[str, list[Path]]:
     if not store.store_id or not d.is_dir():
         return done
     for f in d.glob(f"{TMP_PREFIX}{store.store_id}-*.parquet"):
-        staged = STAGED.fullmatch(f.name)
+        staged = COMMITTING.fullmatch(f.name) or STAGED.fullmatch(f.name)
         if staged and final_name(int(staged[2])) in known:
             if not (d / final_name(int(staged[2]))).exists():
                 final = publish(f, int(staged[2]))
@@ -181,11 +213,8 @@ def abandoned(store: Store, f: Path, known: set[str]) -> bool:
         return False
     m = STAGED.fullmatch(f.name) or WRITTEN.fullmatch(f.name)
     if m is None or m[1] != store.store_id or (m.re is STAGED and final_name(int(m[2])) in known):
-        return False
-    try:
-        return time.time() - f.stat().st_mtime > temp_grace_s()
-    except FileNotFoundError:
-        return False
+        return False  # committing files never are: committed.deletable
+    return committed.deletable(f, CHECK_META)
 
 
 def file_hash(path: Path) -> str:
@@ -212,7 +241,8 @@ def _load(root: Path, saved: Saved, store_id: str | None) -> tuple[Path, bytes |
     """(the file's path, its bytes; None when missing), from its temp when its rename is not done yet."""
     path = checks_dir(root) / str(saved.rows_file)
     tries = [path]
-    if store_id:  # renamed between the two looks: the final name again
+    if store_id:  # renamed between the two looks (committing, then final): the final name again
+        tries += sorted(path.parent.glob(f"{TMP_PREFIX}{store_id}-check-{saved.check_id}-*{committed.COMMITTING}"))
         tries += [path.with_name(staged_name(store_id, saved.check_id)), path]
     for p in tries:
         try:

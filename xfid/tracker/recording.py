@@ -131,7 +131,9 @@ def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label:
     tmp = checkfiles.write_temp(root, rows, store.store_id or "")
     rows_sha256 = checkfiles.file_hash(tmp)  # outside the lock: doctor and readers verify the file by it
     staged = None
+    sent = False  # COMMIT sent: its outcome may be unknown, the committing file is kept (xfid.committed)
     try:
+        checkfiles.record_attempt(conn, tmp)
         with write_tx(conn):
             known = db.rows_files(conn)
             checkfiles.check_catalog(store, known)
@@ -183,8 +185,9 @@ def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label:
             summary.total_open = db.count_in_states(conn, ACTIVE)
             staged = checkfiles.stage(root, tmp, store.store_id or "", cid)
             db.finish_check(conn, cid, summary.counts(), checkfiles.final_name(cid), rows_sha256)
+            sent = True
     except BaseException:
-        checkfiles.discard(tmp, staged)
+        checkfiles.discard(tmp, None if sent else staged)
         raise
     assert staged is not None
     fault_point("check.before_rename")

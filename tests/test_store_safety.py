@@ -1,0 +1,206 @@
+"""Issue 30's store safety classes, on the SQLite and the PostgreSQL catalog.
+
+A restored older database never costs a committed file that was still a temp (parts and check
+files: the one protocol of xfid.committed); a writer whose records location is not the store's
+is refused before it writes; concurrent creators of one new store all succeed; a writer
+waiting for the team's lock gives up with a clean error.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Cli
+
+pytestmark = pytest.mark.usefixtures("catalog")  # each test on SQLite and on PostgreSQL (tests/servers.py)
+
+HEADER = "fidelity,target,workload,op,metric,stat,value,unit,run\n"
+
+
+def write(path: Path, n: int, tag: str) -> Path:
+    """Measured and modeled rows of `n` ops, so a check has rows to save."""
+    rows = "".join(f"{fid},h100-sxm,w{tag},op{i},latency,value,{i + 1 + (0.5 if fid == 'roofline' else 0)},us,"
+                   f"r{tag}\n" for i in range(n) for fid in ("measured", "roofline"))
+    path.write_text(HEADER + rows)
+    return path
+
+
+def xfid(store: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "xfid", "--store", str(store), *args], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, **env})
+
+
+def backup(store: Path, catalog: str | None, pg_server=None) -> str | Path:
+    """A real copy of the catalog as it is now: the SQLite file (backup API) or a PostgreSQL database
+    made from it as a template."""
+    if catalog is None:
+        dst = store.parent / "older.db"
+        src = sqlite3.connect(store / "xfid.db")
+        out = sqlite3.connect(dst)
+        src.backup(out)
+        src.close()
+        out.close()
+        return dst
+    import psycopg
+
+    name = f"{catalog.rsplit('/', 1)[1]}_older"
+    with psycopg.connect(pg_server.admin_url, autocommit=True) as c:
+        c.execute(f'CREATE DATABASE "{name}" TEMPLATE "{catalog.rsplit("/", 1)[1]}"')
+    pg_server.created.append(name)
+    return pg_server.url(name)
+
+
+def restore(store: Path, older: str | Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if isinstance(older, Path):
+        for extra in ("xfid.db-wal", "xfid.db-shm"):
+            (store / extra).unlink(missing_ok=True)
+        os.replace(older, store / "xfid.db")
+    else:
+        monkeypatch.setenv("XFID_DATABASE_URL", older)
+
+
+def test_a_restored_older_database_never_costs_a_committed_temp(tmp_path, catalog, monkeypatch, request):
+    store = tmp_path / "s"
+    cli = Cli(store, tmp_path)
+    assert cli("ingest", write(tmp_path / "a.csv", 6, "a")).exit_code == 0
+    pg = request.getfixturevalue("pg_server") if catalog else None
+    older = backup(store, catalog, pg)
+    # killed after COMMIT, before the renames: a committed part and a committed check file, still temps
+    p = xfid(store, "ingest", str(write(tmp_path / "b.csv", 19, "b")), XFID_FAULT="store.before_rename")
+    assert p.returncode == -signal.SIGKILL, p.stderr
+    p = xfid(store, "check", "--actor", "ci", XFID_FAULT="check.before_rename")
+    assert p.returncode == -signal.SIGKILL, p.stderr
+    parts = sorted((store / "records").rglob(".tmp-*.committing.parquet"))
+    checks = sorted((store / "checks").glob(".tmp-*.committing.parquet"))
+    assert len(parts) == 2 and len(checks) == 1  # measured + roofline parts of b.csv
+    restore(store, older, monkeypatch)
+    monkeypatch.setenv("XFID_TEMP_GRACE_S", "0")  # the grace period is long past
+    for cmd in (("ingest", str(write(tmp_path / "c.csv", 3, "c"))), ("check", "--actor", "ci"), ("export",)):
+        r = cli(*cmd)
+        assert r.exit_code == 2, (cmd, r.output)
+        assert r.output.startswith("Error: ") and "older" in r.output and "Traceback" not in r.output, r.output
+    assert all(f.exists() for f in parts + checks)  # nothing deleted
+    r = cli("doctor", "--rebuild-catalog")  # a team store: in its database, the old rows copied aside
+    assert r.exit_code == 0, r.output
+    rows = cli("export")
+    assert rows.exit_code == 0, rows.output
+    assert len(rows.output.splitlines()) == 12 + 38  # a.csv's rows and b.csv's, none lost
+    if catalog is None:
+        kept = list(store.glob("catalog-backup-*/checks/check-*.parquet"))
+        assert len(kept) == 1  # the committed check's rows are kept, beside the database they belong with
+        assert not list(store.glob("xfid.db.rebuild-*"))  # no -wal / -shm left behind
+
+
+def _ingest(store: Path, f: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return xfid(store, "ingest", str(f), **env)
+
+
+def _tree(d: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()} if d.exists() else {}
+
+
+def test_a_second_records_location_on_one_catalog_is_refused(tmp_path, catalog):
+    """Issue 30 HIGH 4: machine B with another records location is refused before it writes
+    (catalog and both locations unchanged); doctor --repair there removes nothing."""
+    r1, r2 = tmp_path / "share1" / "records", tmp_path / "share2" / "records"
+    a = tmp_path / "a"
+    b = tmp_path / "b" if catalog else a  # a team's other machine, or the same store with another location
+    p = _ingest(a, write(tmp_path / "a.csv", 4, "a"), XFID_RECORDS_URL=str(r1))
+    assert p.returncode == 0, p.stderr
+    before = xfid(a, "export", XFID_RECORDS_URL=str(r1)).stdout
+    assert len(before.splitlines()) == 8
+    shared = _tree(r1)
+    r2.mkdir(parents=True)
+    for where in (r2, tmp_path / "unmounted" / "records"):
+        p = _ingest(b, write(tmp_path / "b.csv", 3, "b"), XFID_RECORDS_URL=str(where))
+        assert p.returncode == 2, (p.stdout, p.stderr)
+        err = p.stderr
+        assert err.startswith("Error: ") and str(where) in err and str(r1) in err and "Traceback" not in err, err
+        assert "nothing was written" in err
+    assert _tree(r2) == {} and not (tmp_path / "unmounted").exists()  # no mount-point folders made
+    rep = xfid(b, "doctor", "--repair", XFID_RECORDS_URL=str(r2))
+    assert "records_location" in rep.stdout + rep.stderr and rep.returncode != 0, rep.stdout + rep.stderr
+    assert _tree(r1) == shared and _tree(r2) == {}
+    assert xfid(a, "export", XFID_RECORDS_URL=str(r1)).stdout == before  # catalog unchanged
+    # a location holding another store's id is refused the same way
+    other = tmp_path / "other"
+    assert _ingest(other, write(tmp_path / "o.csv", 2, "o"), XFID_DATABASE_URL="",
+                   XFID_RECORDS_URL=str(r2)).returncode == 0
+    p = _ingest(b, write(tmp_path / "b.csv", 3, "b"), XFID_RECORDS_URL=str(r2))
+    assert p.returncode == 2 and "belongs to another store" in p.stderr, p.stderr
+    assert xfid(a, "export", XFID_RECORDS_URL=str(r1)).stdout == before
+
+
+def test_a_local_store_whose_records_folder_moved_is_refused(tmp_path, catalog):
+    store = tmp_path / "s"
+    assert _ingest(store, write(tmp_path / "a.csv", 4, "a")).returncode == 0
+    os.replace(store / "records", store / "records-moved")
+    p = _ingest(store, write(tmp_path / "b.csv", 3, "b"))
+    assert p.returncode == 2 and p.stderr.startswith("Error: ") and "no records folder" in p.stderr, p.stderr
+    assert not (store / "records").exists()  # not made again: nothing written to a new records/
+    xfid(store, "doctor", "--repair")
+    os.replace(store / "records-moved", store / "records")
+    assert len(xfid(store, "export").stdout.splitlines()) == 8  # doctor dropped no source
+    assert _ingest(store, write(tmp_path / "b.csv", 3, "b")).returncode == 0
+
+
+def test_an_old_store_without_an_id_file_is_adopted(tmp_path, catalog):
+    """A store from before id files: its first writer finds the registered parts and writes the id."""
+    store = tmp_path / "s"
+    assert _ingest(store, write(tmp_path / "a.csv", 4, "a")).returncode == 0
+    (store / "records" / ".xfid-store-id").unlink()
+    assert _ingest(store, write(tmp_path / "b.csv", 3, "b")).returncode == 0
+    assert (store / "records" / ".xfid-store-id").is_file()
+    assert len(xfid(store, "export").stdout.splitlines()) == 14
+
+
+def test_eight_processes_creating_one_new_store_all_succeed(tmp_path, catalog):
+    store = tmp_path / "new" / "s"
+    files = [write(tmp_path / f"f{i}.csv", 3, str(i)) for i in range(8)]
+    procs = [subprocess.Popen([sys.executable, "-m", "xfid", "--store", str(store), "ingest", str(f)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for f in files]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [e for _, e in outs]
+    assert len(xfid(store, "export").stdout.splitlines()) == 8 * 6
+
+
+def test_a_writer_waiting_for_the_lock_gives_up_with_a_clean_error(tmp_path, catalog):
+    if catalog is None:
+        pytest.skip("the PostgreSQL advisory lock; SQLite's writers wait in its busy timeout")
+    import psycopg
+
+    from xfid.sqlbackend import LOCK_KEY
+
+    store = tmp_path / "s"
+    assert _ingest(store, write(tmp_path / "a.csv", 4, "a")).returncode == 0
+    with psycopg.connect(catalog, autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(%s)", (LOCK_KEY,))
+        p = _ingest(store, write(tmp_path / "b.csv", 3, "b"), XFID_LOCK_TIMEOUT_S="2")
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert "waiting for the store's write lock" in p.stderr and "Error: " in p.stderr, p.stderr
+    assert "gave up waiting" in p.stderr and "Traceback" not in p.stderr
+    assert len(xfid(store, "export").stdout.splitlines()) == 8
+    assert not list((store / "records").rglob(".tmp-*"))
+
+
+def test_a_reader_role_on_an_empty_database_is_not_db_corrupt(tmp_path, catalog):
+    if catalog is None:
+        pytest.skip("a PostgreSQL role; a SQLite store has no roles")
+    import psycopg
+
+    from tests.servers import with_user
+
+    tag = catalog.rsplit("/", 1)[1]
+    with psycopg.connect(catalog, autocommit=True) as c:
+        c.execute(f"CREATE ROLE {tag}_reader LOGIN PASSWORD 'reader-pw'")
+        c.execute(f"REVOKE CREATE ON SCHEMA public FROM PUBLIC, {tag}_reader")
+    r = xfid(tmp_path / "m", "doctor", XFID_DATABASE_URL=with_user(catalog, f"{tag}_reader", "reader-pw"))
+    assert r.returncode == 0 and "db_corrupt" not in r.stdout and "reader-pw" not in r.stdout + r.stderr, \
+        (r.stdout, r.stderr)
