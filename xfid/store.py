@@ -238,16 +238,30 @@ class Store:
         return Path(self.records).parent if self.fs is None else self.root
 
     def share_check_file(self, local: Path) -> None:
-        """Upload a committed check's rows for the other machines (xfid.tracker.checkfiles.share)."""
-        from xfid.tracker import checkfiles
-
-        checkfiles.share(self, local)
+        """Upload a committed check's rows to the bucket (`<records>/_checks/`), for the other machines."""
+        if self.fs is None:
+            return
+        try:
+            self.location.copy_in(local, f"{CHECKS_IN_BUCKET}/{local.name}")
+        except OSError as e:
+            raise StoreError(f"{self.location.label}: the check is recorded, but its rows could not be uploaded "
+                             f"({sqlbackend.mask(e)}): other machines cannot show them until "
+                             f"{local} is copied to {CHECKS_IN_BUCKET}/ there") from None
 
     def fetch_check_file(self, name: str) -> None:
-        """Download a check's rows this machine lacks (xfid.tracker.checkfiles.fetch)."""
-        from xfid.tracker import checkfiles
+        """Download a check's rows from the bucket when this machine does not have them."""
+        local = self.checks_root / "checks" / name
+        if self.fs is None or local.exists():
+            return
+        import pyarrow.fs as pafs
 
-        checkfiles.fetch(self, name)
+        src = str(self.records / CHECKS_IN_BUCKET / name)
+        if not self.location.exists(self.records / CHECKS_IN_BUCKET / name):
+            return  # checkfiles.read names what is missing
+        local.parent.mkdir(parents=True, exist_ok=True)
+        tmp = local.with_name(f"{TMP_PREFIX}download-{uuid.uuid4().hex}.parquet")
+        pafs.copy_files(src, str(tmp), source_filesystem=self.fs)
+        os.replace(tmp, local)
 
     def describe(self) -> dict[str, str]:
         """Where this store keeps its catalog and its records (passwords masked)."""

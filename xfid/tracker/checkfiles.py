@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING
 from xfid import committed
 from xfid.committed import TMP_PREFIX
 from xfid.errors import TrackerError
-from xfid.sqlbackend import mask
-from xfid.store import CHECKS_IN_BUCKET, REBUILD_HINT, CatalogMismatch, StoreError
+from xfid.store import REBUILD_HINT, CatalogMismatch
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -214,34 +213,6 @@ def abandoned(store: Store, f: Path, known: set[str]) -> bool:
     if m is None or m[1] != store.store_id or (m.re is STAGED and final_name(int(m[2])) in known):
         return False  # committing files never are: committed.deletable
     return committed.deletable(f, CHECK_META)
-
-
-def share(store: Store, local: Path) -> None:
-    """Upload a committed check's rows to the bucket (`<records>/_checks/`), for the other machines."""
-    if store.fs is None:
-        return
-    try:
-        store.location.copy_in(local, f"{CHECKS_IN_BUCKET}/{local.name}")
-    except OSError as e:
-        raise StoreError(f"{store.location.label}: the check is recorded, but its rows could not be uploaded "
-                         f"({mask(e)}): other machines cannot show them until "
-                         f"{local} is copied to {CHECKS_IN_BUCKET}/ there") from None
-
-
-def fetch(store: Store, name: str) -> None:
-    """Download a check's rows from the bucket when this machine does not have them."""
-    local = checks_dir(store.checks_root) / name
-    if store.fs is None or local.exists():
-        return
-    import pyarrow.fs as pafs
-
-    src = store.records / CHECKS_IN_BUCKET / name
-    if not store.location.exists(src):
-        return  # read() names what is missing
-    local.parent.mkdir(parents=True, exist_ok=True)
-    tmp = local.with_name(f"{TMP_PREFIX}download-{uuid.uuid4().hex}.parquet")
-    pafs.copy_files(str(src), str(tmp), source_filesystem=store.fs)
-    os.replace(tmp, local)
 
 
 def read(root: Path, check_id: int, rows_file: str | None, store_id: str | None = None) -> pd.DataFrame:
