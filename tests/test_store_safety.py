@@ -172,17 +172,24 @@ def test_eight_processes_creating_one_new_store_all_succeed(tmp_path, catalog):
 
 
 def test_a_writer_waiting_for_the_lock_gives_up_with_a_clean_error(tmp_path, catalog):
-    if catalog is None:
-        pytest.skip("the PostgreSQL advisory lock; SQLite's writers wait in its busy timeout")
-    import psycopg
-
-    from xfid.sqlbackend import LOCK_KEY
-
+    """Another writer holds the lock (PostgreSQL's advisory lock, SQLite's write lock) past
+    XFID_LOCK_TIMEOUT_S: the waiting writer says so, then stops with an Error, nothing written."""
     store = tmp_path / "s"
     assert _ingest(store, write(tmp_path / "a.csv", 4, "a")).returncode == 0
-    with psycopg.connect(catalog, autocommit=True) as holder:
+    if catalog:
+        import psycopg
+
+        from xfid.sqlbackend import LOCK_KEY
+
+        holder = psycopg.connect(catalog, autocommit=True)
         holder.execute("SELECT pg_advisory_lock(%s)", (LOCK_KEY,))
+    else:
+        holder = sqlite3.connect(store / "xfid.db", isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+    try:
         p = _ingest(store, write(tmp_path / "b.csv", 3, "b"), XFID_LOCK_TIMEOUT_S="2")
+    finally:
+        holder.close()
     assert p.returncode == 2, (p.stdout, p.stderr)
     assert "waiting for the store's write lock" in p.stderr and "Error: " in p.stderr, p.stderr
     assert "gave up waiting" in p.stderr and "Traceback" not in p.stderr

@@ -78,11 +78,17 @@ def attempt_key(written: Path) -> str:
 def record_attempts(conn: Database, keys: Iterable[str]) -> None:
     """Record, durably and before any committing rename, that these files are about to be committed.
 
-    Outside the write lock: each INSERT is its own short transaction."""
+    Its own short transaction, committed before the caller's: on PostgreSQL autocommitted
+    INSERTs (no lock needed), on SQLite one write transaction (its writers take turns)."""
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    sql = "INSERT INTO commit_attempts (name, at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING"
+    if conn.dialect == "sqlite":
+        with conn.write_tx():
+            for k in keys:
+                conn.execute(sql, (k, stamp))
+        return
     for k in keys:
-        conn.execute("INSERT INTO commit_attempts (name, at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
-                     (k, stamp))
+        conn.execute(sql, (k, stamp))
 
 
 def attempted(conn: Database, keys: Iterable[str]) -> set[str]:

@@ -232,7 +232,7 @@ class Database:
     @contextlib.contextmanager
     def write_tx(self) -> Iterator[Database]:
         """BEGIN IMMEDIATE ... COMMIT (one writer at a time), rolled back on any exception."""
-        _retry(lambda: self.raw.execute("BEGIN IMMEDIATE"))
+        self._begin()
         self.tx_values = {}
         try:
             yield self
@@ -246,6 +246,34 @@ class Database:
                 if self.raw.in_transaction:
                     self.raw.execute("ROLLBACK")
                 raise
+
+    def _begin(self) -> None:
+        """BEGIN IMMEDIATE; while another writer holds the lock, say so once on stderr and keep
+        trying for lock_timeout_s() in all (a LockTimeout then: nothing was written)."""
+        limit = lock_timeout_s()
+        step = min(2.0, limit)
+        deadline = time.monotonic() + limit
+        said = False
+        self.raw.execute(f"PRAGMA busy_timeout = {int(step * 1000)}")
+        try:
+            while True:
+                try:
+                    self.raw.execute("BEGIN IMMEDIATE")
+                    return
+                except sqlite3.OperationalError as e:
+                    if "locked" not in str(e) and "busy" not in str(e):
+                        raise
+                if time.monotonic() >= deadline:
+                    raise LockTimeout(f"{self.label}: gave up waiting for the store's write lock after {limit:g} s "
+                                      "(another writer held it all that time); nothing was changed: run the "
+                                      "command again later, or raise XFID_LOCK_TIMEOUT_S")
+                if not said:
+                    print(f"xfid: waiting for the store's write lock on {self.label} (another writer holds it; "
+                          f"giving up after {limit:g} s, XFID_LOCK_TIMEOUT_S)", file=sys.stderr, flush=True)
+                    said = True
+                time.sleep(0.02)
+        finally:
+            self.raw.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
 
     def may_write(self) -> bool:
         return True
