@@ -211,23 +211,30 @@ class CheckfileKind:
         for _ in range(rng.randint(1, 3)):
             f = rng.choice(files)
             op = rng.randrange(5)
-            self.surely_damaged |= op != 2
-            if op == 0:
-                f.unlink(missing_ok=True)
-            elif op == 1 and f.exists():
+            if op == 0 and f.exists():
+                f.unlink()
+                self.surely_damaged = True
+            elif op == 1 and f.exists() and f.stat().st_size:
                 b = f.read_bytes()
                 f.write_bytes(b[: rng.randrange(len(b))])
-            elif op == 2 and f.exists():
+                self.surely_damaged = True
+            elif op == 2 and f.exists() and f.stat().st_size:  # may or may not be seen: not asserted
                 b = bytearray(f.read_bytes())
                 for _ in range(rng.randint(1, 8)):
                     b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
                 f.write_bytes(bytes(b))
             elif op == 3:
                 f.write_text("fidelity,op\nmeasured,x\n")
+                self.surely_damaged = True
             elif op == 4 and len(files) > 1:
                 other = rng.choice([g for g in files if g != f])
-                if other.exists():
+                if other.exists() and (not f.exists() or other.read_bytes() != f.read_bytes()):
                     shutil.copyfile(other, f)
+                    self.surely_damaged = True
+        # damage that undid itself (a truncated file restored by a copy of its identical twin) is none
+        base = {g.name: g.read_bytes() for g in (self.base / "checks").glob("*.parquet")}
+        now = {g.name: g.read_bytes() for g in (s / "checks").glob("*.parquet")}
+        self.surely_damaged = self.surely_damaged and now != base
         return s
 
     def run(self, s: Path) -> None:
