@@ -73,3 +73,19 @@ def test_overdue_on_the_command_line(xfid_cli, tmp_path):
     bad.write_text("[tracker]\ntriage_days = -1\n")
     r = xfid_cli("--config", bad, "issues", "list")
     assert r.exit_code == 2 and "triage_days" in r.output
+
+
+def test_an_issue_clean_once_of_two_is_listed_as_resolving(xfid_cli, tmp_path):
+    d = tmp_path / "in"
+    d.mkdir()
+    write_csv(d / "m.csv", [rec("measured", "a", 1.0)])
+    write_csv(d / "r.csv", [rec("archmodel", "a", 2.0)])
+    assert xfid_cli("ingest", "--adapter", "xfid-records", d).exit_code == 0
+    assert xfid_cli("check").exit_code in (0, 1)
+    write_csv(tmp_path / "fix.csv", [rec("archmodel", "a", 1.01, run="r2")])
+    assert xfid_cli("ingest", "--adapter", "xfid-records", tmp_path / "fix.csv").exit_code == 0
+    first = xfid_cli("check")
+    assert "resolving (clean, not yet in enough consecutive checks): XF-1 1/2" in first.output, first.output
+    assert json.loads(xfid_cli("issues", "show", "XF-1", "--format", "json").output)["state"] == "open"
+    second = json.loads(xfid_cli("check", "--format", "json").output)
+    assert second["resolved"] == ["XF-1"] and second["resolving"] == []

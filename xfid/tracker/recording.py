@@ -37,6 +37,7 @@ class CheckSummary:
     waived: list[str] = field(default_factory=list)
     unwaived: list[str] = field(default_factory=list)  # waiver expired or exceeded at this check
     held: list[str] = field(default_factory=list)  # within tolerance, inside the hysteresis margin: not clean
+    resolving: list[str] = field(default_factory=list)  # "XF-N i/k": clean in i of the k checks that resolve it
     pending: list[str] = field(default_factory=list)  # fingerprints uncertain, not (yet) filed
     evidence_removed: list[str] = field(default_factory=list)  # resolved: a removed source held all their evidence
     evidence_reduced: list[str] = field(default_factory=list)  # a removed source held some: judged on the rest
@@ -178,10 +179,11 @@ def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label:
                     summary.resolved.append(format_id(iss["num"]))
                 else:
                     db.update_issue(conn, iss["num"], {"clean_streak": streak})
+                    summary.resolving.append(f"{format_id(iss['num'])} {streak}/{k}")
             summary.unwaived.extend(format_id(n) for n in sorted(unwaived))
             for lst in (summary.new, summary.reopened, summary.resolved, summary.still_open, summary.waived,
-                        summary.held):
-                lst.sort(key=lambda s: int(s[3:]))
+                        summary.held, summary.resolving):
+                lst.sort(key=lambda s: int(s.split()[0][3:]))
             summary.total_open = db.count_in_states(conn, ACTIVE)
             staged = checkfiles.stage(root, tmp, store.store_id or "", cid)
             db.finish_check(conn, cid, summary.counts(), checkfiles.final_name(cid), rows_sha256)

@@ -42,6 +42,8 @@ def check_text(s: CheckSummary) -> str:
     if s.uncertain:
         lines.append(f"  uncertain: {s.uncertain} key(s) whose interval straddles the tolerance; "
                      f"{len(s.pending)} not filed yet (filed after [tracker] confirm_after checks in a row)")
+    if s.resolving:
+        lines.append(f"  resolving (clean, not yet in enough consecutive checks): {', '.join(s.resolving)}")
     if s.held:
         lines.append(f"  held (within tolerance, inside the hysteresis margin: not counted clean): {_ids(s.held)}")
     if s.evidence_removed:
