@@ -169,7 +169,7 @@ def test_a_slow_or_dead_receiver_is_a_warning_and_the_check_is_recorded(filed, t
     assert r.output.count("warning: webhook http://127.0.0.1:") == 2 and "recorded all the same" in r.output
     assert "SECRET-PATH-TOKEN" not in r.output  # a webhook's path is its secret
     assert took < 15
-    assert json.loads(cli("issues", "list", "--format", "json").output)[0]["id"] == "XF-1"
+    assert json.loads(cli("--config", cfg, "issues", "list", "--format", "json").stdout)[0]["id"] == "XF-1"
 
 
 @pytest.mark.parametrize("body,words", [

@@ -166,7 +166,7 @@ def _rebuild_team(root: Path, database: str) -> RebuildReport:
 
     with Store(root, check=False, database=database) as store:
         if store.fs is not None:
-            raise StoreError(f"{store.location.label}: --rebuild-catalog reads local or network records only; "
+            raise StoreError(f"{store.location.label}: rebuilding the catalog reads local or network records only; "
                              "restore the catalog of a bucket's store from its database backup; nothing was changed")
         store.require_writable("rebuild the catalog")
         records = Path(store.records)
