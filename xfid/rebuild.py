@@ -130,14 +130,7 @@ def rebuild_catalog(root: Path, database: str | None = None) -> RebuildReport:
     os.replace(tmp, db)
     for name in (f"{tmp.name}-wal", f"{tmp.name}-shm"):  # left by the read-only look at the new tracker
         (root / name).unlink(missing_ok=True)
-    for f, why in bad:
-        if f.exists():
-            rep.quarantined.append(f"{quarantine(root, f, f'not registered by --rebuild-catalog: {why}')}: {why}")
-    for s in sources.values():
-        rep.sources += 1
-        rep.parts += len(s.parts)
-        rep.rows += sum(n for _, _, n in s.parts)
-    return rep
+    return _finish(rep, root, bad, sources)
 
 
 def _finish_committing(records: Path) -> list[str]:
@@ -222,14 +215,7 @@ def _rebuild_team(root: Path, database: str) -> RebuildReport:
             os.replace(d / name, backup / final)
             rep.backup = str(backup.parent)
             rep.moved.append(f"checks/{final}")
-    for f, why in bad:
-        if f.exists():
-            rep.quarantined.append(f"{quarantine(root, f, f'not registered by --rebuild-catalog: {why}')}: {why}")
-    for s in sources.values():
-        rep.sources += 1
-        rep.parts += len(s.parts)
-        rep.rows += sum(n for _, _, n in s.parts)
-    return rep
+    return _finish(rep, root, bad, sources)
 
 
 def _old_db(db: Path) -> dict[str, Any] | None:
@@ -386,5 +372,17 @@ def _write_db(tmp: Path, keep_from: Path | None, store_id: str, sources: dict[st
     for name in (f"{tmp.name}-wal", f"{tmp.name}-shm"):
         (tmp.parent / name).unlink(missing_ok=True)
 
+
+
+def _finish(rep: RebuildReport, root: Path, bad: list[tuple[Path, str]], sources: dict[str, Any]) -> RebuildReport:
+    """What both rebuilds end with: the unreadable files quarantined, the rebuilt sources counted."""
+    for f, why in bad:
+        if f.exists():
+            rep.quarantined.append(f"{quarantine(root, f, f'not registered by --rebuild-catalog: {why}')}: {why}")
+    for s in sources.values():
+        rep.sources += 1
+        rep.parts += len(s.parts)
+        rep.rows += sum(n for _, _, n in s.parts)
+    return rep
 
 __all__ = ["RebuildReport", "rebuild_catalog"]

@@ -10,6 +10,7 @@ CRLF line ends are read as well.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -28,6 +29,19 @@ V3_COLUMN = "Total Cycles (incl. prefetch)"
 _WORDS = {"unit_in_file": "words"}
 _WORDS_PER_CYCLE = {"unit_in_file": "words/cycle"}
 
+
+
+def _rows(ctx: ReadContext, lines: list[str], header: list[str]) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of each non-blank data line; a row whose field count is not the
+    header's is an error naming its line."""
+    for lineno, line in enumerate(lines[1:], 2):
+        if not line.strip():
+            continue
+        row = _fields(line)
+        if len(row) != len(header):
+            raise ctx.error(f"line {lineno}", f"expected {len(header)} fields, got {len(row)}",
+                            "every row needs one value per header column")
+        yield lineno, row
 
 def _fields(line: str) -> list[str]:
     parts = [p.strip() for p in line.split(",")]
@@ -146,13 +160,7 @@ class ScalesimAdapter(Adapter):
         software = f"SCALE-Sim{_version(kind, header)} ({REPORTS[kind]})"
         text_cols = {"Sparsity Representation"}
         out = Columns()
-        for lineno, line in enumerate(lines[1:], 2):
-            if not line.strip():
-                continue
-            row = _fields(line)
-            if len(row) != len(header):
-                raise ctx.error(f"line {lineno}", f"expected {len(header)} fields, got {len(row)}",
-                                "every row needs one value per header column")
+        for lineno, row in _rows(ctx, lines, header):
             layer = row[0]
             if not layer.isdigit():
                 raise ctx.error(f"line {lineno}", f"LayerID must be a whole number, got {layer!r}")
@@ -178,13 +186,7 @@ class ScalesimAdapter(Adapter):
         software = f"SCALE-Sim v1 ({V1_REPORTS[kind]})"
         name_col = header.index("Conv Layer Num") if "Conv Layer Num" in header else 0
         out = Columns()
-        for lineno, line in enumerate(lines[1:], 2):
-            if not line.strip():
-                continue
-            row = _fields(line)
-            if len(row) != len(header):
-                raise ctx.error(f"line {lineno}", f"expected {len(header)} fields, got {len(row)}",
-                                "every row needs one value per header column")
+        for lineno, row in _rows(ctx, lines, header):
             layer = row[name_col]
             if not layer:
                 raise ctx.error(f"line {lineno}", f"no layer name in column {header[name_col]!r}")
