@@ -491,6 +491,10 @@ class XfidStore:
                                                    str(self.config.path or "bundled xfid.toml"))
         if corr.rows is not None and "noise" not in corr.rows.columns:
             noise.annotate(corr, self.backend(), self.config)
+        from xfid.tracker import stack, stale
+
+        quiet = stale.StaleSettings.from_config(self.config)  # a bad value refused before anything is written
+        stack.annotate(corr, self.config)
         from xfid.storeconfig import record_of
 
         used = record_of(self.config)
@@ -499,6 +503,8 @@ class XfidStore:
         who = who_acts(actor)
         summary = tracker.record_check(corr, actor=who, label=label, clean_checks_to_resolve=k, noise=settings,
                                        config=used)
+        summary.stack_changed = stack.changed_rows(corr.rows)
+        summary.stale = stale.find(tracker, summary.check_id, quiet, rows=corr.rows)
         self._notify(summary, who, label)
         return summary
 
@@ -563,8 +569,12 @@ class XfidStore:
     def issue(self, issue_id: str) -> dict[str, Any]:
         """One issue with its history, every observation (both numbers' provenance) and `moves`:
         where its error jumped between checks, which side moved (see `history`)."""
+        from xfid.tracker.stack import issue_entries
+
         d = self._due(self.tracker.issue(issue_id))
-        d["moves"] = self.history(d["id"]).moves
+        h = self.history(d["id"])
+        d["moves"] = h.moves
+        d["stack_changed"] = issue_entries(h.series)
         return d
 
     def act(self, issue_id: str, action: str, *, actor: str | None = None, **details: Any) -> dict[str, Any]:

@@ -67,6 +67,9 @@ class Tolerance:
     stat: str = "*"
     rel: float = DEFAULT_REL_TOLERANCE
     abs: float = 0.0
+    stack: tuple[tuple[str, str], ...] = ()
+    """`stack = { vllm_version = "0.8.*" }`: the stack the rule holds on (config key, glob); rows
+    measured on another stack are marked stack_changed (xfid.tracker.stack). () = any stack."""
 
     def matches(self, candidate: str, reference: str, metric: str, op: str, stat: str) -> bool:
         pair = f"{candidate}->{reference}"
@@ -219,7 +222,7 @@ TARGET_KEYS = ("peak_flops", "mem_bw", "clock_hz", "interconnect_bw", "sram_bw",
                "interconnect_latency_s", "energy", "memory")
 TARGET_NUMBERS = ("mem_bw", "clock_hz", "interconnect_bw", "sram_bw", "tdp_w")
 """Rates, clocks and powers: each must be a finite number > 0 (a zero peak divides by zero)."""
-TOLERANCE_KEYS = ("pair", "metric", "op", "stat", "rel", "abs")
+TOLERANCE_KEYS = ("pair", "metric", "op", "stat", "rel", "abs", "stack")
 OP_MAP_KEYS = ("source", "match", "op")
 COMPARE_KEYS = ("candidate", "reference", "convert", "bounds")
 DRIFT_KEYS = ("error_abs", "error_rel", "value_rel", "mape_abs", "bias_rel")
@@ -232,6 +235,14 @@ def _nonneg(v: Any, key: str, where: str) -> float:
 
 def _positive(v: Any, key: str, where: str) -> float:
     return _num(v, key, where, positive=True)
+
+
+def _at_least_one(v: Any, key: str, where: str) -> float:
+    """A factor on a tolerance: a number >= 1 (below 1 a row within its tolerance would be filed)."""
+    x = _num(v, key, where)
+    if x < 1:
+        raise ConfigError(f"{where}: {key} must be a number >= 1 (a multiple of the tolerance), got {v!r}")
+    return x
 
 
 def _integer(low: int, high: int = 2**63 - 1) -> Any:
@@ -340,7 +351,8 @@ SCHEMA: dict[str, dict[str, Any]] = {
     "drift": dict.fromkeys(DRIFT_KEYS, _nonneg),
     "tracker": {"resolve_after": _integer(1, 1_000_000), "confirm_after": _integer(1, 1_000_000),
                 "hysteresis": _nonneg, "noise_level": _nonneg, "noise_resamples": _integer(1, 1_000_000),
-                "noise_seed": _integer(0, 2**64 - 1), "triage_days": _integer(0, 3650)},
+                "noise_seed": _integer(0, 2**64 - 1), "triage_days": _integer(0, 3650),
+                "stack_factor": _at_least_one, "stale_after": _integer(1, 10_000), "stale_window": _integer(1, 10_000)},
     "report": {},
     "rtl": {"default_target": _text},  # the target of a cocotb results.xml that does not say
     "engine": {"name": _choice(*ENGINES), "spark": _spark},  # which engine correlates; Spark's master and conf
@@ -474,7 +486,27 @@ def _tolerance(i: int, t: Any, where: str) -> Tolerance:
     if "rel" not in t:
         raise ConfigError(f"{where}: {key} needs rel (a relative tolerance like 0.10)")
     pats = {k: _text(t.get(k, "*"), f"{key}.{k}", where) for k in ("pair", "metric", "op", "stat")}
-    return Tolerance(**pats, rel=_num(t["rel"], f"{key}.rel", where), abs=_num(t.get("abs", 0), f"{key}.abs", where))
+    return Tolerance(**pats, rel=_num(t["rel"], f"{key}.rel", where), abs=_num(t.get("abs", 0), f"{key}.abs", where),
+                     stack=_stack_scope(t["stack"], f"{key}.stack", where) if "stack" in t else ())
+
+
+def _stack_scope(v: Any, key: str, where: str) -> tuple[tuple[str, str], ...]:
+    """`stack = { vllm_version = "0.8.*", dtype = "bf16" }`: config keys of the records and the
+    glob each must match (xfid.tracker.stack)."""
+    example = '{ vllm_version = "0.8.*" }'
+    if not isinstance(v, dict):
+        raise ConfigError(f"{where}: {key} must be a table of record config keys and glob patterns like "
+                          f"{example}, got {v!r}")
+    if not v:
+        raise ConfigError(f"{where}: {key} is empty; name at least one config key, e.g. {example}")
+    out = []
+    for k, pat in v.items():
+        if not str(k).strip():
+            raise ConfigError(f"{where}: {key} has an empty key; name a record config key, e.g. {example}")
+        if not isinstance(pat, str) or not pat.strip():
+            raise ConfigError(f"{where}: {key}.{k} must be a non-empty glob pattern string like \"0.8.*\", got {pat!r}")
+        out.append((str(k), pat))
+    return tuple(sorted(out))
 
 
 def _op_map(i: int, m: Any, where: str) -> OpMapRule:

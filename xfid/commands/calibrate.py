@@ -9,6 +9,8 @@ import click
 from xfid.app import App
 from xfid.commands import options
 from xfid.commands.correlate import write_output
+from xfid.textsafe import terminal
+from xfid.tracker.stack import window_text
 
 
 def _pct(v) -> str:
@@ -29,7 +31,8 @@ def render_text(res, spread=None) -> str:
     lines = [f"calibration {s['candidate']} -> {s['reference']} on {s['target']}: {s['n']} numbers, "
              f"{s['n_workloads']} workload(s)",
              f"cross-validation: {s['cv_method']}",
-             f"MAPE before {_pct(s['mape_before'])}, after {_pct(s['mape_after'])}", spread_text(spread), "",
+             f"MAPE before {_pct(s['mape_before'])}, after {_pct(s['mape_after'])}", spread_text(spread),
+             terminal(window_text(s.get("stack"), s["reference"])), "",
              f"{'op_class':<24} {'limiter':<12} {'factor':>8} {'n':>5}"]
     for r in res.factors.itertuples():
         lines.append(f"{r.op_class:<24} {r.limiter:<12} {r.factor:>8.3f} {r.n:>5}")

@@ -46,7 +46,7 @@ def key_history(store: Store, key: str) -> list[dict[str, Any]]:
 
 
 SIDE_COLUMNS = ("candidate_run", "reference_run", "candidate_source_path", "reference_source_path",
-                "candidate_config", "reference_config", "rel_error_low", "rel_error_high")
+                "candidate_config", "reference_config", "rel_error_low", "rel_error_high", "stack_changed")
 """What a series point keeps of each side, to say which side moved (`moves`)."""
 MIN_CHANGE = 0.05
 """A key's error moving by more than this (absolute, 5 percentage points, as `[drift] error_abs`) is a move."""

@@ -18,6 +18,7 @@ from xfid.engine.pipeline import correlate
 from xfid.engine.selection import load, select
 from xfid.errors import EngineError
 from xfid.store import Store
+from xfid.tracker.stack import window as stack_window
 
 CAL_METRICS = ("latency", "cycles")
 _SHAPE = re.compile(r"\[([^\]]*)\]")
@@ -166,8 +167,10 @@ def calibrate(store: Store, config: Config, candidate: str, reference: str, targ
                "n": len(df), "n_workloads": len(workloads), "workloads": workloads,
                "mape_before": float(df["ape_before"].mean()), "mape_after": float(df["ape_after"].mean()),
                "cv_method": method, "fit": "geometric mean of reference/candidate per (op_class, limiter); "
-               "fallback op_class, then limiter, then all", "fit_id": fit_id, "metrics": list(metrics)}
-    predictions = (_predictions(store, config, candidate, reference, target, label, full, fit_id, metrics)
+               "fallback op_class, then limiter, then all", "fit_id": fit_id, "metrics": list(metrics),
+               "stack": stack_window(df.get("reference_config", []))}
+    predictions = (_predictions(store, config, candidate, reference, target, label, full, fit_id, metrics,
+                                summary["stack"])
                    if with_predictions else _no_predictions())
     return CalibrationResult(factors, cv, summary, predictions,
                              df[["workload", "op", "metric", "stat", "op_class", "limiter", "size",
@@ -181,8 +184,10 @@ def _no_predictions() -> pa.Table:
 
 
 def _predictions(store: Store, config: Config, candidate: str, reference: str, target: str, label: str,
-                 fit: dict[tuple[str, str], tuple[float, int]], fit_id: str, metrics: tuple[str, ...]) -> pa.Table:
-    """Calibrated values for every op-level candidate number of the target (not only aligned ones)."""
+                 fit: dict[tuple[str, str], tuple[float, int]], fit_id: str, metrics: tuple[str, ...],
+                 stack: dict[str, list[str]] | None = None) -> pa.Table:
+    """Calibrated values for every op-level candidate number of the target (not only aligned ones);
+    each keeps the stack window of the fit (`calibration.stack`: xfid.tracker.stack)."""
     from xfid.schema import normalize
 
     picked = select(load(store, targets=[target]), config)
@@ -203,7 +208,7 @@ def _predictions(store: Store, config: Config, candidate: str, reference: str, t
         oc, lim = op_class(op), str(c.get("limiter") or c.get("bound") or "unknown")
         f = _factor_for(fit, oc, lim)
         c["calibration"] = {"from": candidate, "reference": reference, "factor": f, "op_class": oc,
-                            "limiter": lim, "fit_id": fit_id}
+                            "limiter": lim, "fit_id": fit_id, "stack": stack or {}}
         rows.append({"fidelity": label, "target": target, "workload": wn[sel.codes["workload"][ent]],
                      "op": op, "metric": metric, "stat": sn[sel.codes["stat"][ent]],
                      "value": float(sel.value[ent]) * f, "unit": unit[i], "run": f"cal-{fit_id}",

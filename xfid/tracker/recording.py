@@ -41,6 +41,8 @@ class CheckSummary:
     pending: list[str] = field(default_factory=list)  # fingerprints uncertain, not (yet) filed
     evidence_removed: list[str] = field(default_factory=list)  # resolved: a removed source held all their evidence
     evidence_reduced: list[str] = field(default_factory=list)  # a removed source held some: judged on the rest
+    stack_changed: list[dict[str, Any]] = field(default_factory=list)  # rows measured off their stack (tracker.stack)
+    stale: dict[str, Any] = field(default_factory=dict)  # keys/sources that stopped reporting (tracker.stale)
     uncertain: int = 0  # rows whose interval straddles the tolerance
     total_open: int = 0
     missing_reference: int = 0

@@ -9,6 +9,8 @@ from typing import Any
 
 from xfid.textsafe import csv_cell, terminal
 from xfid.tracker.recording import CheckSummary
+from xfid.tracker.stack import summary_text as stack_lines
+from xfid.tracker.stale import summary_text as stale_lines
 from xfid.tracker.tracker import ISSUE_KEYS
 
 MAX_IDS = 12
@@ -46,6 +48,7 @@ def check_text(s: CheckSummary) -> str:
         lines.append(f"  resolving (clean, not yet in enough consecutive checks): {', '.join(s.resolving)}")
     if s.held:
         lines.append(f"  held (within tolerance, inside the hysteresis margin: not counted clean): {_ids(s.held)}")
+    lines += stack_lines(s.stack_changed) + stale_lines(s.stale)
     if s.evidence_removed:
         lines.append(f"  evidence removed (a removed source held all of it; resolved, saying so): "
                      f"{_ids(s.evidence_removed)}")
@@ -114,6 +117,9 @@ def issue_text(d: dict[str, Any]) -> str:
         for m in d["moves"]:
             out.append(f"  check {m['check_id']}: error {num(m['error'][0], pct=True)} -> {num(m['error'][1], pct=True)}, "
                        + clean(describe_move(m)))
+    for e in d.get("stack_changed") or []:
+        out.append(f"  check {e['check_id']}: stack changed ({'held, not filed' if e['held'] else clean(e['kind'])}) — "
+                   + clean(e["text"]))
     for link in d.get("links") or []:
         out.append(f"  link  {clean(link['url'])}  (by {clean(link['actor'])}, {link['time']})")
     out.append(f"history ({len(d['history'])}):")
