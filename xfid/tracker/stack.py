@@ -271,6 +271,7 @@ def changed_rows(rows: pd.DataFrame | None) -> list[dict[str, Any]]:
         out.append({**{k: as_text(r.get(k)) for k in KEY_FIELDS}, "kind": str(r.get("kind")),
                     "rel_error": as_float(r.get("rel_error")), "tolerance": as_float(r.get("tolerance")),
                     "held": str(r.get("kind")) == STACK_CHANGED, "changes": ch, "text": describe(ch)})
+    out.sort(key=lambda it: it["held"] + 2 * (it["kind"] == "ok"))  # filed first, then held, then ok (stable)
     return out
 
 
