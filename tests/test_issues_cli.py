@@ -154,7 +154,8 @@ def test_check_command_with_a_stand_in_engine(xfid_cli, monkeypatch, tmp_path):
     assert r.exit_code == 0, r.output
     assert r.output.splitlines()[1:] == [
         "  new            2  XF-1, XF-2", "  reopened       0", "  resolved       0", "  still open     0",
-        "  waived         0", "  missing reference: 1 key(s) (counted, not filed)", "  active issues now: 2 (open, acknowledged or reopened)"]
+        "  waived         0", "  grouped by probable cause: xfid issues summaries --check 1",
+        "  missing reference: 1 key(s) (counted, not filed)", "  active issues now: 2 (open, acknowledged or reopened)"]
     assert calls == [{"run": ["r7"], "as_of": None, "targets": ["t100-a0"]}]
     assert json.loads(xfid_cli("--config", cfg, "check", "--format", "json").output)["counts"]["resolved"] == 0
     d = json.loads(xfid_cli("--config", cfg, "check", "--format", "json", "--actor", "nightly").output)

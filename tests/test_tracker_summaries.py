@@ -152,3 +152,27 @@ def test_cli_summaries_and_summary_actions(xfid_cli):
     show = xfid_cli("issues", "show", "XF-5").output
     assert "  summary S-1-1: reference run rtl-r8 (rtl), from measurements/rtl-r8.csv" in show
     assert json.loads(xfid_cli("issues", "show", "XF-5", "--format", "json").output)["summary"]["id"] == "S-1-1"
+
+
+def test_real_engine_forty_keys_from_one_bad_measurement_run(xfid_cli, tmp_path):
+    """Ingest + check: RTL run r7 measured 60 GEMM tiles, run r8 re-measured 40 of them 30% too
+    fast; the model is right. One summary of 40 names run r8 and its file."""
+    head = "fidelity,target,workload,op,metric,stat,value,unit,run,timestamp\n"
+
+    def line(fid, i, v, run, ts):
+        return f'{fid},t100-a0,gemm-sweep,"gemm_tile[m={64 * (i + 1)},n=128,k=256]",cycles,value,{v},cycles,{run},{ts}\n'
+
+    files = {"rtl-r7.csv": [line("rtl", i, 1000 + i, "rtl-r7", "2026-11-01T00:00:00Z") for i in range(60)],
+             "rtl-r8.csv": [line("rtl", i, round((1000 + i) * 0.7), "rtl-r8", "2026-11-20T00:00:00Z") for i in range(40)],
+             "arch.csv": [line("archmodel", i, 1000 + i, "model-v1", "2026-11-01T00:00:00Z") for i in range(60)]}
+    for name, lines in files.items():
+        (tmp_path / name).write_text(head + "".join(lines))
+    assert xfid_cli("ingest", *(tmp_path / n for n in files)).exit_code == 0
+    r = xfid_cli("check", "--format", "json", "--actor", "ci")
+    assert r.exit_code == 0, r.output
+    assert len(json.loads(r.output)["new"]) == 40
+    got = json.loads(xfid_cli("issues", "summaries", "--format", "json").output)
+    assert len(got) == 1 and got[0]["n_issues"] == 40 and got[0]["share"] == 1.0
+    assert (got[0]["cause"]["kind"], got[0]["cause"]["run"], got[0]["cause"]["fidelity"]) == ("run", "rtl-r8", "rtl")
+    assert got[0]["cause"]["text"].startswith("reference run rtl-r8 (rtl), from ")
+    assert got[0]["cause"]["text"].endswith("rtl-r8.csv")

@@ -66,6 +66,8 @@ def check_text(s: CheckSummary) -> str:
         lines.append(f"  evidence reduced (a removed source held some; judged on the rest): {_ids(s.evidence_reduced)}")
     if s.unwaived:
         lines.append(f"  waiver ended (expired or error beyond its bound): {_ids(s.unwaived)}")
+    if len(s.new) + len(s.reopened) > 1:
+        lines.append(f"  grouped by probable cause: xfid issues summaries --check {s.check_id}")
     lines.append(f"  missing reference: {s.missing_reference} key(s) (counted, not filed)")
     lines.append(f"  active issues now: {s.total_open} (open, acknowledged or reopened)")
     return "\n".join(lines)

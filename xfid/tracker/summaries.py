@@ -127,18 +127,22 @@ COUNT_COLUMNS = ("target", "workload", "op", "candidate", "reference",
 
 def count_causes(rows: Any) -> dict[Cause, int]:
     """How many comparable rows (not missing_reference) of a check have each cause. `rows`: the
-    check's rows frame; counted per distinct combination, not per row (a check has millions)."""
+    check's rows frame; counted per distinct combination of the columns the causes read, not per
+    row (a check has millions of rows and few combinations)."""
     import pandas as pd
 
     if rows is None or not len(rows):
         return {}
     df = rows[rows["kind"].astype("string") != "missing_reference"] if "kind" in rows.columns else rows
     cols = [c for c in COUNT_COLUMNS if c in df.columns]
-    df = pd.DataFrame({c: df[c].astype("string") for c in cols})
+    if not len(df) or not cols:
+        return {}
+    sizes = df[cols].groupby(cols, observed=True, dropna=False, sort=False).size()
     counts: dict[Cause, int] = {}
-    for combo, n in df.value_counts(dropna=False, sort=False).items():
-        row = {c: (None if v is pd.NA or (isinstance(v, float) and v != v) else v)
-               for c, v in zip(cols, combo if isinstance(combo, tuple) else (combo,), strict=True)}
+    for combo, n in sizes.items():
+        values = combo if isinstance(combo, tuple) else (combo,)
+        row = {c: (None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else v)
+               for c, v in zip(cols, values, strict=True)}
         for cause in causes_of(row):
             counts[cause] = counts.get(cause, 0) + int(n)
     return counts

@@ -211,7 +211,8 @@ class Tracker:
                     continue
                 if str(row["state"]) not in lifecycle.ACTIONS[action]:
                     skipped.append({"id": iid, "state": row["state"],
-                                    "why": f"a {row['state']} issue cannot take {action!r}"})
+                                    "why": f"{'an' if str(row['state'])[:1] in 'aeiou' else 'a'} {row['state']} "
+                                           f"issue cannot take {action!r}"})
                     continue
                 if args["related"] is not None:
                     self._check_related(iid, num, args["related"])
