@@ -234,3 +234,20 @@ def test_summaries_api_and_pages(served):
     assert r.status_code == 200 and r.json()["state"] == "invalid"
     page = c.get("/issues/XF-1", headers=h).text
     assert "debug &lt;b&gt;build&lt;/b&gt; (its rows are left out of the statistics)" in page
+
+
+def test_summary_form_acts_on_every_issue(served):
+    _store, c, t = served
+    login = c.get("/login")
+    nonce = login.text.split('name="nonce" value="')[1].split('"')[0]
+    c.post("/login", data={"nonce": nonce, "token": t["writer"], "next": "/summaries"}, follow_redirects=False)
+    page = c.get("/summaries")
+    assert 'action="/summaries/S-1-1/act"' in page.text
+    assert c.post("/summaries/S-1-1/act", data={"action": "ack", "owner": "x"}).status_code == 403  # no CSRF
+    csrf = page.text.split('name="csrf" value="')[1].split('"')[0]
+    r = c.post("/summaries/S-1-1/act", data={"action": "invalid", "reason": "bad run", "csrf": csrf},
+               follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/summaries?check=1&done=invalid+S-1-1"
+    assert {i["state"] for i in c.get("/api/issues", headers=bearer(t["reader"])).json()} == {"invalid"}
+    hist = c.get("/api/issues/XF-2", headers=bearer(t["reader"])).json()["history"][-1]
+    assert (hist["action"], hist["actor"], hist["reason"]) == ("invalid", "writer-1", "bad run")
