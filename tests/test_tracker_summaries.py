@@ -176,3 +176,18 @@ def test_real_engine_forty_keys_from_one_bad_measurement_run(xfid_cli, tmp_path)
     assert (got[0]["cause"]["kind"], got[0]["cause"]["run"], got[0]["cause"]["fidelity"]) == ("run", "rtl-r8", "rtl")
     assert got[0]["cause"]["text"].startswith("reference run rtl-r8 (rtl), from ")
     assert got[0]["cause"]["text"].endswith("rtl-r8.csv")
+
+
+@pytest.mark.parametrize(("section", "message"), [
+    ({"summary_min_issues": 1}, r"x.toml: \[tracker\] summary_min_issues must be an integer >= 2, got 1"),
+    ({"summary_min_issues": True}, r"summary_min_issues must be an integer >= 2, got True"),
+    ({"summary_min_share": 0}, r"x.toml: \[tracker\] summary_min_share must be a number in \(0, 1\], got 0"),
+    ({"summary_min_share": 1.5}, r"summary_min_share must be a number in \(0, 1\], got 1.5"),
+])
+def test_summary_settings_are_checked(section, message):
+    from xfid.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        SummarySettings.from_config(section, "x.toml")
+    assert SummarySettings.from_config({}, "x.toml") == SummarySettings(2, 0.5)
+    assert SummarySettings.from_config({"summary_min_issues": 3, "summary_min_share": 1}, "x") == SummarySettings(3, 1.0)
