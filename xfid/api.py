@@ -396,8 +396,7 @@ class XfidStore:
     # --- correlation ------------------------------------------------------------------
     def correlate(self, targets: str | Sequence[str] | None = None, pairs: str | Sequence[Any] | None = None,
                   run: Runs = None, as_of: Any = None, *, include_missing: bool = False, fingerprints: str = "all",
-                  engine: str | None = None, track: str | Sequence[str] | None = None,
-                  exclude_keys: Sequence[Sequence[str]] | None = None) -> CorrelationResult:
+                  engine: str | None = None, track: str | Sequence[str] | None = None) -> CorrelationResult:
         """Align the fidelities and compute errors, aggregates and discrepancies.
 
         Args:
@@ -409,8 +408,6 @@ class XfidStore:
             fingerprints: "all" rows, or only "discrepancies" (faster on huge stores).
             engine: "local" or "spark" (default `[engine] name`, else local); Spark's rows are the
                 discrepancies and the rows of the fingerprints in `track`.
-            exclude_keys: keys (target, workload, op, metric, stat, candidate, reference) left
-                out of the comparisons (`check()` passes the keys of issues marked invalid).
 
         Returns:
             The result: `.rows`, `.comparisons`, `.discrepancies`, `.coverage` DataFrames, `.to_json()`.
@@ -418,6 +415,14 @@ class XfidStore:
         Raises:
             EngineError, ConfigError: a malformed pair, run or date, an unknown target.
         """
+        return self._correlate(targets, pairs, run, as_of, include_missing=include_missing,
+                               fingerprints=fingerprints, engine=engine, track=track)
+
+    def _correlate(self, targets: Any, pairs: Any, run: Runs, as_of: Any, *, include_missing: bool = False,
+                   fingerprints: str = "all", engine: str | None = None, track: Any = None,
+                   exclude_keys: list[tuple[str, ...]] | None = None) -> CorrelationResult:
+        """`correlate()`, and `exclude_keys`: keys (target, workload, op, metric, stat, candidate,
+        reference) left out of the comparisons (`check()` passes those of the issues marked invalid)."""
         from xfid.engine.engines import correlate_with
 
         corr = correlate_with(self.backend(), self.config, engine, track=names(track, "track"), run=_runs(run),
@@ -487,9 +492,9 @@ class XfidStore:
 
             spark = engine_name(self.config, engine) == "spark"
             # the keys of issues marked invalid leave the statistics until their state changes
-            correlation = self.correlate(targets, None, run, as_of, engine=engine,
-                                         track=open_fingerprints(tracker) if spark else None,
-                                         exclude_keys=tracker.invalid_keys())
+            correlation = self._correlate(targets, None, run, as_of, engine=engine,
+                                          track=open_fingerprints(tracker) if spark else None,
+                                          exclude_keys=tracker.invalid_keys())
         corr = correlation
         from xfid.tracker import noise
 
