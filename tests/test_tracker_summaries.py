@@ -191,3 +191,51 @@ def test_summary_settings_are_checked(section, message):
         SummarySettings.from_config(section, "x.toml")
     assert SummarySettings.from_config({}, "x.toml") == SummarySettings(2, 0.5)
     assert SummarySettings.from_config({"summary_min_issues": 3, "summary_min_share": 1}, "x") == SummarySettings(3, 1.0)
+
+
+def _plain_group(filed, counts, s):
+    """The rule of docs/tracker.md as plain loops: recount every cause each round, take the best."""
+    from xfid.tracker.summaries import CAUSES, SIDES
+
+    of = {r["num"]: set(causes_of(r)) for r in filed}
+    left, groups = set(of), []
+    while True:
+        best = None
+        for c in {c for n in left for c in of[n]}:
+            members = sorted(n for n in left if c in of[n])
+            k, total = len(members), max(counts.get(c, 0), len(members))
+            if k < s.min_issues or k / total < s.min_share:
+                continue
+            side = SIDES.index(c[1][0]) if c[0] in ("run", "source", "config") else 0
+            key = (-k, CAUSES.index(c[0]), -k / total, side, repr(c[1]))
+            if best is None or key < best[0]:
+                best = (key, c, members)
+        if best is None:
+            break
+        groups.append((best[1][0], [f"XF-{n}" for n in best[2]]))
+        left -= set(best[2])
+    groups += [("single", [f"XF-{n}"]) for n in sorted(left)]
+    groups.sort(key=lambda g: (-len(g[1]), int(g[1][0][3:])))
+    return groups
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_grouping_equals_the_plain_rule_on_seeded_filings(seed):
+    import random
+
+    rnd = random.Random(seed)
+    filed = []
+    for n in range(1, rnd.randint(5, 60)):
+        r = measured(1.3, f"layer{rnd.randint(0, 3)}.{rnd.choice(['mlp.up', 'attn.qkv', 'lm_head'])}",
+                     rnd.choice(["r1", "r2", "r3", "r4"]), workload=rnd.choice(["w1", "w2", "w3"]))
+        r.update(num=n, id=f"XF-{n}", candidate_run=rnd.choice(["m1", "m2"]), candidate_config=rnd.choice(
+            [None, '{"vllm_version": "0.8.5"}', '{"vllm_version": "0.11.0"}']))
+        filed.append(r)
+    counts: dict = {}
+    for r in filed:
+        for c in causes_of(r):
+            counts[c] = counts.get(c, 0) + rnd.randint(1, 3)  # each cause's rows: its filings and some more
+    for s in (SummarySettings(), SummarySettings(3, 0.3), SummarySettings(2, 0.9)):
+        got = group(1, filed, counts, s)
+        assert [(g["cause"]["kind"], g["issues"]) for g in got] == _plain_group(filed, counts, s)
+        assert sorted(i for g in got for i in g["issues"]) == sorted(r["id"] for r in filed)  # each issue once

@@ -13,6 +13,7 @@ saw and its filings are kept unchanged). See docs/tracker.md.
 
 from __future__ import annotations
 
+import heapq
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -192,26 +193,40 @@ def group(check_id: int, filed: Iterable[Mapping[str, Any]], counts: Mapping[Cau
     """
     issues = sorted(filed, key=lambda r: int(r["num"]))
     of = {int(r["num"]): set(causes_of(r)) for r in issues}
-    left = set(of)
+    tally: dict[Cause, set[int]] = {}
+    for n, cs in of.items():
+        for c in cs:
+            tally.setdefault(c, set()).add(n)
+
+    def rank(c: Cause) -> tuple[Any, ...] | None:
+        """The cause's sort key now (smallest first), or None once it no longer qualifies
+        (its issues only go down, so it never qualifies again)."""
+        k = len(tally[c])
+        total = max(counts.get(c, 0), k)
+        if k < settings.min_issues or k / total < settings.min_share:
+            return None
+        side = SIDES.index(c[1][0]) if c[0] in ("run", "source", "config") else 0  # measured side first
+        return (-k, CAUSES.index(c[0]), -k / total, side, repr(c[1]))
+
+    # the best cause each round, by a heap whose stale entries are re-ranked when they come up
+    heap = [(r, c) for c in tally if (r := rank(c)) is not None]
+    heapq.heapify(heap)
     groups: list[tuple[Cause, list[int]]] = []
-    while left:
-        best, best_key = None, None
-        tally: dict[Cause, list[int]] = {}
-        for n in sorted(left):
-            for c in of[n]:
-                tally.setdefault(c, []).append(n)
-        for c, members in tally.items():
-            k, total = len(members), max(counts.get(c, 0), len(members))
-            if k < settings.min_issues or k / total < settings.min_share:
-                continue
-            side = SIDES.index(c[1][0]) if c[0] in ("run", "source", "config") else 0  # measured side first
-            key = (-k, CAUSES.index(c[0]), -k / total, side, repr(c[1]))
-            if best_key is None or key < best_key:
-                best, best_key = c, key
-        if best is None:
-            break
-        groups.append((best, tally[best]))
-        left -= set(tally[best])
+    left = set(of)
+    while heap:
+        key, c = heapq.heappop(heap)
+        now = rank(c)
+        if now is None:
+            continue
+        if now != key:
+            heapq.heappush(heap, (now, c))
+            continue
+        members = sorted(tally[c])
+        groups.append((c, members))
+        for n in members:
+            left.discard(n)
+            for c2 in of[n]:
+                tally[c2].discard(n)
     groups += [(("single", (n,)), [n]) for n in sorted(left)]
     groups.sort(key=lambda g: (-len(g[1]), g[1][0]))
     by_num = {int(r["num"]): r for r in issues}
