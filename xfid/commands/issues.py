@@ -129,7 +129,7 @@ def resolve_cmd(app: App, issue_id, note, summary, actor_opt) -> None:
 @options.actor
 @click.pass_obj
 def reopen_cmd(app: App, issue_id, note, summary, actor_opt) -> None:
-    """Reopen a resolved or waived issue."""
+    """Reopen a resolved, waived, invalid, duplicate or downstream issue."""
     _change(app, issue_id, "reopen", actor_opt, summary=summary, note=note)
 
 
