@@ -34,7 +34,8 @@ COVERAGE_COLUMNS = ["source", "raw_op", "op", "matched", "records", "has_rules",
 ISSUE_COLUMNS = [
     "id", "fingerprint", "state", "kind", "severity", "target", "workload", "op", "metric", "stat", "candidate",
     "reference", "candidate_value", "reference_value", "rel_error", "owner", "first_seen", "last_seen", "unit",
-    "tolerance", "waiver_reason", "waiver_until", "waiver_max_error", "clean_streak", "first_check", "last_check",
+    "tolerance", "waiver_reason", "waiver_until", "waiver_max_error", "triage_reason", "related_to", "clean_streak",
+    "first_check", "last_check",
     "updated_at", "triage_by", "overdue"]
 RECORD_COLUMNS = [
     "fidelity", "target", "workload", "op", "metric", "stat", "value", "unit", "n_samples", "source", "source_id",

@@ -49,9 +49,9 @@ def test_list_json_keys_and_values(seeded):
 def test_list_table_and_csv(seeded):
     r = seeded("issues", "list")
     lines = r.output.splitlines()
-    assert lines[0].split() == ["id", "state", "kind", "severity", "target", "workload", "op", "metric/stat",
+    assert lines[0].split() == ["id", "state", "kind", "factor", "target", "workload", "op", "metric/stat",
                                 "pair", "rel_error", "owner", "last_seen"]
-    assert lines[1].split() == ["XF-1", "open", "over_tolerance", "2.5", "t100-a0",
+    assert lines[1].split() == ["XF-1", "open", "over_tolerance", "2.5x", "t100-a0",
                                 "llama3-8b/decode/bs8/ctx2048/bf16", "layer0.attn.qkv_proj", "latency/value",
                                 "archmodel->rtl", "+25.0%", "-", "2026-11-30T09:00:00Z"]
     assert lines[-1] == "2 issue(s)"
@@ -64,7 +64,7 @@ def test_show_text_has_history_observations_and_provenance(seeded):
     r = seeded("issues", "show", "xf-1")
     assert r.exit_code == 0, r.output
     out = r.output
-    assert out.startswith("XF-1  open  over_tolerance  severity 2.5\n")
+    assert out.startswith("XF-1  open  over_tolerance  factor 2.5x (|error| / tolerance)\n")
     assert "  2026-11-30T09:00:00Z  ci  detected: - -> open  [check 1]  \"first seen in check 1\"" in out
     assert "  check 1 (nightly) 2026-11-30T09:00:00Z  over_tolerance  candidate 1.25 reference 1 s" in out
     assert "    candidate: fixtures/records/archmodel.csv @ line 4  run model-v7  n 1" in out
@@ -154,7 +154,8 @@ def test_check_command_with_a_stand_in_engine(xfid_cli, monkeypatch, tmp_path):
     assert r.exit_code == 0, r.output
     assert r.output.splitlines()[1:] == [
         "  new            2  XF-1, XF-2", "  reopened       0", "  resolved       0", "  still open     0",
-        "  waived         0", "  missing reference: 1 key(s) (counted, not filed)", "  active issues now: 2 (open, acknowledged or reopened)"]
+        "  waived         0", "  grouped by probable cause: xfid issues summaries --check 1",
+        "  missing reference: 1 key(s) (counted, not filed)", "  active issues now: 2 (open, acknowledged or reopened)"]
     assert calls == [{"run": ["r7"], "as_of": None, "targets": ["t100-a0"]}]
     assert json.loads(xfid_cli("--config", cfg, "check", "--format", "json").output)["counts"]["resolved"] == 0
     d = json.loads(xfid_cli("--config", cfg, "check", "--format", "json", "--actor", "nightly").output)

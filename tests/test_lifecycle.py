@@ -22,10 +22,18 @@ EXPECTED: dict[str, dict[str, str]] = {
     "waived": {"resolve": "resolved", "reopen": "reopened", "waive": "waived", "note": "waived",
                "auto_resolved": "resolved", "waiver_expired": "open", "waiver_exceeded": "open",
                "evidence_removed": "resolved", "evidence_reduced": "waived"},
+    # triage verdicts: only a person moves them on; a check that sees the key again says so (still_seen)
+    "invalid": {"reopen": "reopened", "note": "invalid", "still_seen": "invalid"},
+    "duplicate": {"reopen": "reopened", "note": "duplicate", "still_seen": "duplicate"},
+    "downstream": {"reopen": "reopened", "note": "downstream", "still_seen": "downstream"},
 }
-ALL_EVENTS = ("ack", "resolve", "reopen", "waive", "note",
+VERDICTS = ("invalid", "duplicate", "downstream")
+for _state in EXPECTED:  # a verdict applies from every filed state (it can correct another verdict)
+    if _state != NEW:
+        EXPECTED[_state].update({v: v for v in VERDICTS})
+ALL_EVENTS = ("ack", "resolve", "reopen", "waive", "note", "invalid", "duplicate", "downstream",
               "detected", "recurred", "auto_resolved", "waiver_expired", "waiver_exceeded",
-              "evidence_removed", "evidence_reduced")
+              "evidence_removed", "evidence_reduced", "still_seen")
 
 
 def test_the_tables_name_exactly_these_states_and_events():
@@ -61,7 +69,8 @@ def test_unknown_event_lists_the_actions():
 def test_refusal_worded_for_one_issue_lists_manual_actions_only():
     with pytest.raises(TransitionRefused) as e:
         apply("resolved", "ack")
-    assert str(e.value.for_issue("XF-3")) == "XF-3 is resolved: cannot ack it; allowed from resolved: reopen, note"
+    assert str(e.value.for_issue("XF-3")) == ("XF-3 is resolved: cannot ack it; allowed from resolved: reopen, note, "
+                                              "invalid, duplicate, downstream")
 
 
 @pytest.mark.parametrize(("state", "event", "new", "want"), [
@@ -74,6 +83,11 @@ def test_refusal_worded_for_one_issue_lists_manual_actions_only():
     ("acknowledged", "ack", "acknowledged",                # no state change: the streak stays
      {"waiver_reason": None, "waiver_until": None, "waiver_max_error": None}),
     ("waived", "waiver_expired", "open",                   # automatic: the streak stays
+     {"waiver_reason": None, "waiver_until": None, "waiver_max_error": None}),
+    ("invalid", "reopen", "reopened",                      # leaving a verdict ends its reason and link
+     {"waiver_reason": None, "waiver_until": None, "waiver_max_error": None, "triage_reason": None,
+      "related_to": None, "clean_streak": 0}),
+    ("duplicate", "still_seen", "duplicate",               # a check keeps the verdict
      {"waiver_reason": None, "waiver_until": None, "waiver_max_error": None}),
 ])
 def test_row_changes(state, event, new, want):

@@ -203,3 +203,51 @@ def test_plot_axis_names_the_checks_plotted():
     assert re.findall(r">check \d+</text>", one) == [">check 1</text>"]  # not "check 0 ... check 2"
     two = str(svg.lines({"a": [(3, 0.5), (9, 0.7)]}, y_label="share"))
     assert re.findall(r">check \d+</text>", two) == [">check 3</text>", ">check 9</text>"]
+
+
+def test_summaries_api_and_pages(served):
+    store, c, t = served
+    h = bearer(t["reader"])
+    rows = c.get("/api/summaries", headers=h).json()
+    with xfid.open_store(store) as api:  # the same as `xfid issues summaries --format json`
+        assert rows == json.loads(json.dumps(api.summaries(), default=str))
+    assert [(s["id"], s["issues"]) for s in rows] == [("S-1-1", ["XF-1", "XF-2"])]
+    assert c.get("/api/summaries?check=1", headers=h).json() == rows
+    assert c.get("/api/summaries/S-1-1", headers=h).json() == rows[0]
+    assert c.get("/api/summaries?check=x", headers=h).status_code == 400
+    r = c.get("/api/summaries/S-1-5", headers=h)
+    assert r.status_code == 404 and r.json()["error"].startswith("unknown summary S-1-5")
+    assert c.post("/api/summaries/S-1-1/ack", headers=h, json={"owner": "a"}).status_code == 403
+    r = c.post("/api/summaries/S-1-1/ack", headers=bearer(t["writer"]), json={"owner": "alice"})
+    assert r.status_code == 200, r.text
+    assert [(i["id"], i["state"], i["owner"]) for i in r.json()["changed"]] == [
+        ("XF-1", "acknowledged", "alice"), ("XF-2", "acknowledged", "alice")]
+    r = c.post("/api/summaries/S-1-1/duplicate", headers=bearer(t["writer"]), json={"of": "XF-1"})
+    assert r.status_code == 200 and r.json()["skipped"][0]["id"] == "XF-1"
+    assert c.get("/api/issues/XF-2", headers=h).json()["related_to"] == "XF-1"
+    page = c.get("/summaries", headers=h)
+    assert page.status_code == 200 and 'id="S-1-1"' in page.text and 'href="/issues/XF-2"' in page.text
+    assert "<img src=x" not in page.text
+    issue = c.get("/issues/XF-2", headers=h).text
+    assert 'href="/summaries?check=1#S-1-1"' in issue and 'href="/issues/XF-1"' in issue
+    r = c.post("/api/issues/XF-1/invalid", headers=bearer(t["writer"]), json={"reason": "debug <b>build</b>"})
+    assert r.status_code == 200 and r.json()["state"] == "invalid"
+    page = c.get("/issues/XF-1", headers=h).text
+    assert "debug &lt;b&gt;build&lt;/b&gt; (its rows are left out of the statistics)" in page
+
+
+def test_summary_form_acts_on_every_issue(served):
+    _store, c, t = served
+    login = c.get("/login")
+    nonce = login.text.split('name="nonce" value="')[1].split('"')[0]
+    c.post("/login", data={"nonce": nonce, "token": t["writer"], "next": "/summaries"}, follow_redirects=False)
+    page = c.get("/summaries")
+    assert 'action="/summaries/S-1-1/act"' in page.text
+    assert c.post("/summaries/S-1-1/act", data={"action": "ack", "owner": "x"}).status_code == 403  # no CSRF
+    csrf = page.text.split('name="csrf" value="')[1].split('"')[0]
+    r = c.post("/summaries/S-1-1/act", data={"action": "invalid", "reason": "bad run", "csrf": csrf},
+               follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/summaries?check=1&done=invalid+S-1-1"
+    assert {i["state"] for i in c.get("/api/issues", headers=bearer(t["reader"])).json()} == {"invalid"}
+    hist = c.get("/api/issues/XF-2", headers=bearer(t["reader"])).json()["history"][-1]
+    assert (hist["action"], hist["actor"], hist["reason"]) == ("invalid", "writer-1", "bad run")

@@ -28,11 +28,21 @@ EXPECTED = {
     ("waived", "ack"): None, ("waived", "resolve"): "resolved", ("waived", "reopen"): "reopened",
     ("waived", "waive"): "waived", ("waived", "note"): "waived",
 }
+VERDICTS = ("invalid", "duplicate", "downstream")
+for _s in ("invalid", "duplicate", "downstream"):  # only a person moves a verdict on: reopen or another verdict
+    EXPECTED.update({(_s, "ack"): None, (_s, "resolve"): None, (_s, "reopen"): "reopened", (_s, "waive"): None,
+                     (_s, "note"): _s})
+for _s in ("open", "acknowledged", "resolved", "reopened", "waived", *VERDICTS):
+    EXPECTED.update({(_s, v): v for v in VERDICTS})  # a verdict applies from every state
 ALLOWED_FROM = {"open": "ack, resolve, waive, note", "acknowledged": "ack, resolve, waive, note",
                 "resolved": "reopen, note", "reopened": "ack, resolve, waive, note",
-                "waived": "resolve, reopen, waive, note"}
+                "waived": "resolve, reopen, waive, note", "invalid": "reopen, note",
+                "duplicate": "reopen, note", "downstream": "reopen, note"}
+ALLOWED_FROM = {k: v + ", invalid, duplicate, downstream" for k, v in ALLOWED_FROM.items()}
 ARGS = {"ack": {"owner": "dana"}, "resolve": {}, "reopen": {}, "note": {"note": "looked at it"},
-        "waive": {"reason": "known DMA model gap", "until": date(2026, 12, 31), "max_error": 0.5}}
+        "waive": {"reason": "known DMA model gap", "until": date(2026, 12, 31), "max_error": 0.5},
+        "invalid": {"reason": "the RTL run r8 used a debug build"}, "duplicate": {"of": "XF-2"},
+        "downstream": {"of": "XF-2"}}
 BAD = row(1.25)   # +25% against a 10% tolerance
 GOOD = row(1.02)  # the same key, within tolerance
 OTHER = row(1.0, op="layer0.mlp.up_proj")  # a different key, clean
@@ -45,8 +55,8 @@ def tracker(tmp_path):
 
 
 def put_in(tr: Tracker, state: str) -> str:
-    """One issue XF-1 brought into `state` through real checks and actions."""
-    s = tr.record_check(corr(BAD), actor="ci", now=T0)
+    """One issue XF-1 brought into `state` through real checks and actions (XF-2: another issue, open)."""
+    s = tr.record_check(corr(BAD, row(1.5, op="layer0.attn.o_proj")), actor="ci", now=T0)
     iid = s.new[0]
     if state == "acknowledged":
         tr.transition(iid, "ack", actor="lead", owner="dana", now=T0)
@@ -56,6 +66,9 @@ def put_in(tr: Tracker, state: str) -> str:
             assert tr.record_check(corr(BAD), actor="ci", now=T0 + timedelta(hours=1)).reopened == [iid]
     elif state == "waived":
         tr.transition(iid, "waive", actor="lead", reason="r", until=date(2026, 12, 20), now=T0)
+    elif state in VERDICTS:
+        tr.transition(iid, state, actor="lead", now=T0,
+                      **({"reason": "the run was broken"} if state == "invalid" else {"of": "XF-2"}))
     assert tr.issue(iid, now=T0)["state"] == state
     return iid
 
@@ -95,6 +108,11 @@ AUTO = {
     ("resolved", "present"): "reopened", ("resolved", "clean"): "resolved", ("resolved", "absent"): "resolved",
     ("reopened", "present"): "reopened", ("reopened", "clean"): "resolved", ("reopened", "absent"): "reopened",
     ("waived", "present"): "waived", ("waived", "clean"): "resolved", ("waived", "absent"): "waived",
+    # a verdict stands whatever a check sees: neither reopened nor resolved
+    ("invalid", "present"): "invalid", ("invalid", "clean"): "invalid", ("invalid", "absent"): "invalid",
+    ("duplicate", "present"): "duplicate", ("duplicate", "clean"): "duplicate", ("duplicate", "absent"): "duplicate",
+    ("downstream", "present"): "downstream", ("downstream", "clean"): "downstream",
+    ("downstream", "absent"): "downstream",
 }
 
 
@@ -105,7 +123,8 @@ def test_every_state_times_every_check_outcome(tracker, state, seen):
     s = tracker.record_check(corr(*rows), actor="ci", now=T0 + timedelta(days=1))
     assert tracker.issue(iid, now=T0 + timedelta(days=1))["state"] == AUTO[(state, seen)]
     bucket = {"open": "still_open", "acknowledged": "still_open", "reopened": "still_open",
-              "waived": "waived", "resolved": "reopened"}[state] if seen == "present" else None
+              "waived": "waived", "resolved": "reopened", "invalid": "triaged", "duplicate": "triaged",
+              "downstream": "triaged"}[state] if seen == "present" else None
     if bucket:
         assert getattr(s, bucket) == [iid]
     assert s.resolved == ([iid] if AUTO[(state, seen)] == "resolved" and state != "resolved" else [])

@@ -415,12 +415,21 @@ class XfidStore:
         Raises:
             EngineError, ConfigError: a malformed pair, run or date, an unknown target.
         """
+        return self._correlate(targets, pairs, run, as_of, include_missing=include_missing,
+                               fingerprints=fingerprints, engine=engine, track=track)
+
+    def _correlate(self, targets: Any, pairs: Any, run: Runs, as_of: Any, *, include_missing: bool = False,
+                   fingerprints: str = "all", engine: str | None = None, track: Any = None,
+                   exclude_keys: list[tuple[str, ...]] | None = None) -> CorrelationResult:
+        """`correlate()`, and `exclude_keys`: keys (target, workload, op, metric, stat, candidate,
+        reference) left out of the comparisons (`check()` passes those of the issues marked invalid)."""
         from xfid.engine.engines import correlate_with
 
         corr = correlate_with(self.backend(), self.config, engine, track=names(track, "track"), run=_runs(run),
                               as_of=as_of, targets=names(targets, "targets"),
                               pairs=names(pairs, "pairs", strings=False),
-                              include_missing=include_missing, fingerprints=fingerprints)
+                              include_missing=include_missing, fingerprints=fingerprints,
+                              **({"exclude_keys": exclude_keys} if exclude_keys else {}))
         from xfid.correlation import CorrelationResult
 
         return CorrelationResult.of(corr)
@@ -482,8 +491,10 @@ class XfidStore:
             from xfid.engine.engines import engine_name, open_fingerprints
 
             spark = engine_name(self.config, engine) == "spark"
-            correlation = self.correlate(targets, None, run, as_of, engine=engine,
-                                         track=open_fingerprints(tracker) if spark else None)
+            # the keys of issues marked invalid leave the statistics until their state changes
+            correlation = self._correlate(targets, None, run, as_of, engine=engine,
+                                          track=open_fingerprints(tracker) if spark else None,
+                                          exclude_keys=tracker.invalid_keys())
         corr = correlation
         from xfid.tracker import noise
 
@@ -541,7 +552,8 @@ class XfidStore:
         """Tracked issues as a DataFrame ordered by id: id (XF-N), fingerprint, state, kind, severity,
         the key, both values, rel_error, owner, first/last seen, and the waiver and check columns.
 
-        `state`: one state (open, acknowledged, resolved, reopened, waived), or "active" for the
+        `state`: one state (open, acknowledged, resolved, reopened, waived, invalid, duplicate,
+        downstream), or "active" for the
         group open + acknowledged + reopened (xfid.counts)."""
         import pandas as pd
 
@@ -575,16 +587,58 @@ class XfidStore:
         h = self.history(d["id"])
         d["moves"] = h.moves
         d["stack_changed"] = issue_entries(h.series)
+        try:
+            summ = self.tracker.summary_of(d["id"], settings=self._summary_settings())
+        except TrackerError:  # its check's saved rows are unreadable: the issue is still shown
+            summ = None
+        d["summary"] = None if summ is None else {"id": summ["id"], "cause": summ["cause"]["text"],
+                                                  "issues": summ["n_issues"]}
         return d
 
     def act(self, issue_id: str, action: str, *, actor: str | None = None, **details: Any) -> dict[str, Any]:
-        """A manual action on an issue: ack (owner=), resolve, reopen, waive (reason=, until=, max_error=), note.
+        """A manual action on an issue: ack (owner=), resolve, reopen, waive (reason=, until=, max_error=), note,
+        invalid (reason=), duplicate (of="XF-M"), downstream (of="XF-M").
 
         Raises:
             TrackerError: an unknown id, an action not allowed from the issue's state (the allowed
                 ones listed), a missing owner/reason/expiry. Nothing changes then.
         """
         return self.tracker.transition(issue_id, action, actor=who_acts(actor), **details)
+
+    def _summary_settings(self) -> Any:
+        from xfid.tracker.summaries import SummarySettings
+
+        return SummarySettings.from_config(self.config.section("tracker"), str(self.config.path or "bundled xfid.toml"))
+
+    def summaries(self, check: int | None = None) -> list[dict[str, Any]]:
+        """What one check (default: the latest) filed, grouped by probable common cause (docs/tracker.md):
+        [{"id": "S-3-1", "check_id": 3, "cause": {"kind": run|source|workload|op_class|config|single,
+        "text": "reference run rtl-r8 (rtl), from ...", ...}, "issues": ["XF-1", ...], "n_issues",
+        "rows_with_cause", "share"}], largest first; [] when the check filed nothing.
+
+        Raises:
+            TrackerError: an unknown check. ConfigError: bad [tracker] summary_* settings.
+        """
+        return self.tracker.summaries(check, self._summary_settings())
+
+    def issue_summary(self, summary_id: str) -> dict[str, Any]:
+        """One issue summary (S-<check>-<n>), as in `summaries()`.
+
+        Raises:
+            TrackerError: a malformed or unknown summary id.
+        """
+        return self.tracker.summary(summary_id, settings=self._summary_settings())
+
+    def act_summary(self, summary_id: str, action: str, *, actor: str | None = None,
+                    **details: Any) -> dict[str, Any]:
+        """The manual action `act()` takes, on every issue of a summary at once (one transaction):
+        {"summary", "action", "changed": [issue dicts], "skipped": [{"id", "state", "why"}]}.
+
+        Raises:
+            TrackerError: as for `act()`, or no issue of the summary takes the action. Nothing changes then.
+        """
+        return self.tracker.summary_transition(summary_id, action, actor=who_acts(actor),
+                                               settings=self._summary_settings(), **details)
 
     def history(self, key: str, alpha: float | None = None) -> KeyHistory:
         """One key's (XF-N or fingerprint) error at every recorded check, with change points

@@ -352,7 +352,8 @@ SCHEMA: dict[str, dict[str, Any]] = {
     "tracker": {"resolve_after": _integer(1, 1_000_000), "confirm_after": _integer(1, 1_000_000),
                 "hysteresis": _nonneg, "noise_level": _nonneg, "noise_resamples": _integer(1, 1_000_000),
                 "noise_seed": _integer(0, 2**64 - 1), "triage_days": _integer(0, 3650),
-                "stack_factor": _at_least_one, "stale_after": _integer(1, 10_000), "stale_window": _integer(1, 10_000)},
+                "stack_factor": _at_least_one, "stale_after": _integer(1, 10_000), "stale_window": _integer(1, 10_000),
+                "summary_min_issues": _integer(2, 1_000_000), "summary_min_share": _nonneg},
     "report": {},
     "rtl": {"default_target": _text},  # the target of a cocotb results.xml that does not say
     "engine": {"name": _choice(*ENGINES), "spark": _spark},  # which engine correlates; Spark's master and conf

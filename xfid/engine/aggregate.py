@@ -73,6 +73,25 @@ def bound_columns(st: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def excluded_rows(sel: Selected, r: PairRows, keys: list[list[str]]) -> np.ndarray | None:
+    """Rows of one pair whose key (target, workload, op, metric, stat, candidate, reference) is
+    among `keys` (settings["excluded_keys"]: issues marked invalid); None when none is."""
+    mine = [k for k in keys if (k[5], k[6]) == (r.pair.candidate, r.pair.reference)]
+    if not mine:
+        return None
+    c, e = sel.codes, r.cand
+    out = np.zeros(len(e), bool)
+    for k in mine:
+        try:
+            t, w, op, m, s = (sel.dims[d].index(v) for d, v in zip(("target", "workload", "op", "metric", "stat"),
+                                                                   k[:5], strict=True))
+        except ValueError:  # a key this selection does not hold
+            continue
+        out |= ((c["target"][e] == t) & (c["workload"][e] == w) & (c["op"][e] == op) & (r.metric == m)
+                & (c["stat"][e] == s))
+    return out
+
+
 class _EntryOrders:
     """Per fidelity, the order of its entries by value, computed once and shared by every pair:
     a pair's rows on one side are that fidelity's entries in increasing entry order."""
@@ -172,6 +191,9 @@ def _pair_frames(sel: Selected, r: PairRows, eo: _EntryOrders, settings: dict[st
     frames: list[pd.DataFrame] = []
     c = sel.codes
     ok = (r.kind != MISSING) & np.isfinite(r.rel) & np.isfinite(r.log_ratio)
+    gone = excluded_rows(sel, r, settings.get("excluded_keys") or [])
+    if gone is not None:  # keys marked invalid leave the statistics (their rows stay in the rows)
+        ok &= ~gone
     idx = np.flatnonzero(ok)
     if not len(idx):
         return frames

@@ -86,6 +86,13 @@ def correlate_with(store: Store, config: Config, engine: str | None = None, *, t
         EngineError: pyspark missing, or the local engine's estimate does not fit in memory.
     """
     if engine_name(config, engine) == "spark":
+        if kwargs.pop("exclude_keys", None):  # not built on Spark yet: said, never silent
+            import warnings
+
+            from xfid.errors import XfidWarning
+
+            warnings.warn(XfidWarning("the Spark engine does not yet leave the keys of invalid issues out of the "
+                                      "statistics (the local engine does)"), stacklevel=2)
         from xfid.engine.spark import correlate as spark_correlate
         from xfid.engine.spark.session import require_pyspark
 

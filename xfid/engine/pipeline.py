@@ -51,7 +51,8 @@ def engine_settings(config: Config) -> dict[str, Any]:
 def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Sequence[str] | None = None,
               as_of: Any = None, targets: Iterable[str] | None = None, pairs: Iterable[Any] | None = None,
               include_missing: bool = False, kendall: bool = True, bootstrap: bool = True,
-              fingerprints: str = "all", provenance: bool = True) -> Correlation:
+              fingerprints: str = "all", provenance: bool = True,
+              exclude_keys: Iterable[Sequence[str]] | None = None) -> Correlation:
     """Align the fidelities in `store` and compute errors, aggregates and discrepancies.
 
     Args:
@@ -66,6 +67,9 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
         fingerprints: "all" rows, or only "discrepancies" other than missing_reference (faster on
             huge stores; None elsewhere).
         provenance: read source_loc for every row (False leaves the *_source_loc columns None).
+        exclude_keys: keys (target, workload, op, metric, stat, candidate, reference) whose rows
+            stay in the rows but leave the comparisons (the statistics): the tracker's issues
+            marked invalid (the data is wrong). Recorded in `settings["excluded_keys"]`.
 
     Returns:
         A Correlation with the contract columns (xfid.engine.contract) plus rows.ROW_EXTRA.
@@ -78,6 +82,9 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
         if t not in config.targets:
             config.target(t)  # raises a ConfigError listing the configured targets
     settings = engine_settings(config)
+    excluded = sorted({tuple(str(x or "") for x in k) for k in exclude_keys or ()})
+    if excluded:
+        settings["excluded_keys"] = [list(k) for k in excluded]
     prefer = parse_run(run)
     when = parse_as_of(as_of)
     sel, keys, records = select_store(store, config, targets=targets or None, run=prefer, source_loc=provenance,

@@ -104,7 +104,8 @@ def routes(served: Served) -> list[Any]:
             all_rows = api.issue_list()
             return render(request, "issues.html", {
                 "rows": rows, "q": request.query_params, "states": ("open", "acknowledged", "resolved", "reopened",
-                                                                    "waived", "active"),
+                                                                    "waived", "invalid", "duplicate",
+                                                                    "downstream", "active"),
                 "kinds": sorted({r["kind"] for r in all_rows}), "targets": sorted({str(r["target"]) for r in all_rows})})
 
     def issue(request: Request) -> Response:
@@ -125,6 +126,25 @@ def routes(served: Served) -> list[Any]:
             with served.session(request, "writer", f"{action} an issue") as (api, who):
                 d = views.act(api, request.path_params["iid"], action, who, fields)
                 return RedirectResponse(f"/issues/{d['id']}?done={action}", 303)
+
+        return await run_in_threadpool(run)
+
+    def summaries_page(request: Request) -> Response:
+        with served.session(request, "reader", "see issue summaries") as (api, _):
+            rows = views.summaries(api, request.query_params.get("check"))
+            return render(request, "summaries.html", {"rows": rows, "check": request.query_params.get("check"),
+                                                      "flash": request.query_params.get("done")})
+
+    async def act_summary(request: Request) -> Response:
+        form = await _form(request, served)
+        action = str(form.get("action", ""))
+        fields = {k: form.get(k) for k in views.ACTIONS.get(action, ()) if form.get(k) not in (None, "")}
+
+        def run() -> Response:
+            with served.session(request, "writer", f"{action} a summary's issues") as (api, who):
+                d = views.act_summary(api, request.path_params["sid"], action, who, fields)
+                cid = d["summary"].split("-")[1]
+                return RedirectResponse(f"/summaries?check={cid}&done={action}+{d['summary']}", 303)
 
         return await run_in_threadpool(run)
 
@@ -182,6 +202,7 @@ def routes(served: Served) -> list[Any]:
         route("/login", login_page), route("/login", login, ["POST"]), route("/logout", logout, ["POST"]),
         route("/", overview), route("/issues", issues), route("/issues/{iid}", issue),
         route("/issues/{iid}/act", act, ["POST"]), route("/issues/{iid}/link", link, ["POST"]),
+        route("/summaries", summaries_page), route("/summaries/{sid}/act", act_summary, ["POST"]),
         route("/keys/{key:path}", key), route("/checks", checks), route("/checks/{cid:int}", check),
         route("/report", report_page), route("/report/download", report),
         route("/favicon.ico", lambda r: RedirectResponse("/static/favicon.svg", 301)),

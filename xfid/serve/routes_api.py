@@ -59,6 +59,24 @@ def routes(served: Served) -> list[Any]:
 
         return await run_in_threadpool(run)
 
+    def summaries(request: Request) -> Response:
+        with served.session(request, "reader", "read issue summaries") as (api, _):
+            return dumps(views.summaries(api, request.query_params.get("check")))
+
+    def summary(request: Request) -> Response:
+        with served.session(request, "reader", "read issue summaries") as (api, _):
+            return dumps(api.issue_summary(request.path_params["sid"]))
+
+    async def act_summary(request: Request) -> Response:
+        data = body(request, await request.body())
+        action = request.path_params["action"]
+
+        def run() -> Response:
+            with served.session(request, "writer", f"{action} a summary's issues") as (api, who):
+                return dumps(views.act_summary(api, request.path_params["sid"], action, who, data))
+
+        return await run_in_threadpool(run)
+
     async def link(request: Request) -> Response:
         data = body(request, await request.body())
 
@@ -161,6 +179,9 @@ def routes(served: Served) -> list[Any]:
         route("/api/issues/{iid}", issue),
         route("/api/issues/{iid}/link", link, ["POST"]),
         route("/api/issues/{iid}/{action:str}", act, ["POST"]),
+        route("/api/summaries", summaries),
+        route("/api/summaries/{sid}", summary),
+        route("/api/summaries/{sid}/{action:str}", act_summary, ["POST"]),
         route("/api/ingest", ingest, ["POST"]),
         route("/api/check", check, ["POST"]),
         route("/api/checks", checks),

@@ -84,7 +84,8 @@ def status_of(e: XfidError) -> int:
     if isinstance(e, ServerLost):
         return 503
     if isinstance(e, NotFound) or (isinstance(e, TrackerError) and str(e).startswith(("unknown issue",
-                                                                                      "unknown check"))):
+                                                                                      "unknown check",
+                                                                                      "unknown summary"))):
         return 404
     return 400
 

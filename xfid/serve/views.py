@@ -16,7 +16,8 @@ from xfid.serve.tokens import Identity
 SEARCHED = ("id", "fingerprint", "target", "workload", "op", "metric", "stat", "candidate", "reference", "owner",
             "kind", "state")
 ACTIONS = {"ack": ("owner", "note"), "resolve": ("note",), "reopen": ("note",),
-           "waive": ("reason", "until", "max_error", "note"), "note": ("note",)}
+           "waive": ("reason", "until", "max_error", "note"), "note": ("note",),
+           "invalid": ("reason", "note"), "duplicate": ("of", "note"), "downstream": ("of", "note")}
 CHECK_SUMMARY = ("id", "time", "actor", "label", "config_hash", "counts", "n_rows")
 
 
@@ -44,8 +45,8 @@ def issue_rows(api: Any, query: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def act(api: Any, issue_id: str, action: str, who: Identity, data: dict[str, Any]) -> dict[str, Any]:
-    """One manual action with the CLI's fields; the actor is the token's name."""
+def _fields(action: str, data: dict[str, Any]) -> dict[str, Any]:
+    """An action's form or JSON fields, checked against the CLI's and converted."""
     if action not in ACTIONS:
         raise XfidError(f"unknown action {action!r}; actions: {', '.join(ACTIONS)}")
     unknown = sorted(set(data) - set(ACTIONS[action]))
@@ -54,7 +55,28 @@ def act(api: Any, issue_id: str, action: str, who: Identity, data: dict[str, Any
     kw = {k: (str(v).strip() or None) if k != "max_error" and v is not None else v for k, v in data.items()}
     if "max_error" in kw:
         kw["max_error"] = _number(kw["max_error"], "max_error")
-    return api.act(issue_id, action, actor=who.name, **kw)
+    return kw
+
+
+def summaries(api: Any, check: Any) -> list[dict[str, Any]]:
+    """`xfid issues summaries --format json` for `check` (a query value; empty: the latest check)."""
+    if check in (None, ""):
+        return api.summaries()
+    try:
+        cid = int(str(check))
+    except ValueError:
+        raise XfidError(f"check {check!r}: not a check number (see /checks)") from None
+    return api.summaries(cid)
+
+
+def act_summary(api: Any, summary_id: str, action: str, who: Identity, data: dict[str, Any]) -> dict[str, Any]:
+    """One manual action on every issue of a summary, with the CLI's fields; the actor is the token's name."""
+    return api.act_summary(summary_id, action, actor=who.name, **_fields(action, data))
+
+
+def act(api: Any, issue_id: str, action: str, who: Identity, data: dict[str, Any]) -> dict[str, Any]:
+    """One manual action with the CLI's fields; the actor is the token's name."""
+    return api.act(issue_id, action, actor=who.name, **_fields(action, data))
 
 
 def check(api: Any, who: Identity, data: dict[str, Any]) -> dict[str, Any]:

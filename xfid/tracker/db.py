@@ -88,6 +88,13 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE checks ADD COLUMN rows_sha256 TEXT;
     """,
+    # triage verdicts (xfid.tracker.lifecycle.TRIAGED): an invalid issue's reason, the issue a
+    # duplicate or downstream one names (also kept on its history row)
+    """
+    ALTER TABLE issues ADD COLUMN triage_reason TEXT;
+    ALTER TABLE issues ADD COLUMN related_to INTEGER;
+    ALTER TABLE transitions ADD COLUMN related INTEGER;
+    """,
 ]
 
 OBSERVATION_FIELDS = (
@@ -165,8 +172,8 @@ KEY_COLUMNS = ("target", "workload", "op", "metric", "stat", "candidate", "refer
 LATEST_COLUMNS = ("kind", "severity", "candidate_value", "reference_value", "unit", "rel_error", "tolerance")
 ISSUE_COLUMNS = frozenset((
     "state", *KEY_COLUMNS, *LATEST_COLUMNS, "owner", "waiver_reason", "waiver_until", "waiver_max_error",
-    "clean_streak", "first_seen", "last_seen", "first_check", "last_check", "updated_at"))
-TRANSITION_EXTRA = ("note", "owner", "reason", "until", "max_error")
+    "triage_reason", "related_to", "clean_streak", "first_seen", "last_seen", "first_check", "last_check", "updated_at"))
+TRANSITION_EXTRA = ("note", "owner", "reason", "until", "max_error", "related")
 HISTORY_COLUMNS = ("time", "actor", "action", "from_state", "to_state", *TRANSITION_EXTRA, "check_id")
 CHECK_COLUMNS = ("id", "time", "actor", "label", "config_hash", "rows_file", "n_rows")
 CHECK_JSON = ("sources", "counts", "comparisons", "settings")
@@ -251,6 +258,24 @@ def number_range(conn: Database) -> tuple[int | None, int | None, int]:
     return r[0], r[1], int(r[2])
 
 
+def related_to(conn: Database, num: int) -> int | None:
+    """The issue a duplicate or downstream issue names (None: none, or no such issue)."""
+    r = conn.execute("SELECT related_to FROM issues WHERE num=?", (num,)).fetchone()
+    return None if r is None or r[0] is None else int(r[0])
+
+
+def last_action(conn: Database, num: int) -> str | None:
+    """The action of an issue's latest history row (None: no history yet)."""
+    r = conn.execute("SELECT action FROM transitions WHERE issue_num=? ORDER BY id DESC LIMIT 1", (num,)).fetchone()
+    return None if r is None else str(r[0])
+
+
+def invalid_keys(conn: Database) -> list[tuple[str, ...]]:
+    """The keys (KEY_COLUMNS) of the issues marked invalid, in issue order."""
+    return [tuple(r[c] or "" for c in KEY_COLUMNS)
+            for r in conn.execute(f"SELECT {', '.join(KEY_COLUMNS)} FROM issues WHERE state='invalid' ORDER BY num")]
+
+
 def waivers_due(conn: Database, today: str) -> list[dict[str, Any]]:
     """Waived issues whose expiry date is before `today` (YYYY-MM-DD)."""
     return [dict(r) for r in conn.execute(
@@ -273,8 +298,13 @@ def insert_transition(conn: Database, num: int, check_id: int | None, time: str,
 
 
 def history(conn: Database, num: int) -> list[dict[str, Any]]:
-    return [{k: r[k] for k in HISTORY_COLUMNS}
-            for r in conn.execute("SELECT * FROM transitions WHERE issue_num=? ORDER BY id", (num,))]
+    """An issue's transitions, oldest first; `related` as its XF-N (duplicate, downstream)."""
+    out = []
+    for r in conn.execute("SELECT * FROM transitions WHERE issue_num=? ORDER BY id", (num,)):
+        h = {k: r[k] for k in HISTORY_COLUMNS}
+        h["related"] = None if h["related"] is None else f"XF-{int(h['related'])}"
+        out.append(h)
+    return out
 
 
 def insert_observation(conn: Database, num: int, check_id: int, time: str, row: dict[str, Any]) -> None:

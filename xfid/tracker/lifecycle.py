@@ -7,9 +7,16 @@ from datetime import UTC, date, datetime
 
 from xfid.errors import TrackerError
 
-STATES: tuple[str, ...] = ("open", "acknowledged", "resolved", "reopened", "waived")
+STATES: tuple[str, ...] = ("open", "acknowledged", "resolved", "reopened", "waived", "invalid", "duplicate",
+                           "downstream")
 ACTIVE: tuple[str, ...] = ("open", "acknowledged", "reopened")
 """States that count as open (total_open): someone still has to act."""
+TRIAGED: tuple[str, ...] = ("invalid", "duplicate", "downstream")
+"""Triage verdicts: the data is wrong (invalid), another issue says it (duplicate of XF-N), or
+another issue causes it (downstream of XF-N). A check never reopens or resolves them; only a
+person moves them on (reopen, or another verdict). An invalid issue's key leaves the statistics."""
+RELATED: tuple[str, ...] = ("duplicate", "downstream")
+"""Verdicts that name another issue (`of`)."""
 
 FILING_KINDS: tuple[str, ...] = ("over_tolerance", "bound_violation", "config_mismatch")
 """Discrepancy kinds that file an issue; missing_reference is only counted."""
@@ -18,9 +25,13 @@ FILING_KINDS: tuple[str, ...] = ("over_tolerance", "bound_violation", "config_mi
 ACTIONS: dict[str, dict[str, str]] = {
     "ack": {"open": "acknowledged", "reopened": "acknowledged", "acknowledged": "acknowledged"},
     "resolve": {"open": "resolved", "acknowledged": "resolved", "reopened": "resolved", "waived": "resolved"},
-    "reopen": {"resolved": "reopened", "waived": "reopened"},
+    "reopen": {"resolved": "reopened", "waived": "reopened", **dict.fromkeys(TRIAGED, "reopened")},
     "waive": {"open": "waived", "acknowledged": "waived", "reopened": "waived", "waived": "waived"},
     "note": {s: s for s in STATES},
+    # triage verdicts apply from every state (a verdict can be corrected by another one)
+    "invalid": dict.fromkeys(STATES, "invalid"),
+    "duplicate": dict.fromkeys(STATES, "duplicate"),
+    "downstream": dict.fromkeys(STATES, "downstream"),
 }
 
 NEW = ""
@@ -37,6 +48,9 @@ AUTO: dict[str, dict[str, str]] = {
     # left for its key (resolved, saying so), or the remaining records are judged (state kept)
     "evidence_removed": {s: "resolved" for s in (*ACTIVE, "waived")},
     "evidence_reduced": {s: s for s in (*ACTIVE, "waived")},
+    # a check saw the key of a triaged issue beyond tolerance again: it stays as triaged (not
+    # reopened, not filed anew); written once per verdict, at the first such check
+    "still_seen": {s: s for s in TRIAGED},
 }
 
 EVENTS: dict[str, dict[str, str]] = {**ACTIONS, **AUTO}
@@ -80,17 +94,22 @@ def apply(state: str | None, event: str) -> str:
 
 
 WAIVER_COLUMNS = ("waiver_reason", "waiver_until", "waiver_max_error")
+TRIAGE_COLUMNS = ("triage_reason", "related_to")
+"""The verdict's reason (invalid) and the issue it names (duplicate, downstream)."""
 
 
 def row_changes(state: str | None, event: str, new_state: str) -> dict[str, object]:
     """What a transition does to the issue row besides its state. Pure.
 
-    Leaving `waived` ends the waiver; a manual action that changes the state restarts the
-    count of clean checks (automatic events keep it: auto-resolve records the streak it reached).
+    Leaving `waived` ends the waiver, leaving a triage verdict its reason and related issue; a
+    manual action that changes the state restarts the count of clean checks (automatic events
+    keep it: auto-resolve records the streak it reached).
     """
     out: dict[str, object] = {}
     if new_state != "waived":
         out.update(dict.fromkeys(WAIVER_COLUMNS))
+    if state in TRIAGED and new_state not in TRIAGED:
+        out.update(dict.fromkeys(TRIAGE_COLUMNS))
     if event in ACTIONS and new_state != state:
         out["clean_streak"] = 0
     return out

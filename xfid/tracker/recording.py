@@ -11,8 +11,9 @@ from xfid.sqlbackend import Database
 from xfid.store import fault_point, write_tx
 from xfid.tracker import checkfiles, config_db, db, evidence, transitions, triage_db
 from xfid.tracker.db import KEY_COLUMNS, LATEST_COLUMNS, as_float, as_text, plain
-from xfid.tracker.lifecycle import ACTIVE, FILING_KINDS, format_id, stamp
-from xfid.tracker.noise import UNCERTAIN, NoiseSettings, clean as is_clean
+from xfid.tracker.lifecycle import ACTIVE, FILING_KINDS, TRIAGED, format_id, stamp
+from xfid.tracker.noise import UNCERTAIN, NoiseSettings
+from xfid.tracker.noise import clean as is_clean
 
 CheckConfig = tuple[str, str | None, str | None]
 """(hash, path, text) of the config a check was judged by (xfid.tracker.config_db)."""
@@ -41,6 +42,7 @@ class CheckSummary:
     pending: list[str] = field(default_factory=list)  # fingerprints uncertain, not (yet) filed
     evidence_removed: list[str] = field(default_factory=list)  # resolved: a removed source held all their evidence
     evidence_reduced: list[str] = field(default_factory=list)  # a removed source held some: judged on the rest
+    triaged: list[str] = field(default_factory=list)  # invalid/duplicate/downstream, still beyond tolerance: state kept
     stack_changed: list[dict[str, Any]] = field(default_factory=list)  # rows measured off their stack (tracker.stack)
     stale: dict[str, Any] = field(default_factory=dict)  # keys/sources that stopped reporting (tracker.stale)
     uncertain: int = 0  # rows whose interval straddles the tolerance
@@ -53,6 +55,7 @@ class CheckSummary:
         return {"new": len(self.new), "reopened": len(self.reopened), "resolved": len(self.resolved),
                 "still_open": len(self.still_open), "waived": len(self.waived),
                 "unwaived": len(self.unwaived), "held": len(self.held), "pending": len(self.pending),
+                "triaged": len(self.triaged),
                 "uncertain": self.uncertain, "total_open": self.total_open,
                 "missing_reference": self.missing_reference, "rows": self.rows}
 
@@ -184,7 +187,7 @@ def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label:
                     summary.resolving.append(f"{format_id(iss['num'])} {streak}/{k}")
             summary.unwaived.extend(format_id(n) for n in sorted(unwaived))
             for lst in (summary.new, summary.reopened, summary.resolved, summary.still_open, summary.waived,
-                        summary.held, summary.resolving):
+                        summary.held, summary.resolving, summary.triaged):
                 lst.sort(key=lambda s: int(s.split()[0][3:]))
             summary.total_open = db.count_in_states(conn, ACTIVE)
             staged = checkfiles.stage(root, tmp, store.store_id or "", cid)
@@ -219,7 +222,17 @@ def _observe(conn: Database, cid: int, now: datetime, actor: str, row: dict[str,
         num, state = int(iss["num"]), iss["state"]
         rel = as_float(row.get("rel_error"))
         bound = iss["waiver_max_error"]
-        if state == "resolved":
+        if state in TRIAGED:  # a person's verdict stands: not reopened, not filed anew
+            if db.last_action(conn, num) != "still_seen":  # said once per verdict, not at every check
+                related = iss.get("related_to")
+                transitions.write(conn, iss, "still_seen", actor=actor, now=now, check_id=cid, values=seen,
+                                  note=f"seen again ({row.get('kind')}) in check {cid}; stays {state}"
+                                       + (f" of {format_id(int(related))}" if related is not None else "")
+                                       + " (not reopened)")
+            else:
+                db.update_issue(conn, num, {**seen, "updated_at": t})
+            summary.triaged.append(format_id(num))
+        elif state == "resolved":
             transitions.write(conn, iss, "recurred", actor=actor, now=now, check_id=cid, values=seen,
                               note=f"seen again in check {cid}{extra}")
             summary.reopened.append(format_id(num))

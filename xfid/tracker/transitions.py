@@ -22,7 +22,7 @@ class Transition(NamedTuple):
 def write(conn: Database, issue: dict[str, Any] | None, event: str, *, actor: str, now: datetime,
           check_id: int | None = None, values: dict[str, Any] | None = None, note: str | None = None,
           owner: str | None = None, reason: str | None = None, until: str | None = None,
-          max_error: float | None = None) -> Transition:
+          max_error: float | None = None, related: int | None = None) -> Transition:
     """Apply `event` to `issue` and record it: the issue row and its history row, in the caller's transaction.
 
     Args:
@@ -33,7 +33,9 @@ def write(conn: Database, issue: dict[str, Any] | None, event: str, *, actor: st
         now: the time stamped on the issue's updated_at and on the history row.
         check_id: the check that caused an automatic event.
         values: further issue columns to set (the latest numbers of an observation, the key of a new issue).
-        note, owner, reason, until, max_error: kept in the history; `ack` sets the owner, `waive` the waiver.
+        note, owner, reason, until, max_error: kept in the history; `ack` sets the owner, `waive` the waiver,
+            `invalid` the reason.
+        related: the issue number a `duplicate` or `downstream` verdict names (kept on the row and in history).
 
     Raises:
         TransitionRefused: the event does not apply to the issue's state; nothing is written.
@@ -48,6 +50,10 @@ def write(conn: Database, issue: dict[str, Any] | None, event: str, *, actor: st
         changes["owner"] = owner
     elif event == "waive":
         changes.update(waiver_reason=reason, waiver_until=until, waiver_max_error=max_error)
+    elif event == "invalid":
+        changes.update(triage_reason=reason, related_to=None)
+    elif event in lifecycle.RELATED:
+        changes.update(triage_reason=None, related_to=related)
     changes.update(state=new, updated_at=t)
     if issue is None:
         num = db.next_issue_number(conn)
@@ -57,8 +63,9 @@ def write(conn: Database, issue: dict[str, Any] | None, event: str, *, actor: st
         db.update_issue(conn, num, changes)
     waive = event == "waive"
     db.insert_transition(conn, num, check_id, t, actor, event, old, new,
-                         {"note": note, "owner": owner, "reason": reason if waive else None,
-                          "until": until if waive else None, "max_error": max_error if waive else None})
+                         {"note": note, "owner": owner, "reason": reason if waive or event == "invalid" else None,
+                          "until": until if waive else None, "max_error": max_error if waive else None,
+                          "related": related if event in lifecycle.RELATED else None})
     return Transition(num, old, new)
 
 
