@@ -71,14 +71,18 @@ def test_median_ci_by_position_equals_np_median(ties):
     assert np.isfinite(lo[sz > 200]).all()  # the order-statistic interval, unchanged
 
 
-def test_median_ci_plan_above_the_cache_size():
+@pytest.mark.parametrize("resamples", [300, 1100])  # cached (uint16 counts); too big to cache
+def test_median_ci_plans_past_uint8_and_past_the_cache(resamples):
     rng = np.random.default_rng(3)
-    sizes = np.array([260, 261])  # built per call (not cached), int64 counts
+    sizes = np.array([260, 261])
+    assert (sizes * resamples > stats._PLAN_CACHE_ELEMENTS).all() == (resamples == 1100)
     xs, starts, sz, groups = _segments_of(sizes, rng, False)
     lo, hi = np.full(2, np.nan), np.full(2, np.nan)
-    stats._median_ci(xs, starts, sz, groups, lo, hi, 300, 5, 400)
-    plo, phi = _plain_median_ci(xs, starts, sz, groups, 2, 300, 5, 400)
+    stats._median_ci(xs, starts, sz, groups, lo, hi, resamples, 5, 400)
+    plo, phi = _plain_median_ci(xs, starts, sz, groups, 2, resamples, 5, 400)
     assert np.array_equal(lo, plo) and np.array_equal(hi, phi)
+    plan = stats._resamples(5, 260, resamples)
+    assert plan.counts.dtype == np.uint16 and (plan.counts.sum(axis=1) == 260).all()
 
 
 def test_bootstrap_einsum_equals_the_blas_product():

@@ -273,17 +273,18 @@ class _Resamples:
     median_hi: np.ndarray
 
 
-_PLAN_CACHE_MAX_SIZE = 255
-"""Groups up to this size keep their resample plan between calls (uint8 counts: at most ~40 MB
-for all sizes up to it at 1000 resamples); larger ones (an exact_max_n raised by hand) build
-theirs per call."""
+_PLAN_CACHE_ELEMENTS = 1 << 18
+"""A resample plan of at most this many counts (size x resamples) is kept between calls, up to
+_PLAN_CACHE_PLANS of them: at most ~0.5 MB a plan, ~24 MB for every size up to the default
+exact_max_n at 1000 resamples. A larger one (resamples or exact_max_n raised) is built per call."""
+_PLAN_CACHE_PLANS = 256
 
 
 def _build_resamples(seed: int, size: int, resamples: int) -> _Resamples:
     idx = _resample_index(seed, size, resamples)
     counts = np.bincount((np.arange(resamples)[:, None] * size + idx).ravel(),
                          minlength=resamples * size).reshape(resamples, size)
-    counts = counts.astype(np.uint8 if size <= _PLAN_CACHE_MAX_SIZE else np.int64)
+    counts = counts.astype(np.uint8 if size <= 0xFF else np.uint16 if size <= 0xFFFF else np.int64)
     ranked = np.sort(idx, axis=1)
     plan = _Resamples(counts, ranked[:, (size - 1) // 2].copy(), ranked[:, size // 2].copy())
     for a in (plan.counts, plan.median_lo, plan.median_hi):
@@ -291,13 +292,13 @@ def _build_resamples(seed: int, size: int, resamples: int) -> _Resamples:
     return plan
 
 
-_cached_resamples = functools.lru_cache(maxsize=_PLAN_CACHE_MAX_SIZE)(_build_resamples)
+_cached_resamples = functools.lru_cache(maxsize=_PLAN_CACHE_PLANS)(_build_resamples)
 
 
 def _resamples(seed: int, size: int, resamples: int) -> _Resamples:
     """The plan of `_resample_index(seed, size, resamples)`, cached for small sizes: every call
     of one correlation (both levels, every pair) meets the same few sizes."""
-    if size <= _PLAN_CACHE_MAX_SIZE:
+    if size * resamples <= _PLAN_CACHE_ELEMENTS:
         return _cached_resamples(seed, size, resamples)
     return _build_resamples(seed, size, resamples)
 
