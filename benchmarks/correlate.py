@@ -30,6 +30,12 @@ Peak RSS is each child's VmHWM. Today's figures and what they mean: docs/engine.
     python benchmarks/correlate.py                 # 1M records
     python benchmarks/correlate.py --ten-million   # 1M and 10M records
     python benchmarks/correlate.py --records 10000000 --repeat 3
+    git archive HEAD~3 | tar -x -C /tmp/before   # then, before and after in the same rounds:
+    python benchmarks/correlate.py --records 4000000 --repeat 3 --tree before=/tmp/before
+
+Each child reports wall time and CPU time (user + system of the whole process, every thread)
+of the job alone (imports and interpreter start excluded); on a shared machine CPU time is the
+steadier figure, and ratios are of medians from the same rounds.
 """
 
 from __future__ import annotations
@@ -124,12 +130,24 @@ def run_xfid(store_dir: str, full: bool) -> dict:
     from xfid.store import Store
 
     cfg = load_config(None)
-    t = time.perf_counter()
+    t = _clock()
     c = correlate(Store(store_dir), cfg, kendall=full, bootstrap=full, fingerprints="all" if full else "discrepancies",
                   provenance=full)
-    wall = time.perf_counter() - t
-    return {"wall_s": wall, "rows": len(c.rows), "comparisons": len(c.comparisons),
+    wall, cpu = _since(t)
+    return {"wall_s": wall, "cpu_s": cpu, "rows": len(c.rows), "comparisons": len(c.comparisons),
             "discrepancies": len(c.discrepancies)}
+
+
+def _clock() -> tuple[float, float]:
+    """(wall, CPU) now; CPU is the whole process's (every thread), steadier than wall time on a
+    shared machine and the measure of the work done."""
+    t = os.times()
+    return time.perf_counter(), t.user + t.system
+
+
+def _since(start: tuple[float, float]) -> tuple[float, float]:
+    wall, cpu = _clock()
+    return wall - start[0], cpu - start[1]
 
 
 def _files(store_dir: str) -> list[str]:
@@ -140,7 +158,7 @@ def run_pandas(store_dir: str) -> dict:
     import pandas as pd
     import pyarrow.dataset as ds
 
-    t = time.perf_counter()
+    t = _clock()
     keys = ["target", "workload", "op", "metric", "stat"]
     df = ds.dataset(_files(store_dir), format="parquet", partitioning="hive").to_table(
         columns=["fidelity", *keys, "value", "run", "timestamp"]).to_pandas()
@@ -171,14 +189,14 @@ def run_pandas(store_dir: str) -> dict:
             a["spearman"] = ranks.groupby(level, observed=True)[["lx", "ly"]].corr().xs("lx", level=-1)["ly"]
             comps.append(a.assign(candidate=c, reference=r))
     out = pd.concat(comps)
-    wall = time.perf_counter() - t
-    return {"wall_s": wall, "rows": int(sum(len(x) for x in rows)), "comparisons": len(out)}
+    wall, cpu = _since(t)
+    return {"wall_s": wall, "cpu_s": cpu, "rows": int(sum(len(x) for x in rows)), "comparisons": len(out)}
 
 
 def run_duckdb(store_dir: str) -> dict:
     import duckdb
 
-    t = time.perf_counter()
+    t = _clock()
     con = duckdb.connect()
     files = ", ".join(f"'{f}'" for f in _files(store_dir))
     pairs = ", ".join(f"('{c}', '{r}')" for c, r in PAIRS)
@@ -212,8 +230,8 @@ def run_duckdb(store_dir: str) -> dict:
                    corr(rx, ry) AS spearman, avg(CASE WHEN abs(rel) <= 0.10 THEN 1.0 ELSE 0.0 END) AS within
             FROM rk GROUP BY ALL""").df()
         comps += len(df)
-    wall = time.perf_counter() - t
-    return {"wall_s": wall, "rows": int(n_rows), "comparisons": comps}
+    wall, cpu = _since(t)
+    return {"wall_s": wall, "cpu_s": cpu, "rows": int(n_rows), "comparisons": comps}
 
 
 def child(engine: str, store_dir: str) -> None:
@@ -235,16 +253,21 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _once(engine: str, store: Path) -> dict | None:
-    p = subprocess.run([sys.executable, __file__, "--child", engine, str(store)], capture_output=True, text=True,
-                       env={**os.environ, "PYTHONHASHSEED": "0"})
+def _once(engine: str, store: Path, trees: dict[str, str] | None = None) -> dict | None:
+    """One run of `engine` in a fresh process; "xfid@NAME" runs xfid from the tree `trees[NAME]`."""
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    name, _, tree = engine.partition("@")
+    if tree:
+        env["PYTHONPATH"] = os.pathsep.join([(trees or {})[tree], env.get("PYTHONPATH", "")])
+    p = subprocess.run([sys.executable, __file__, "--child", name, str(store)], capture_output=True, text=True,
+                       env=env)
     if p.returncode:
         print(f"  {engine}: failed\n{p.stderr[-2000:]}")
         return None
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def measure(n: int, workdir: Path, engines: list[str], repeat: int = 1) -> None:
+def measure(n: int, workdir: Path, engines: list[str], repeat: int = 1, trees: dict[str, str] | None = None) -> None:
     """Run every engine `repeat` times, each run in its own subprocess, rotating the order each
     round (the first process after the store build meets colder memory), and print medians."""
     store = workdir / f"store-{n}"
@@ -256,24 +279,30 @@ def measure(n: int, workdir: Path, engines: list[str], repeat: int = 1) -> None:
     for i in range(repeat):
         k = i % len(engines)
         for e in engines[k:] + engines[:k]:
-            r = _once(e, store)
+            r = _once(e, store, trees)
             if r is not None:
                 runs[e].append(r)
-                print(f"    round {i + 1}: {e:<10} {r['wall_s']:7.2f} s  peak RSS {r['peak_rss_mb']:7.0f} MB")
+                print(f"    round {i + 1}: {e:<16} {r['wall_s']:7.2f} s  CPU {r['cpu_s']:7.2f} s  "
+                      f"peak RSS {r['peak_rss_mb']:7.0f} MB")
     res = {}
     for e, rs in runs.items():
         if not rs:
             continue
-        res[e] = r = {**rs[-1], "wall_s": float(np.median([x["wall_s"] for x in rs])),
-                      "peak_rss_mb": float(np.median([x["peak_rss_mb"] for x in rs]))}
-        print(f"  {e:<10} median of {len(rs)}: {r['wall_s']:7.2f} s  peak RSS {r['peak_rss_mb']:7.0f} MB  "
-              f"rows {r['rows']:,}  comparisons {r['comparisons']:,}")
-    if "xfid" in res:
+        res[e] = r = {**rs[-1], **{k: float(np.median([x[k] for x in rs])) for k in ("wall_s", "cpu_s", "peak_rss_mb")}}
+        print(f"  {e:<16} median of {len(rs)}: {r['wall_s']:7.2f} s  CPU {r['cpu_s']:7.2f} s  "
+              f"peak RSS {r['peak_rss_mb']:7.0f} MB  rows {r['rows']:,}  comparisons {r['comparisons']:,}")
+    for x in ("xfid", "xfid-full"):
         for e in ("pandas", "duckdb"):
-            if e in res:
-                print(f"  {e} / xfid (same job) wall time: {res[e]['wall_s'] / res['xfid']['wall_s']:.2f}")
-        if "xfid-full" in res:
-            print(f"  xfid full (kendall, bootstrap, all fingerprints) costs {res['xfid-full']['wall_s'] / res['xfid']['wall_s']:.1f}x the same job")
+            if x in res and e in res:
+                print(f"  {x} / {e} (the same job{', xfid doing its full default' if x == 'xfid-full' else ''}): "
+                      f"wall {res[x]['wall_s'] / res[e]['wall_s']:.2f}, CPU {res[x]['cpu_s'] / res[e]['cpu_s']:.2f}")
+    for e in res:
+        base, _, tree = e.partition("@")
+        if tree and base in res:
+            print(f"  {base} / {e}: wall {res[base]['wall_s'] / res[e]['wall_s']:.2f}, "
+                  f"CPU {res[base]['cpu_s'] / res[e]['cpu_s']:.2f}")
+    if "xfid" in res and "xfid-full" in res:
+        print(f"  xfid full (kendall, bootstrap, all fingerprints) costs {res['xfid-full']['wall_s'] / res['xfid']['wall_s']:.1f}x the same job")
     shutil.rmtree(store, ignore_errors=True)
 
 
@@ -284,14 +313,19 @@ def main() -> None:
     ap.add_argument("--records", type=int, nargs="*", help="record counts to run (default 1M)")
     ap.add_argument("--engines", default="xfid,xfid-full,pandas,duckdb")
     ap.add_argument("--repeat", type=int, default=1, help="runs per engine (median reported), order rotated")
+    ap.add_argument("--tree", action="append", default=[], metavar="NAME=DIR",
+                    help="another xfid source tree (e.g. a `git archive` of the commit before a change): "
+                         "engines xfid@NAME and xfid-full@NAME run it, in the same rounds")
     args = ap.parse_args()
     if args.child:
         child(*args.child)
         return
+    trees = dict(t.split("=", 1) for t in args.tree)
+    engines = args.engines.split(",") + [f"{e}@{name}" for name in trees for e in ("xfid", "xfid-full")]
     sizes = args.records or [1_000_000] + ([10_000_000] if args.ten_million else [])
     with tempfile.TemporaryDirectory(prefix="xfid-bench-") as d:
         for n in sizes:
-            measure(n, Path(d), args.engines.split(","), args.repeat)
+            measure(n, Path(d), engines, args.repeat, trees)
 
 
 if __name__ == "__main__":

@@ -43,3 +43,18 @@ def test_batch_in_several_chunks(monkeypatch):
     monkeypatch.setattr(fpm, "CHUNK", 7)
     assert fingerprint_many(parts, codes) == whole
     assert whole[3] == fingerprint(*(parts[f][int(codes[f][3])] for f in range(7)))
+
+
+def test_batch_with_many_groups_and_odd_strings(monkeypatch):
+    """Large code spaces (fields split into several joined groups), long and non-ASCII strings,
+    empty strings and separators inside names: still fingerprint() row by row."""
+    rng = np.random.default_rng(5)
+    odd = ["", "x" * 4096, "ünï/cødé", "a\x1fb", " "]
+    parts = [odd + [f"t{i}" for i in range(3)], [f"w{i}" for i in range(300)] + odd, [f"op{i}" for i in range(700)],
+             ["latency", "energy"], ["value", "p99"], ["roofline", "rtl", "measured"], ["rtl", "measured"]]
+    codes = [rng.integers(0, len(p), 2000) for p in parts]
+    want = [fingerprint(*(parts[f][int(codes[f][i])] for f in range(7))) for i in range(2000)]
+    assert fingerprint_many(parts, codes) == want
+    for space in (1, 64, 1 << 20):  # every field its own group .. as few groups as possible
+        monkeypatch.setattr(fpm, "GROUP_SPACE", space)
+        assert fingerprint_many(parts, codes) == want

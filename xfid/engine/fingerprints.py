@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 CHUNK = 1 << 18
 """Rows whose joined keys are built at once (the joined bytes of 3.7M rows would be ~400 MB)."""
@@ -18,8 +22,8 @@ def fingerprint(target: str, workload: str, op: str, metric: str, stat: str, can
 def fingerprint_many(parts: list[list[str]], codes: list[object]) -> list[str]:
     """Many fingerprints at once, equal to `fingerprint()` for each row.
 
-    Adjacent fields are pre-joined per distinct combination present (few: targets x
-    workloads, metrics x stats x pairs), so each row costs a couple of byte joins and a hash.
+    Adjacent fields are pre-joined per distinct combination present (few: e.g. target x
+    workload x op, then metric x stat x pair), so each row costs one or two byte joins and a hash.
 
     Args:
         parts: for each of FINGERPRINT_FIELDS, the list of its distinct strings.
@@ -35,11 +39,11 @@ def fingerprint_many(parts: list[list[str]], codes: list[object]) -> list[str]:
     while i < len(parts):
         # join fields i..j-1 while the combined code space stays small
         key, card, j = np.zeros(n, np.int64), 1, i
-        while j < len(parts) and (j == i or card * max(len(parts[j]), 1) <= 4096):
+        while j < len(parts) and (j == i or card * max(len(parts[j]), 1) <= GROUP_SPACE):
             key = key * max(len(parts[j]), 1) + cols[j]
             card *= max(len(parts[j]), 1)
             j += 1
-        uniq, inv = np.unique(key, return_inverse=True)
+        uniq, inv = _dense(key, card)
         radices = [max(len(p), 1) for p in parts[i:j]]
         texts = []
         for u in uniq.tolist():
@@ -48,7 +52,7 @@ def fingerprint_many(parts: list[list[str]], codes: list[object]) -> list[str]:
                 u, d = divmod(u, r)
                 digits.append(d)
             texts.append(sep.join(parts[i + k][d].encode("utf-8") for k, d in enumerate(reversed(digits))))
-        groups.append((texts, inv.reshape(-1)))
+        groups.append((texts, inv))
         i = j
     sha = hashlib.sha256
     # every group's texts but the first carry their leading separator: one bytes add per group
@@ -61,3 +65,18 @@ def fingerprint_many(parts: list[list[str]], codes: list[object]) -> list[str]:
             blobs = col if blobs is None else blobs + col
         out += [sha(b).hexdigest()[:16] for b in (blobs.tolist() if blobs is not None else [])]
     return out
+
+
+GROUP_SPACE = 1 << 16
+"""Largest code space of one group of joined fields: its present combinations are joined in
+Python (at most this many), and each further group costs every row a bytes add."""
+
+
+def _dense(key: np.ndarray, card: int) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(key, return_inverse=True) for keys in [0, card): one counting pass, no sort."""
+    import numpy as np
+
+    present = np.bincount(key, minlength=card) > 0
+    uniq = np.flatnonzero(present)
+    lut = np.cumsum(present) - 1
+    return uniq, lut[key]
