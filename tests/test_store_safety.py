@@ -211,3 +211,44 @@ def test_a_reader_role_on_an_empty_database_is_not_db_corrupt(tmp_path, catalog)
     r = xfid(tmp_path / "m", "doctor", XFID_DATABASE_URL=with_user(catalog, f"{tag}_reader", "reader-pw"))
     assert r.returncode == 0 and "db_corrupt" not in r.stdout and "reader-pw" not in r.stdout + r.stderr, \
         (r.stdout, r.stderr)
+
+
+def _objects(url: str) -> dict[str, int]:
+    """Every object under a bucket's records URL: path -> size."""
+    import pyarrow.fs as pafs
+
+    fs, base = pafs.FileSystem.from_uri(url)
+    return {i.path: i.size for i in fs.get_file_info(pafs.FileSelector(base, recursive=True))
+            if i.type == pafs.FileType.File}
+
+
+def test_a_restored_older_database_never_costs_a_committed_bucket_part(tmp_path, catalog, monkeypatch, request):
+    """Issue 30 HIGH 1 on a bucket (no rename: the commit marks of xfid.committed): after an older
+    database is restored, a committed part, and one whose writer was killed after COMMIT, are an
+    `Error:` and never swept, past the grace period too; `--rebuild-catalog` brings every row back."""
+    url = request.getfixturevalue("s3_records")
+    monkeypatch.setenv("XFID_RECORDS_URL", url)
+    store = tmp_path / "s"
+    cli = Cli(store, tmp_path)
+    assert cli("ingest", write(tmp_path / "a.csv", 6, "a")).exit_code == 0
+    pg = request.getfixturevalue("pg_server") if catalog else None
+    older = backup(store, catalog, pg)
+    assert cli("ingest", write(tmp_path / "b.csv", 19, "b")).exit_code == 0
+    p = xfid(store, "ingest", str(write(tmp_path / "d.csv", 3, "d")), XFID_FAULT="store.before_rename")
+    assert p.returncode == -signal.SIGKILL, p.stderr  # committed; its marks still say "committing"
+    before = _objects(url)
+    assert sum(1 for k in before if "/fidelity=" in k and "_committing" not in k) == 6
+    restore(store, older, monkeypatch)
+    monkeypatch.setenv("XFID_TEMP_GRACE_S", "0")  # the grace period is long past
+    for cmd in (("ingest", str(write(tmp_path / "c.csv", 3, "c"))), ("check", "--actor", "ci"), ("export",),
+                ("doctor", "--repair")):
+        r = cli(*cmd)
+        assert r.exit_code in (1, 2), (cmd, r.output)
+        assert "older" in r.output and "Traceback" not in r.output, (cmd, r.output)
+    assert _objects(url) == before  # nothing deleted, nothing written
+    r = cli("doctor", "--rebuild-catalog")
+    assert r.exit_code == 0, r.output
+    rows = cli("export")
+    assert rows.exit_code == 0, rows.output
+    assert len(rows.output.splitlines()) == 12 + 38 + 6  # a.csv's, b.csv's and d.csv's rows, none lost
+    assert "healthy" in cli("doctor").output

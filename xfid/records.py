@@ -68,6 +68,29 @@ class Location:
                 out.append(FileEntry(rel, int(i.size or 0), i.mtime.timestamp() if i.mtime else 0.0))
         return sorted(out, key=lambda e: e.rel)
 
+    def list_marks(self) -> dict[str, int]:
+        """The bucket's commit marks (xfid.committed): records-relative part -> the mark's size
+        (one listing request; {} for a directory, whose names carry the same)."""
+        if self.fs is None:
+            return {}
+        import pyarrow.fs as pafs
+
+        from xfid.committed import MARKS
+
+        base = f"{str(self.base).rstrip('/')}/{MARKS}"
+        try:
+            infos = self.fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
+        except OSError as e:
+            raise StoreError(f"{self.label}: cannot list the commit marks: {mask(e)} (check the bucket, the endpoint "
+                             "and the credentials)") from None
+        return {i.path[len(base) + 1:]: int(i.size or 0) for i in infos
+                if i.type == pafs.FileType.File and i.path.startswith(base + "/")}
+
+    def put(self, path: Path | PurePosixPath, data: bytes) -> None:
+        """Write a small object (a commit mark) in one request; OSError when it fails."""
+        with self.fs.open_output_stream(str(path)) as f:
+            f.write(data)
+
     def open_input(self, path: Path | PurePosixPath) -> Any:
         """A readable file for pyarrow (a local path as it is)."""
         return path if self.fs is None else self.fs.open_input_file(str(path))
