@@ -13,6 +13,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -252,3 +253,32 @@ def test_a_restored_older_database_never_costs_a_committed_bucket_part(tmp_path,
     assert rows.exit_code == 0, rows.output
     assert len(rows.output.splitlines()) == 12 + 38 + 6  # a.csv's, b.csv's and d.csv's rows, none lost
     assert "healthy" in cli("doctor").output
+
+
+def test_an_unfinished_commit_is_removed_only_once_provably_abandoned(tmp_path, catalog, monkeypatch):
+    """A writer killed inside its commit (attempt recorded, committing names, no COMMIT): no sweep
+    takes its files; `doctor --repair` quarantines them only past the grace period AND once a
+    later commit is registered (xfid.committed.abandoned), and says what it took."""
+    store = tmp_path / "s"
+    cli = Cli(store, tmp_path)
+    assert cli("ingest", write(tmp_path / "a.csv", 4, "a")).exit_code == 0
+    p = xfid(store, "ingest", str(write(tmp_path / "u.csv", 5, "u")), XFID_FAULT="store.before_commit")
+    assert p.returncode == -signal.SIGKILL, p.stderr
+    left = sorted((store / "records").rglob(".tmp-*.committing.parquet"))
+    assert len(left) == 2
+    monkeypatch.setenv("XFID_TEMP_GRACE_S", "0")
+    r = cli("doctor", "--repair")  # past the grace period, but no later commit: kept
+    assert r.exit_code == 1 and "unfinished_commit" in r.output and "kept until" in r.output, r.output
+    assert all(f.exists() for f in left)
+    time.sleep(1.1)  # the journal's clock has whole seconds
+    assert cli("ingest", write(tmp_path / "b.csv", 3, "b")).exit_code == 0
+    assert all(f.exists() for f in left)  # the writer's sweep never takes one
+    monkeypatch.setenv("XFID_TEMP_GRACE_S", "3600")
+    assert "kept until" in cli("doctor", "--repair").output  # younger than the grace period: kept
+    monkeypatch.setenv("XFID_TEMP_GRACE_S", "0")
+    r = cli("doctor", "--repair")
+    assert r.exit_code == 0 and r.output.count("provably abandoned") == 2, r.output
+    assert not any(f.exists() for f in left)
+    assert sorted(f.name for f in (store / "quarantine").rglob("*.committing.parquet")) == sorted(f.name for f in left)
+    assert "healthy" in cli("doctor").output
+    assert len(cli("export").output.splitlines()) == 2 * (4 + 3)
