@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from xfid import committed, sqlbackend
+from xfid import records as recloc
 from xfid.errors import StoreError
 from xfid.records import Location
 from xfid.sqlbackend import UrlError
@@ -128,10 +129,15 @@ def examine(root: Path, repair: bool = False, *, database: str | None = None,
     db = root / DB_NAME
     records_dir = root / RECORDS
     if not db.exists():
-        n = len(list(records_dir.glob(COMMITTED_GLOB))) if records_dir.is_dir() else 0
+        loc = recloc.resolve(records, root)
+        if loc.fs is not None:  # a bucket's parts (its listing bounded in time: xfid.records)
+            n, where = sum(1 for e in loc.list() if e.rel.endswith(".parquet")), loc.label
+        else:
+            n = len(list(records_dir.glob(COMMITTED_GLOB))) if records_dir.is_dir() else 0
+            where = "records/"
         if n:
             rep.problems.append(Problem("catalog_mismatch", str(db), f"the store database is missing, but {n} part "
-                                        "files are in records/; run `xfid doctor --rebuild-catalog`", ""))
+                                        f"files are in {where}; run `xfid doctor --rebuild-catalog`", ""))
         return rep
     p = _db_problem(db)
     if p is not None:
