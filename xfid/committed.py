@@ -138,7 +138,8 @@ def footer(path: Any, key: str, fs: Any = None) -> dict[str, Any] | None:
 
     try:
         if fs is None:
-            kv = pq.ParquetFile(path).metadata.metadata or {}
+            with pq.ParquetFile(path) as pf:
+                kv = pf.metadata.metadata or {}
         else:
             with fs.open_input_file(str(path)) as f:
                 kv = pq.ParquetFile(f).metadata.metadata or {}

@@ -338,11 +338,12 @@ def part_problem(f: Path, rows: int, location: Location | None = None) -> tuple[
     """(kind, detail) when a part fails: its footer's row count first (so a part claiming
     far more rows than registered is never read whole), then every page's checksum."""
     try:
-        pf = pq.ParquetFile(f if location is None else location.open_input(f), page_checksum_verification=True)
-        if pf.metadata.num_rows != rows:
-            return "row_mismatch", f"its footer says {pf.metadata.num_rows} rows, the manifest says {rows}"
-        for g in range(pf.num_row_groups):
-            pf.read_row_group(g)
+        with (contextlib.nullcontext(f) if location is None else location.reading(f)) as src, \
+                pq.ParquetFile(src, page_checksum_verification=True) as pf:
+            if pf.metadata.num_rows != rows:
+                return "row_mismatch", f"its footer says {pf.metadata.num_rows} rows, the manifest says {rows}"
+            for g in range(pf.num_row_groups):
+                pf.read_row_group(g)
     except (pa.ArrowInvalid, OSError) as e:
         return "corrupt_part", f"unreadable: {e}"
     return None

@@ -328,7 +328,8 @@ def _add_part(records: Any, f: Any, meta: dict[str, Any], store_id: str, sources
     rel = str(f.relative_to(records))
     try:
         if loc is None:
-            footer_rows = pq.ParquetFile(f).metadata.num_rows
+            with pq.ParquetFile(f) as pf:
+                footer_rows = pf.metadata.num_rows
         else:
             with loc.fs.open_input_file(str(f)) as fh:
                 footer_rows = pq.ParquetFile(fh).metadata.num_rows
@@ -357,7 +358,8 @@ def _add_part(records: Any, f: Any, meta: dict[str, Any], store_id: str, sources
         if sfid != fid and not final.exists() and temp.exists():
             os.replace(temp, final)
             rep.renamed.append(str(final))
-            s.parts.append((str(final.relative_to(records)), sfid, pq.ParquetFile(final).metadata.num_rows))
+            with pq.ParquetFile(final) as pf:
+                s.parts.append((str(final.relative_to(records)), sfid, pf.metadata.num_rows))
     return ""
 
 

@@ -8,9 +8,10 @@ visible only when the catalog registers it (xfid.store).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -161,6 +162,15 @@ class Location:
     def bounded(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
         """One request to this bucket, bounded in time (module `bounded`)."""
         return bounded(self.label, what, fn, *args)
+
+    @contextlib.contextmanager
+    def reading(self, path: Path | PurePosixPath) -> Iterator[Any]:
+        """open_input, closed afterwards (a ParquetFile does not close a reader it was handed)."""
+        if self.fs is None:
+            yield path
+            return
+        with self.fs.open_input_file(str(path)) as f:
+            yield f
 
     def open_input(self, path: Path | PurePosixPath) -> Any:
         """A readable file for pyarrow (a local path as it is)."""

@@ -651,7 +651,8 @@ class Store:
         try:
             if self.fs is not None and not self.location.exists(tmp):
                 raise FileNotFoundError(str(tmp))
-            return int(pq.ParquetFile(self.location.open_input(tmp)).metadata.num_rows)
+            with self.location.reading(tmp) as src, pq.ParquetFile(src) as pf:  # closed: on a bucket, a connection
+                return int(pf.metadata.num_rows)
         except FileNotFoundError:
             raise StoreError(f"{tmp}: this ingest's temp part vanished before its commit (was it removed by hand, "
                              "or left untouched past the sweep's grace period?); nothing was committed, "
@@ -914,11 +915,11 @@ class Store:
         for f in files:
             want = self._expected.get(str(f))
             try:
-                pf = pq.ParquetFile(self.location.open_input(f), page_checksum_verification=True)
-                if want is not None and pf.metadata.num_rows != want[1]:
-                    return f, f"its footer says {pf.metadata.num_rows} rows, the manifest registered {want[1]}"
-                for g in range(pf.num_row_groups):
-                    pf.read_row_group(g)
+                with self.location.reading(f) as src, pq.ParquetFile(src, page_checksum_verification=True) as pf:
+                    if want is not None and pf.metadata.num_rows != want[1]:
+                        return f, f"its footer says {pf.metadata.num_rows} rows, the manifest registered {want[1]}"
+                    for g in range(pf.num_row_groups):
+                        pf.read_row_group(g)
             except (pa.ArrowInvalid, OSError) as e:
                 return f, str(e)
         return None
