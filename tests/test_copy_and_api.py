@@ -123,15 +123,40 @@ def test_missing_part_refuses_before_writing(pg_url, tmp_path):
     part = sorted((tmp_path / "local" / "records").rglob("part-*.parquet"))[-1]
     part.rename(tmp_path / "away.parquet")
     dest = tmp_path / "team"
+    import psycopg
+
+    with psycopg.connect(pg_url) as c:
+        assert c.execute("SELECT COUNT(*) FROM pg_tables WHERE schemaname='public'").fetchone()[0] == 0
     r = local("store", "copy", "--to-database", pg_url, "--to-records", str(dest / "records"))
     assert r.exit_code == 2 and "is missing" in r.output and "nothing was changed" in r.output, r.output
-    # a new team store's records hold only its store id file (written when the store was opened,
-    # before the plan refused): no part, no check file, no temp
-    assert [k for k in file_hashes(dest) if not k.endswith(".xfid-store-id")] == []
-    from xfid.store import Store
+    # the brand-new team store is exactly as before: the copy took away what opening it made
+    # (the catalog's tables, the records folder and its store id file)
+    assert not dest.exists()
+    with psycopg.connect(pg_url) as c:
+        left = c.execute("SELECT tablename FROM pg_tables WHERE schemaname='public'").fetchall()
+        seqs = c.execute("SELECT sequencename FROM pg_sequences WHERE schemaname='public'").fetchall()
+    assert left == [] and seqs == []
+    (tmp_path / "away.parquet").rename(part)  # and once the part is back, the copy goes through
+    out = run(local, {}, "store", "copy", "--to-database", pg_url, "--to-records", str(dest / "records"))
+    assert "sources: 3 copied" in out
 
-    with Store(tmp_path / "elsewhere", database=pg_url) as s:
-        assert s.sources() == [] and s.conn.execute("SELECT COUNT(*) FROM checks").fetchone()[0] == 0
+
+def test_refused_copy_into_a_new_store_in_an_existing_folder_keeps_the_folder(pg_url, tmp_path):
+    """A brand-new team store whose records folder is already there (empty, or holding other
+    files): a refused copy leaves the folder and what it holds, and no id file, no table."""
+    import psycopg
+
+    local = local_with_history(tmp_path)
+    part = sorted((tmp_path / "local" / "records").rglob("part-*.parquet"))[0]
+    part.rename(tmp_path / "away.parquet")
+    dest = tmp_path / "team" / "records"
+    dest.mkdir(parents=True)
+    (dest / "README").write_text("the team's share\n")
+    r = local("store", "copy", "--to-database", pg_url, "--to-records", str(dest))
+    assert r.exit_code == 2 and "is missing" in r.output, r.output
+    assert sorted(p.name for p in (tmp_path / "team").rglob("*")) == ["README", "records"]
+    with psycopg.connect(pg_url) as c:
+        assert c.execute("SELECT COUNT(*) FROM pg_tables WHERE schemaname='public'").fetchone()[0] == 0
 
 
 @pytest.mark.parametrize("to_s3", [False, True], ids=["dir", "s3"])

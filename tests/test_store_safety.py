@@ -13,6 +13,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -211,3 +212,73 @@ def test_a_reader_role_on_an_empty_database_is_not_db_corrupt(tmp_path, catalog)
     r = xfid(tmp_path / "m", "doctor", XFID_DATABASE_URL=with_user(catalog, f"{tag}_reader", "reader-pw"))
     assert r.returncode == 0 and "db_corrupt" not in r.stdout and "reader-pw" not in r.stdout + r.stderr, \
         (r.stdout, r.stderr)
+
+
+def _objects(url: str) -> dict[str, int]:
+    """Every object under a bucket's records URL: path -> size."""
+    import pyarrow.fs as pafs
+
+    fs, base = pafs.FileSystem.from_uri(url)
+    return {i.path: i.size for i in fs.get_file_info(pafs.FileSelector(base, recursive=True))
+            if i.type == pafs.FileType.File}
+
+
+def test_a_restored_older_database_never_costs_a_committed_bucket_part(tmp_path, catalog, monkeypatch, request):
+    """Issue 30 HIGH 1 on a bucket (no rename: the commit marks of xfid.committed): after an older
+    database is restored, a committed part, and one whose writer was killed after COMMIT, are an
+    `Error:` and never swept, past the grace period too; `--rebuild-catalog` brings every row back."""
+    url = request.getfixturevalue("s3_records")
+    monkeypatch.setenv("XFID_RECORDS_URL", url)
+    store = tmp_path / "s"
+    cli = Cli(store, tmp_path)
+    assert cli("ingest", write(tmp_path / "a.csv", 6, "a")).exit_code == 0
+    pg = request.getfixturevalue("pg_server") if catalog else None
+    older = backup(store, catalog, pg)
+    assert cli("ingest", write(tmp_path / "b.csv", 19, "b")).exit_code == 0
+    p = xfid(store, "ingest", str(write(tmp_path / "d.csv", 3, "d")), XFID_FAULT="store.before_rename")
+    assert p.returncode == -signal.SIGKILL, p.stderr  # committed; its marks still say "committing"
+    before = _objects(url)
+    assert sum(1 for k in before if "/fidelity=" in k and "_committing" not in k) == 6
+    restore(store, older, monkeypatch)
+    monkeypatch.setenv("XFID_TEMP_GRACE_S", "0")  # the grace period is long past
+    for cmd in (("ingest", str(write(tmp_path / "c.csv", 3, "c"))), ("check", "--actor", "ci"), ("export",),
+                ("doctor", "--repair")):
+        r = cli(*cmd)
+        assert r.exit_code in (1, 2), (cmd, r.output)
+        assert "older" in r.output and "Traceback" not in r.output, (cmd, r.output)
+    assert _objects(url) == before  # nothing deleted, nothing written
+    r = cli("doctor", "--rebuild-catalog")
+    assert r.exit_code == 0, r.output
+    rows = cli("export")
+    assert rows.exit_code == 0, rows.output
+    assert len(rows.output.splitlines()) == 12 + 38 + 6  # a.csv's, b.csv's and d.csv's rows, none lost
+    assert "healthy" in cli("doctor").output
+
+
+def test_an_unfinished_commit_is_removed_only_once_provably_abandoned(tmp_path, catalog, monkeypatch):
+    """A writer killed inside its commit (attempt recorded, committing names, no COMMIT): no sweep
+    takes its files; `doctor --repair` quarantines them only past the grace period AND once a
+    later commit is registered (xfid.committed.abandoned), and says what it took."""
+    store = tmp_path / "s"
+    cli = Cli(store, tmp_path)
+    assert cli("ingest", write(tmp_path / "a.csv", 4, "a")).exit_code == 0
+    p = xfid(store, "ingest", str(write(tmp_path / "u.csv", 5, "u")), XFID_FAULT="store.before_commit")
+    assert p.returncode == -signal.SIGKILL, p.stderr
+    left = sorted((store / "records").rglob(".tmp-*.committing.parquet"))
+    assert len(left) == 2
+    monkeypatch.setenv("XFID_TEMP_GRACE_S", "0")
+    r = cli("doctor", "--repair")  # past the grace period, but no later commit: kept
+    assert r.exit_code == 1 and "unfinished_commit" in r.output and "kept until" in r.output, r.output
+    assert all(f.exists() for f in left)
+    time.sleep(1.1)  # the journal's clock has whole seconds
+    assert cli("ingest", write(tmp_path / "b.csv", 3, "b")).exit_code == 0
+    assert all(f.exists() for f in left)  # the writer's sweep never takes one
+    monkeypatch.setenv("XFID_TEMP_GRACE_S", "3600")
+    assert "kept until" in cli("doctor", "--repair").output  # younger than the grace period: kept
+    monkeypatch.setenv("XFID_TEMP_GRACE_S", "0")
+    r = cli("doctor", "--repair")
+    assert r.exit_code == 0 and r.output.count("provably abandoned") == 2, r.output
+    assert not any(f.exists() for f in left)
+    assert sorted(f.name for f in (store / "quarantine").rglob("*.committing.parquet")) == sorted(f.name for f in left)
+    assert "healthy" in cli("doctor").output
+    assert len(cli("export").output.splitlines()) == 2 * (4 + 3)

@@ -225,14 +225,30 @@ def test_s3_records_ingest_correlate_check_report(catalog, s3_records, tmp_path)
         other = Cli(tmp_path / "lead", tmp_path)
         run(other, env, "report", "--html", "-o", str(tmp_path / "r2.html"), "--since", "2026-01-01")
         assert "XF-1" in (tmp_path / "r2.html").read_text()
-    # an upload no commit registered: young, left alone; past the grace period, swept by the next writer
-    p = xfid(tmp_path / "m", {**env, "XFID_FAULT": "store.before_commit"}, "ingest",
+    # an upload whose attempt was never recorded (no mark): past the grace period, swept by the next writer
+    p = xfid(tmp_path / "m", {**env, "XFID_FAULT": "store.before_attempt"}, "ingest",
              str(big(tmp_path / "k.csv", 100, "k")))
     p.communicate()
     assert len(run(cli, env, "export").splitlines()) == 4
     run(cli, {**env, "XFID_TEMP_GRACE_S": "0"}, "ingest", big(tmp_path / "n.csv", 3, "n"))
     assert "healthy" in run(cli, env, "doctor")
     assert len(run(cli, env, "export").splitlines()) == 7
+    # killed inside its commit (attempt recorded, mark uploaded): never swept; doctor --repair takes it only
+    # once provably abandoned (past the grace period and a later commit registered: xfid.committed.abandoned)
+    p = xfid(tmp_path / "m", {**env, "XFID_FAULT": "store.before_commit"}, "ingest",
+             str(big(tmp_path / "u.csv", 10, "u")))
+    p.communicate()
+    grace0 = {**env, "XFID_TEMP_GRACE_S": "0"}
+    out = run(cli, grace0, "doctor", "--repair", ok=False)
+    assert "unfinished_commit" in out and "kept until it is provably abandoned" in out, out
+    time.sleep(1.1)  # the journal's clock has whole seconds: the next commit is recorded later
+    run(cli, grace0, "ingest", big(tmp_path / "v.csv", 2, "v"))
+    assert "unfinished_commit" in run(cli, env, "doctor", ok=False)  # swept by no writer
+    out = run(cli, grace0, "doctor", "--repair")
+    assert "provably abandoned" in out, out
+    assert "healthy" in run(cli, env, "doctor")
+    assert len(run(cli, env, "export").splitlines()) == 9
+    assert list((tmp_path / "m" / "quarantine").rglob("part-*.parquet"))
 
 
 def test_passwords_masked_everywhere(pg_url, tmp_path):

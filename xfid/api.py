@@ -799,7 +799,8 @@ class XfidStore:
         from xfid.rebuild import rebuild_catalog
 
         self.close()
-        return rebuild_catalog(self.path, self.locations()["database"])
+        where = self.locations()
+        return rebuild_catalog(self.path, where["database"], where["records"])
 
 
 def who_acts(explicit: str | None = None) -> str:

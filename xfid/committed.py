@@ -22,6 +22,25 @@ So the name says what the file may be. The rule (`deletable`), written once:
 - an older xfid's temp with a readable footer may be a committed one: never deleted.
 
 `commit_attempts` is insert-only (a docs/team.md writer may INSERT, not DELETE).
+
+A bucket (s3://, gs://) has no rename: a part is uploaded once under its final name
+`part-<store id>-<part id>.parquet`, its footer carrying `"commit_protocol": 3`. The names'
+role is played by a mark, `<records>/_committing/<fidelity=F>/<part name>`, an object whose
+size the bucket's listing reports:
+
+1. no mark: the attempt was never recorded, so the part was never committed (swept, under
+   the same rule as a written temp, once the journal does not name it either);
+2. an empty mark: uploaded after the attempt is recorded, before the lock (as the committing
+   rename); judged as a committing file;
+3. a mark holding `committed`: rewritten after COMMIT (as the final rename). A part with it
+   that the catalog does not register means the database is older than the part.
+
+An unmarked part whose footer does not say protocol 3 is an older xfid's (it may be
+committed): never deleted. Marks are kept as long as their part (a restored database is
+judged by them).
+
+An unfinished commit (a committing file or mark whose attempt is recorded, not registered)
+may be removed by `xfid doctor --repair` only when `abandoned` says so: see its docstring.
 """
 
 from __future__ import annotations
@@ -31,7 +50,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +67,12 @@ ATTEMPTS_DDL = """
     CREATE TABLE IF NOT EXISTS commit_attempts (name TEXT PRIMARY KEY, at TEXT NOT NULL);
     """
 """The manifest migration that adds the journal of commit attempts."""
+
+OBJECT_PROTOCOL = 3
+"""The footer's `commit_protocol` of a bucket's part: its commit attempt is marked (MARKS)."""
+MARKS = "_committing"
+"""The folder of a bucket's commit marks, under the records location (beside fidelity=*)."""
+COMMITTED_MARK = b"committed\n"
 
 _COMMITTING = re.compile(r"\.tmp-([0-9a-f]{32})-(.+)\.committing\.parquet")
 
@@ -105,14 +130,19 @@ def attempted(conn: Database, keys: Iterable[str]) -> set[str]:
     return out
 
 
-def footer(path: Path, key: str) -> dict[str, Any] | None:
+def footer(path: Any, key: str, fs: Any = None) -> dict[str, Any] | None:
     """The JSON document under `key` in a Parquet footer; {} when it has none; None when the
-    footer cannot be read (the file was never complete)."""
+    footer cannot be read (the file was never complete). `fs`: a bucket's pyarrow filesystem."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        kv = pq.ParquetFile(path).metadata.metadata or {}
+        if fs is None:
+            with pq.ParquetFile(path) as pf:
+                kv = pf.metadata.metadata or {}
+        else:
+            with fs.open_input_file(str(path)) as f:
+                kv = pq.ParquetFile(f).metadata.metadata or {}
     except (pa.ArrowInvalid, OSError):
         return None
     try:
@@ -139,6 +169,49 @@ def deletable(path: Path, footer_key: str, *, now: float | None = None) -> bool:
     return doc is None or doc.get("commit_protocol") == PROTOCOL
 
 
+def mark_path(records: Any, rel: str) -> Any:
+    """Where a bucket part's commit mark is (`rel`: the part, records-relative)."""
+    return records / MARKS / rel
+
+
+def object_deletable(rel: str, marks: dict[str, int], age: float, doc: dict[str, Any] | None) -> bool:
+    """Whether a sweep may delete this unregistered bucket part of this store whose attempt the
+    journal does not name: the one rule, for objects (see the module docstring).
+
+    Args:
+        marks: records-relative part -> the size of its commit mark (Location.list_marks).
+        age: seconds since the upload.
+        doc: its footer's PART_META (None: unreadable, it never took part in a commit).
+    """
+    if rel in marks or age <= temp_grace_s():
+        return False
+    return doc is None or doc.get("commit_protocol") == OBJECT_PROTOCOL
+
+
+def abandoned(conn: Database, key: str, age: float, registered: Callable[[str], bool]) -> bool:
+    """Whether an unfinished commit (its attempt `key` recorded, its file not registered) is
+    provably abandoned, so `xfid doctor --repair` may take it away.
+
+    All three must hold:
+    - the journal names the attempt (so this database is not older than the attempt);
+    - the file is older than the grace period (no writer is still inside that commit: a writer
+      gives up waiting for the lock after XFID_LOCK_TIMEOUT_S, well under it);
+    - the journal holds a later attempt (recorded after this one's second) whose file the
+      catalog registers (`registered(key)`): this database went on committing after it, by its
+      own clock, not only by a file server's mtime, which another machine's clock may skew.
+    What it cannot rule out: a commit that reached COMMIT and was killed before its rename (or
+    its mark's rewrite) AND whose database was then restored from a backup taken inside that
+    commit's few seconds. docs/reliability.md says so.
+    """
+    if age <= temp_grace_s() or "commit_attempts" not in conn.tables():
+        return False
+    row = conn.execute("SELECT at FROM commit_attempts WHERE name=?", (key,)).fetchone()
+    if row is None:
+        return False
+    later = conn.execute("SELECT name FROM commit_attempts WHERE at > ? ORDER BY at", (row[0],))
+    return any(registered(r[0]) for r in later)
+
+
 def rename(src: Path, dest: Path) -> bool:
     """os.replace, False when the source is gone or the rename fails (the next writer retries)."""
     with contextlib.suppress(OSError):
@@ -147,5 +220,6 @@ def rename(src: Path, dest: Path) -> bool:
     return False
 
 
-__all__ = ["ATTEMPTS_DDL", "COMMITTING", "PROTOCOL", "TEMP_GRACE_S", "TMP_PREFIX", "attempt_key", "attempted",
-           "committing", "committing_name", "deletable", "footer", "record_attempts", "rename", "temp_grace_s"]
+__all__ = ["ATTEMPTS_DDL", "COMMITTED_MARK", "COMMITTING", "MARKS", "OBJECT_PROTOCOL", "PROTOCOL", "TEMP_GRACE_S",
+           "TMP_PREFIX", "abandoned", "attempt_key", "attempted", "committing", "committing_name", "deletable",
+           "footer", "mark_path", "object_deletable", "record_attempts", "rename", "temp_grace_s"]

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from xfid import committed, sqlbackend
+from xfid import records as recloc
 from xfid.errors import StoreError
 from xfid.records import Location
 from xfid.sqlbackend import UrlError
@@ -128,10 +129,15 @@ def examine(root: Path, repair: bool = False, *, database: str | None = None,
     db = root / DB_NAME
     records_dir = root / RECORDS
     if not db.exists():
-        n = len(list(records_dir.glob(COMMITTED_GLOB))) if records_dir.is_dir() else 0
+        loc = recloc.resolve(records, root)
+        if loc.fs is not None:  # a bucket's parts (its listing bounded in time: xfid.records)
+            n, where = sum(1 for e in loc.list() if e.rel.endswith(".parquet")), loc.label
+        else:
+            n = len(list(records_dir.glob(COMMITTED_GLOB))) if records_dir.is_dir() else 0
+            where = "records/"
         if n:
             rep.problems.append(Problem("catalog_mismatch", str(db), f"the store database is missing, but {n} part "
-                                        "files are in records/; run `xfid doctor --rebuild-catalog`", ""))
+                                        f"files are in {where}; run `xfid doctor --rebuild-catalog`", ""))
         return rep
     p = _db_problem(db)
     if p is not None:
@@ -234,23 +240,61 @@ def _wrong_location(store: Store, rep: DoctorReport) -> bool:
 
 
 def _check_objects(store: Store, rep: DoctorReport) -> None:
-    """Objects in a bucket the catalog does not register: this store's past the grace period are
-    abandoned uploads; younger ones may be a writer's about to commit; others are left alone."""
+    """Objects in a bucket the catalog does not register, judged by xfid.committed's rule for
+    objects: an abandoned upload (no mark, the journal does not name it, footer protocol 3, past
+    the grace period) is stale; one whose attempt is marked or recorded is an unfinished commit
+    (removed only when provably abandoned); an older xfid's is kept; others' are left alone."""
+    objects = store.survey_objects()
     known = store.manifest_files()
     now = time.time()
-    for e in store.location.list():
+    mine = [e for e in objects.listing if e.rel not in known and (m := OBJECT_PART_NAME.fullmatch(
+        e.rel.split("/", 1)[1])) and m[1] == store.store_id]
+    journal = committed.attempted(store.conn, [committed.attempt_key(Path(e.rel)) for e in mine])
+    for e in objects.listing:
         if e.rel in known:
             continue
-        m = OBJECT_PART_NAME.fullmatch(e.rel.split("/", 1)[1])
         age = now - e.mtime
         path = str(store.records / e.rel)
-        if m and m[1] == store.store_id:
-            if age > temp_grace_s():
+        if e in mine:
+            if e.rel in objects.marks or committed.attempt_key(Path(e.rel)) in journal:
+                rep.problems.append(_unfinished(store, path, committed.attempt_key(Path(e.rel)), age))
+            elif e.rel in objects.sweepable:
                 rep.problems.append(Problem("stale_temp", path, f"a part uploaded but never registered (a writer "
                                             f"that did not finish, {age / 3600:.1f} h ago)", "quarantine it"))
+            elif age > temp_grace_s():
+                rep.problems.append(Problem("kept_temp", path, "a part of an older xfid, never registered here, "
+                                            "that may have been committed; kept (`xfid doctor --rebuild-catalog` "
+                                            "registers it)", ""))
         else:
             rep.problems.append(Problem("foreign_temp", path, "present but registered by no catalog of this "
                                         "store; xfid leaves it alone", ""))
+
+
+def _registered_names(store: Store) -> set[str]:
+    """The file names (not paths) of the parts the catalog registers (for xfid.committed.abandoned)."""
+    return {Path(r[0]).name for r in store.conn.execute("SELECT file FROM parts")}
+
+
+def _abandoned(store: Store, key: str, age: float) -> bool:
+    """xfid.committed.abandoned for a part's attempt key (a file's `<store>-<part>`, an object's
+    `part-<store>-<part>`)."""
+    names = _registered_names(store)
+
+    def registered(k: str) -> bool:
+        return f"part-{k.rsplit('-', 1)[-1]}.parquet" in names or f"{k}.parquet" in names
+
+    return committed.abandoned(store.conn, key, age, registered)
+
+
+def _unfinished(store: Store, path: str, key: str, age: float) -> Problem:
+    """An unfinished commit: removed by --repair only when provably abandoned (xfid.committed)."""
+    if _abandoned(store, key, age):
+        return Problem("unfinished_commit", path, f"a part whose commit was cut short {age / 3600:.1f} h ago and "
+                       "is provably abandoned (its attempt is recorded, the catalog does not register it, and later "
+                       "commits are registered)", "quarantine it")
+    return Problem("unfinished_commit", path, "a part whose commit was cut short (its attempt is recorded, the "
+                   "catalog does not register it); kept until it is provably abandoned (older than the grace period "
+                   "and a later commit registered): `xfid doctor --rebuild-catalog` registers it", "")
 
 
 def _check_parts(store: Store, rep: DoctorReport) -> None:
@@ -294,11 +338,12 @@ def part_problem(f: Path, rows: int, location: Location | None = None) -> tuple[
     """(kind, detail) when a part fails: its footer's row count first (so a part claiming
     far more rows than registered is never read whole), then every page's checksum."""
     try:
-        pf = pq.ParquetFile(f if location is None else location.open_input(f), page_checksum_verification=True)
-        if pf.metadata.num_rows != rows:
-            return "row_mismatch", f"its footer says {pf.metadata.num_rows} rows, the manifest says {rows}"
-        for g in range(pf.num_row_groups):
-            pf.read_row_group(g)
+        with (contextlib.nullcontext(f) if location is None else location.reading(f)) as src, \
+                pq.ParquetFile(src, page_checksum_verification=True) as pf:
+            if pf.metadata.num_rows != rows:
+                return "row_mismatch", f"its footer says {pf.metadata.num_rows} rows, the manifest says {rows}"
+            for g in range(pf.num_row_groups):
+                pf.read_row_group(g)
     except (pa.ArrowInvalid, OSError) as e:
         return "corrupt_part", f"unreadable: {e}"
     return None
@@ -319,9 +364,7 @@ def _check_temps(store: Store, rep: DoctorReport) -> None:
             if _registered(store, f, store.final_name(f).stem[5:]):
                 continue  # its part: an unfinished rename (_check_parts)
             if c:
-                rep.problems.append(Problem("unfinished_commit", str(f), "a part whose commit was cut short (its "
-                                            "attempt is recorded, the catalog does not register it); kept: "
-                                            "`xfid doctor --rebuild-catalog` registers it", ""))
+                rep.problems.append(_unfinished(store, str(f), committed.attempt_key(f), age))
             elif committed.deletable(f, PART_META, now=now):
                 rep.problems.append(Problem("stale_temp", str(f), f"temp part of a writer that did not finish "
                                             f"(untouched for {age / 3600:.1f} h)", "quarantine it"))
@@ -426,7 +469,8 @@ def _repair(store: Store, rep: DoctorReport) -> None:
                 p.repaired = not f.exists() and final.exists()
             elif p.kind == "stale_temp" and store.fs is not None:
                 rel = str(PurePosixPath(p.path).relative_to(store.records))
-                if rel not in store.manifest_files() and store.location.exists(PurePosixPath(p.path)):
+                if rel not in store.manifest_files() and rel in store.survey_objects().sweepable and \
+                        not committed.attempted(store.conn, [committed.attempt_key(Path(rel))]):
                     quarantine_object(store, PurePosixPath(p.path), "uploaded, never registered")
                 p.repaired = not store.location.exists(PurePosixPath(p.path))
             elif p.kind == "stale_temp":
@@ -437,11 +481,35 @@ def _repair(store: Store, rep: DoctorReport) -> None:
                 if still:
                     quarantine(store.root, f, "temp part of a writer that did not finish")
                 p.repaired = not f.exists()
+            elif p.kind == "unfinished_commit" and p.repair:
+                _remove_unfinished(store, p)
             elif p.kind == "orphan_check":
                 if f.exists() and _orphan_check(store, f):
                     quarantine(store.root, f, "check rows with no recorded check")
                 p.repaired = not f.exists()
         del conn
+
+
+def _remove_unfinished(store: Store, p: Problem) -> None:
+    """Quarantine an unfinished commit found provably abandoned, re-checked under the lock."""
+    now = time.time()
+    if store.fs is not None:
+        obj = PurePosixPath(p.path)
+        rel = str(obj.relative_to(store.records))
+        info = [e for e in store.location.list() if e.rel == rel]
+        if info and rel not in store.manifest_files() and _abandoned(store, committed.attempt_key(Path(rel)),
+                                                                     now - info[0].mtime):
+            quarantine_object(store, obj, "an unfinished commit, provably abandoned (docs/reliability.md)")
+            store.location.delete(committed.mark_path(store.records, rel))
+        p.repaired = not store.location.exists(obj)
+        return
+    f = Path(p.path)
+    final = store.final_name(f)
+    with contextlib.suppress(FileNotFoundError):
+        if str(final.relative_to(store.records)) not in store.manifest_files() and \
+                _abandoned(store, committed.attempt_key(f), now - f.stat().st_mtime):
+            quarantine(store.root, f, "an unfinished commit, provably abandoned (docs/reliability.md)")
+    p.repaired = not f.exists()
 
 
 def _all_unseen(store: Store, rep: DoctorReport) -> bool:

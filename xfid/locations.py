@@ -54,8 +54,11 @@ def read_id(store: Store) -> str | None:
             return Path(path).read_text(encoding="utf-8").strip() or None
         if not store.location.exists(path):
             return None
-        with store.fs.open_input_stream(str(path)) as f:
-            return bytes(f.read()).decode("utf-8", "replace").strip() or None
+        def read() -> bytes:
+            with store.fs.open_input_stream(str(path)) as f:
+                return bytes(f.read())
+
+        return store.location.bounded(f"read {ID_FILE}", read).decode("utf-8", "replace").strip() or None
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as e:
@@ -73,8 +76,7 @@ def write_id(store: Store) -> None:
             tmp.write_bytes(data)
             os.replace(tmp, path)
             return
-        with store.fs.open_output_stream(str(path)) as f:
-            f.write(data)
+        store.location.put(path, data)
     except OSError as e:
         raise StoreError(f"{store.location.label}: cannot write the store id file {ID_FILE}: "
                          f"{getattr(e, 'strerror', None) or e}") from None

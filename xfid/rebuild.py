@@ -23,13 +23,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from xfid import committed
+from xfid import committed, locations
+from xfid import records as recloc
 from xfid.doctor import quarantine
 from xfid.errors import StoreError
 from xfid.store import (
     _MANIFEST_MIGRATIONS,
     COMMITTED_GLOB,
     DB_NAME,
+    OBJECT_PART_NAME,
+    PART_META,
     RECORDS,
     TMP_PREFIX,
     committing_part,
@@ -63,22 +66,50 @@ class _Source:
     parts: list[tuple[str, str, int]] = field(default_factory=list)  # (file, fidelity, rows)
 
 
-def rebuild_catalog(root: Path, database: str | None = None) -> RebuildReport:
+def rebuild_catalog(root: Path, database: str | None = None, records: str | None = None) -> RebuildReport:
     """Rebuild `root`'s manifest from its part files; run it with no other xfid using the store.
+
+    Args:
+        records: the records location (else env XFID_RECORDS_URL, else `root/records`); a
+            bucket's parts that may be committed are read (xfid.committed: marked, or an older xfid's).
 
     Raises:
         StoreError: no parts, parts of several stores mixed, or the store cannot be written.
     """
     url = resolve_database(database)  # the argument, else the environment (xfid.locations)
     if url:
-        return _rebuild_team(root, url)
-    records = root / RECORDS
-    renamed = _finish_committing(records)
-    parts = sorted(records.glob(COMMITTED_GLOB)) if records.is_dir() else []
+        return _rebuild_team(root, url, records)
+    loc = recloc.resolve(records, root) if records is not None or locations.env_records_url() else None
+    if loc is not None and loc.fs is not None:
+        return _rebuild_local(root, loc.base, [], _object_parts(loc), loc)  # type: ignore[arg-type]
+    records_dir = root / RECORDS if loc is None else Path(loc.base)
+    renamed = _finish_committing(records_dir)
+    parts = sorted(records_dir.glob(COMMITTED_GLOB)) if records_dir.is_dir() else []
+    return _rebuild_local(root, records_dir, renamed, parts, None)
+
+
+def _object_parts(loc: recloc.Location) -> list[Any]:
+    """A bucket's parts that may be committed: each with a mark (its attempt was recorded), and each
+    older xfid's (its footer does not say protocol 3); never an unmarked upload of this one."""
+    marks = loc.list_marks()
+    out = []
+    for e in loc.list():
+        if not OBJECT_PART_NAME.fullmatch(e.rel.split("/", 1)[1]):
+            continue
+        f = loc.base / e.rel
+        doc = None if e.rel in marks else committed.footer(f, PART_META, loc.fs)
+        if e.rel in marks or (doc or {}).get("commit_protocol") != committed.OBJECT_PROTOCOL:
+            out.append(f)
+    return out
+
+
+def _rebuild_local(root: Path, records: Any, renamed: list[str], parts: list[Any],
+                   loc: recloc.Location | None) -> RebuildReport:
+    """The SQLite catalog's rebuild, from `parts` (files under `records`, or a bucket's objects)."""
     if not parts and not (root / "checks").is_dir():
         raise StoreError(f"{records}: no part files to rebuild the catalog from")
     rep = RebuildReport(str(root), renamed=renamed)
-    metas = {f: read_part_meta(f) for f in parts}
+    metas = {f: read_part_meta(f, loc) for f in parts}
     ids = Counter(m["store_id"] for m in metas.values() if m.get("store_id"))
     if len(ids) > 1:
         listed = ", ".join(f"{k[:12]} ({n} parts)" for k, n in ids.most_common())
@@ -91,7 +122,7 @@ def rebuild_catalog(root: Path, database: str | None = None) -> RebuildReport:
     sources: dict[str, _Source] = {}
     bad: list[tuple[Path, str]] = []
     for f in parts:
-        why = _add_part(records, f, metas[f], store_id, sources, rep)
+        why = _add_part(records, f, metas[f], store_id, sources, rep, loc)
         if why:
             bad.append((f, why))
     # a source is registered only when every one of its parts is there
@@ -130,7 +161,9 @@ def rebuild_catalog(root: Path, database: str | None = None) -> RebuildReport:
     os.replace(tmp, db)
     for name in (f"{tmp.name}-wal", f"{tmp.name}-shm"):  # left by the read-only look at the new tracker
         (root / name).unlink(missing_ok=True)
-    return _finish(rep, root, bad, sources)
+    if loc is not None:
+        _marks_committed(loc, records, sources)
+    return _finish(rep, root, bad, sources, loc)
 
 
 def _finish_committing(records: Path) -> list[str]:
@@ -146,7 +179,7 @@ def _finish_committing(records: Path) -> list[str]:
     return out
 
 
-def _rebuild_team(root: Path, database: str) -> RebuildReport:
+def _rebuild_team(root: Path, database: str, records: str | None = None) -> RebuildReport:
     """A team store's manifest rebuilt in its PostgreSQL database from the parts' footers.
 
     The old `sources` and `parts` rows are copied aside first (`sources_before_<stamp>`,
@@ -157,30 +190,34 @@ def _rebuild_team(root: Path, database: str) -> RebuildReport:
     from xfid.store import Store
     from xfid.tracker import checkfiles
 
-    with Store(root, check=False, database=database) as store:
-        if store.fs is not None:
-            raise StoreError(f"{store.location.label}: rebuilding the catalog reads local or network records only; "
-                             "restore the catalog of a bucket's store from its database backup; nothing was changed")
+    with Store(root, check=False, database=database, records=records) as store:
         store.require_writable("rebuild the catalog")
-        records = Path(store.records)
-        rep = RebuildReport(str(root), store_id=store.store_id or "", renamed=_finish_committing(records))
-        parts = sorted(records.glob(COMMITTED_GLOB)) if records.is_dir() else []
-        metas = {f: read_part_meta(f) for f in parts}
+        loc = store.location if store.fs is not None else None
+        where: Any = store.records
+        if loc is not None:
+            rep = RebuildReport(str(root), store_id=store.store_id or "")
+            parts = _object_parts(loc)
+        else:
+            where = Path(store.records)
+            rep = RebuildReport(str(root), store_id=store.store_id or "", renamed=_finish_committing(where))
+            parts = sorted(where.glob(COMMITTED_GLOB)) if where.is_dir() else []
+        metas = {f: read_part_meta(f, loc) for f in parts}
         ids = {m["store_id"] for m in metas.values() if m.get("store_id")}
         if ids - {store.store_id}:
-            raise StoreError(f"{records}: parts of store(s) {', '.join(sorted(i[:12] for i in ids))} are here, this "
+            raise StoreError(f"{store.location.label}: parts of store(s) {', '.join(sorted(i[:12] for i in ids))} are "
+                             "here, this "
                              f"catalog is store {(store.store_id or '')[:12]}'s; nothing was changed")
         sources: dict[str, _Source] = {}
         bad: list[tuple[Path, str]] = []
         for f in parts:
-            why = _add_part(records, f, metas[f], rep.store_id, sources, rep)
+            why = _add_part(where, f, metas[f], rep.store_id, sources, rep, loc)
             if why:
                 bad.append((f, why))
         for sid, s in list(sources.items()):
             want = s.row.pop("_want", {})
             if [fid for fid, n in want.items() if n and fid not in {p[1] for p in s.parts}]:
                 del sources[sid]
-                bad.extend((records / file, f"source {sid[:12]} lacks a part") for file, _, _ in s.parts)
+                bad.extend((where / file, f"source {sid[:12]} lacks a part") for file, _, _ in s.parts)
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"_{uuid.uuid4().hex[:6]}"
         conn = store.conn
         with store._db("rebuild the catalog"), write_tx(conn):
@@ -215,7 +252,16 @@ def _rebuild_team(root: Path, database: str) -> RebuildReport:
             os.replace(d / name, backup / final)
             rep.backup = str(backup.parent)
             rep.moved.append(f"checks/{final}")
-    return _finish(rep, root, bad, sources)
+        if loc is not None:
+            _marks_committed(loc, where, sources)
+    return _finish(rep, root, bad, sources, loc)
+
+
+def _marks_committed(loc: recloc.Location, records: Any, sources: dict[str, _Source]) -> None:
+    """A bucket's registered parts: their marks say committed (as a rebuild renames committing files)."""
+    for s in sources.values():
+        for file, _, _ in s.parts:
+            loc.put(committed.mark_path(records, file), committed.COMMITTED_MARK)
 
 
 def _old_db(db: Path) -> dict[str, Any] | None:
@@ -275,16 +321,23 @@ def _older_copy(old: dict[str, Any] | None, store_id: str, sources: dict[str, _S
     return bool(old["sources"]) and old["sources"] <= set(sources)
 
 
-def _add_part(records: Path, f: Path, meta: dict[str, Any], store_id: str, sources: dict[str, _Source],
-              rep: RebuildReport) -> str:
-    """Register one part into `sources`; the reason when it cannot be."""
+def _add_part(records: Any, f: Any, meta: dict[str, Any], store_id: str, sources: dict[str, _Source],
+              rep: RebuildReport, loc: recloc.Location | None = None) -> str:
+    """Register one part into `sources`; the reason when it cannot be. `loc`: a bucket's location."""
     fid = f.parent.name.split("=", 1)[1]
     rel = str(f.relative_to(records))
     try:
-        footer_rows = pq.ParquetFile(f).metadata.num_rows
+        if loc is None:
+            with pq.ParquetFile(f) as pf:
+                footer_rows = pf.metadata.num_rows
+        else:
+            with loc.fs.open_input_file(str(f)) as fh:
+                footer_rows = pq.ParquetFile(fh).metadata.num_rows
     except (pa.ArrowInvalid, OSError) as e:
         return f"unreadable footer: {e}"
     if not meta:
+        if loc is not None:
+            return "no provenance in its footer"
         return _add_legacy(f, rel, fid, footer_rows, sources, rep)
     src = meta.get("source") or {}
     if meta.get("rows") != footer_rows or meta.get("fidelity") != fid or not src.get("source_id"):
@@ -298,14 +351,15 @@ def _add_part(records: Path, f: Path, meta: dict[str, Any], store_id: str, sourc
     s.row["_want"] = {k: v.get("rows", 0) for k, v in (meta.get("parts") or {}).items()}
     s.parts.append((rel, fid, footer_rows))
     # siblings committed with it but never renamed (killed between COMMIT and the rename)
-    for sfid, sib in (meta.get("parts") or {}).items():
+    for sfid, sib in (meta.get("parts") or {}).items() if loc is None else ():
         name = f"part-{sib.get('part')}.parquet"
         final = records / f"fidelity={sfid}" / name
         temp = final.with_name(f"{TMP_PREFIX}{store_id}-{sib.get('part')}.parquet")  # an older xfid's
         if sfid != fid and not final.exists() and temp.exists():
             os.replace(temp, final)
             rep.renamed.append(str(final))
-            s.parts.append((str(final.relative_to(records)), sfid, pq.ParquetFile(final).metadata.num_rows))
+            with pq.ParquetFile(final) as pf:
+                s.parts.append((str(final.relative_to(records)), sfid, pf.metadata.num_rows))
     return ""
 
 
@@ -374,10 +428,14 @@ def _write_db(tmp: Path, keep_from: Path | None, store_id: str, sources: dict[st
 
 
 
-def _finish(rep: RebuildReport, root: Path, bad: list[tuple[Path, str]], sources: dict[str, Any]) -> RebuildReport:
-    """What both rebuilds end with: the unreadable files quarantined, the rebuilt sources counted."""
+def _finish(rep: RebuildReport, root: Path, bad: list[tuple[Any, str]], sources: dict[str, Any],
+            loc: recloc.Location | None = None) -> RebuildReport:
+    """What both rebuilds end with: the unreadable files quarantined (a bucket's left where they
+    are, named), the rebuilt sources counted."""
     for f, why in bad:
-        if f.exists():
+        if loc is not None:
+            rep.quarantined.append(f"{loc.label}/{f.relative_to(loc.base)}: {why} (left in place, not registered)")
+        elif f.exists():
             rep.quarantined.append(f"{quarantine(root, f, f'not registered by --rebuild-catalog: {why}')}: {why}")
     for s in sources.values():
         rep.sources += 1

@@ -8,7 +8,10 @@ visible only when the catalog registers it (xfid.store).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -18,6 +21,66 @@ from xfid.errors import StoreError
 from xfid.sqlbackend import mask
 
 OBJECT_SCHEMES = ("s3", "gs", "gcs")
+TIMEOUT_ENV = "XFID_OBJECT_TIMEOUT_S"
+TIMEOUT_S = 60.0
+"""The longest one request to a bucket may take, retries included (env XFID_OBJECT_TIMEOUT_S)."""
+
+
+def object_timeout_s() -> float:
+    """XFID_OBJECT_TIMEOUT_S, bounded to [1, 3600] s (an unreadable value: the default)."""
+    try:
+        value = float(os.environ.get(TIMEOUT_ENV, TIMEOUT_S))
+    except ValueError:
+        return TIMEOUT_S
+    return min(max(value, 1.0), 3600.0) if value == value else TIMEOUT_S
+
+
+def bounded(label: str, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(*args)`, given up after object_timeout_s() with a StoreError naming the location.
+
+    pyarrow's own timeouts bound an S3 request (connect/request timeouts, set in `resolve`), but
+    not a GCS client that waits for credentials or for a server that accepts and never answers:
+    the call runs on a daemon thread, so a command never hangs behind it (nor holds a lock)."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = fn(*args)
+        except BaseException as e:  # handed to the caller's thread
+            box["error"] = e
+
+    limit = object_timeout_s()
+    t = threading.Thread(target=run, name="xfid-object-request", daemon=True)
+    t.start()
+    t.join(limit + 5)
+    if t.is_alive():
+        raise StoreError(f"{label}: no answer within {limit:g} s when asked to {what} (check the endpoint, the "
+                         f"network and the credentials; {TIMEOUT_ENV} sets the limit); nothing more was done")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def with_timeouts(fs: Any) -> Any:
+    """The same bucket filesystem with request timeouts: an S3 request (3 attempts) ends within
+    object_timeout_s(), a GCS client stops retrying after it."""
+    import datetime
+
+    import pyarrow.fs as pafs
+
+    limit = object_timeout_s()
+    ctor, args = fs.__reduce__()
+    if isinstance(fs, pafs.S3FileSystem):
+        kwargs = dict(args[0])
+        kwargs.update(connect_timeout=min(10.0, limit / 3), request_timeout=limit / 3)
+        return ctor(kwargs)
+    if isinstance(fs, pafs.GcsFileSystem):
+        kwargs = dict(args[0])
+        given = kwargs.get("retry_time_limit")
+        mine = datetime.timedelta(seconds=limit)
+        kwargs["retry_time_limit"] = min(given, mine) if given else mine
+        return ctor(kwargs)
+    return fs
 
 
 @dataclass(frozen=True)
@@ -54,7 +117,8 @@ class Location:
         import pyarrow.fs as pafs
 
         try:
-            infos = self.fs.get_file_info(pafs.FileSelector(str(self.base), recursive=True, allow_not_found=True))
+            infos = self.bounded("list the records", self.fs.get_file_info,
+                                 pafs.FileSelector(str(self.base), recursive=True, allow_not_found=True))
         except OSError as e:
             raise StoreError(f"{self.label}: cannot list the records: {mask(e)} (check the bucket, the endpoint "
                              "and the credentials)") from None
@@ -68,6 +132,46 @@ class Location:
                 out.append(FileEntry(rel, int(i.size or 0), i.mtime.timestamp() if i.mtime else 0.0))
         return sorted(out, key=lambda e: e.rel)
 
+    def list_marks(self) -> dict[str, int]:
+        """The bucket's commit marks (xfid.committed): records-relative part -> the mark's size
+        (one listing request; {} for a directory, whose names carry the same)."""
+        if self.fs is None:
+            return {}
+        import pyarrow.fs as pafs
+
+        from xfid.committed import MARKS
+
+        base = f"{str(self.base).rstrip('/')}/{MARKS}"
+        try:
+            infos = self.bounded("list the commit marks", self.fs.get_file_info,
+                                 pafs.FileSelector(base, recursive=True, allow_not_found=True))
+        except OSError as e:
+            raise StoreError(f"{self.label}: cannot list the commit marks: {mask(e)} (check the bucket, the endpoint "
+                             "and the credentials)") from None
+        return {i.path[len(base) + 1:]: int(i.size or 0) for i in infos
+                if i.type == pafs.FileType.File and i.path.startswith(base + "/")}
+
+    def put(self, path: Path | PurePosixPath, data: bytes) -> None:
+        """Write a small object (a commit mark) in one request; OSError when it fails."""
+        def put() -> None:
+            with self.fs.open_output_stream(str(path)) as f:
+                f.write(data)
+
+        self.bounded(f"write {path}", put)
+
+    def bounded(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """One request to this bucket, bounded in time (module `bounded`)."""
+        return bounded(self.label, what, fn, *args)
+
+    @contextlib.contextmanager
+    def reading(self, path: Path | PurePosixPath) -> Iterator[Any]:
+        """open_input, closed afterwards (a ParquetFile does not close a reader it was handed)."""
+        if self.fs is None:
+            yield path
+            return
+        with self.fs.open_input_file(str(path)) as f:
+            yield f
+
     def open_input(self, path: Path | PurePosixPath) -> Any:
         """A readable file for pyarrow (a local path as it is)."""
         return path if self.fs is None else self.fs.open_input_file(str(path))
@@ -77,7 +181,8 @@ class Location:
             return Path(path).exists()
         import pyarrow.fs as pafs
 
-        return bool(self.fs.get_file_info(str(path)).type == pafs.FileType.File)
+        info = self.bounded(f"look for {path}", self.fs.get_file_info, str(path))
+        return bool(info.type == pafs.FileType.File)
 
     def delete(self, path: Path | PurePosixPath) -> None:
         """Remove one file; one already gone is no error."""
@@ -85,7 +190,7 @@ class Location:
             Path(path).unlink(missing_ok=True)
             return
         try:
-            self.fs.delete_file(str(path))
+            self.bounded(f"remove {path}", self.fs.delete_file, str(path))
         except FileNotFoundError:
             pass
         except OSError as e:
@@ -101,7 +206,7 @@ class Location:
             Path(dest).parent.mkdir(parents=True, exist_ok=True)
             pafs.copy_files(str(src), str(dest))
             return
-        pafs.copy_files(str(src), str(dest), destination_filesystem=self.fs)
+        self.bounded(f"upload {rel}", pafs.copy_files, str(src), str(dest), None, self.fs)
 
 
 def _list_local(base: Path) -> list[FileEntry]:
@@ -155,10 +260,12 @@ def resolve(explicit: str | os.PathLike[str] | None, root: Path) -> Location:
     import pyarrow.fs as pafs
 
     try:
-        fs, path = pafs.FileSystem.from_uri(text)
+        fs, path = bounded(mask(text), "open the bucket", pafs.FileSystem.from_uri, text)
+        fs = with_timeouts(fs)
     except (OSError, ValueError) as e:
         raise StoreError(f"records {mask(text)!r}: cannot open this bucket: {mask(e)}") from None
     return Location(PurePosixPath(path.rstrip("/")), fs, mask(text))
 
 
-__all__ = ["FileEntry", "Location", "resolve"]
+__all__ = ["TIMEOUT_ENV", "TIMEOUT_S", "FileEntry", "Location", "bounded", "object_timeout_s", "resolve",
+           "with_timeouts"]

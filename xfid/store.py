@@ -145,6 +145,15 @@ class PreparedSource:
     ingested_at: str = ""  # set when its parts are written; the same in the manifest and the parts
 
 
+@dataclass
+class ObjectSurvey:
+    """A bucket's parts and commit marks, listed before the write lock (xfid.committed)."""
+
+    listing: list[recloc.FileEntry]
+    marks: dict[str, int]  # records-relative part -> its mark's size (0: committing; else committed)
+    sweepable: set[str] = field(default_factory=set)  # unmarked, unregistered, expired: the sweep's candidates
+
+
 class Store:
     """A store directory: `records/fidelity=F/part-*.parquet` + `xfid.db`.
 
@@ -371,15 +380,17 @@ class Store:
         self.close()
 
     # --- the catalog and the parts on disk ---------------------------------------------
-    def committed_on_disk(self) -> list[str]:
+    def committed_on_disk(self, objects: ObjectSurvey | None = None) -> list[str]:
         """Every committed-looking part file (`part-*`), relative to records/, sorted.
 
         On a bucket a `part-*` object is uploaded before its commit, so its name proves
-        nothing: [] (the catalog is checked there by `xfid doctor`, against the listing).
+        nothing: there the parts whose mark says committed (xfid.committed).
         """
         out: list[str] = []
         if self.fs is not None:
-            return out
+            objects = objects or self.survey_objects(sweep=False)
+            listed = {e.rel for e in objects.listing}
+            return sorted(r for r, size in objects.marks.items() if size and r in listed)
         with contextlib.suppress(FileNotFoundError, NotADirectoryError):
             for d in os.scandir(self.records):
                 if d.name.startswith("fidelity=") and d.is_dir():
@@ -411,16 +422,20 @@ class Store:
         self._removals = self._removals or removal.has_tables(self.conn)  # tables are never dropped
         return removal.removed_files(self.conn) if self._removals else set()
 
-    def check_catalog(self) -> None:
+    def check_catalog(self, objects: ObjectSurvey | None = None) -> None:
         """Raise CatalogMismatch when a committed part on disk is not in the manifest.
 
         Parts are renamed into place only after their commit, so listing the files first and
         reading the manifest second never mistakes a concurrent writer's part for a stranger.
+        On a bucket the marks play the names' role (xfid.committed); `objects`: a listing taken
+        before the lock (else one is taken now).
         """
-        on_disk = self.committed_on_disk()
+        if self.fs is not None and objects is None:
+            objects = self.survey_objects(sweep=False)
+        on_disk = self.committed_on_disk(objects)
         known = self.manifest_files()
         unknown = [f for f in on_disk if f not in known]
-        unknown += self.unproven_committing(known)  # listed before its journal is read
+        unknown += self.unproven_committing(known, objects)  # listed before its journal is read
         if unknown:
             raise self.mismatch(unknown, len(known))
 
@@ -537,7 +552,8 @@ class Store:
                   "ingested_at": prep.ingested_at, "summary": _summary_json(prep.summary)}
 
         def meta(fid: str) -> dict[str, str]:
-            doc = {"format": PART_FORMAT, "commit_protocol": committed.PROTOCOL, "store_id": self.store_id,
+            protocol = committed.OBJECT_PROTOCOL if self.fs is not None else committed.PROTOCOL
+            doc = {"format": PART_FORMAT, "commit_protocol": protocol, "store_id": self.store_id,
                    "fidelity": fid, **siblings[fid],
                    "parts": siblings, "source": source}
             return {PART_META: json.dumps(doc, sort_keys=True)}
@@ -579,14 +595,15 @@ class Store:
         renames: list[tuple[Path, Path]] = []
         attempted = False  # True once COMMIT was sent: its outcome may be unknown, the files are kept
         try:
+            fault_point("store.before_attempt")
             self._mark_committing(preps)
             # everything slow before the lock (xfid.committed; a bucket's requests): the footers'
             # row counts, the bucket's listing for the sweep
             rows_of = {tmp: self._footer_rows(tmp) for p in preps for tmp in p.temps.values()}
-            listing = self.location.list() if self.fs is not None else None
+            objects = self.survey_objects() if self.fs is not None else None
             with write_tx(self.conn):
-                self.check_catalog()
-                self.settle(keep={tmp for p in preps for tmp in p.temps.values()}, listing=listing)
+                self.check_catalog(objects)
+                self.settle(keep={tmp for p in preps for tmp in p.temps.values()}, objects=objects)
                 for p in preps:
                     if self.has_source(p.source_id):
                         p.already = True
@@ -620,6 +637,8 @@ class Store:
                     raise
             raise
         fault_point("store.before_rename")
+        if self.fs is not None:
+            self._marks_committed(preps)
         for tmp, final in renames:
             with contextlib.suppress(OSError):  # left to the next writer: readers use the temp meanwhile
                 os.replace(tmp, final)
@@ -632,7 +651,8 @@ class Store:
         try:
             if self.fs is not None and not self.location.exists(tmp):
                 raise FileNotFoundError(str(tmp))
-            return int(pq.ParquetFile(self.location.open_input(tmp)).metadata.num_rows)
+            with self.location.reading(tmp) as src, pq.ParquetFile(src) as pf:  # closed: on a bucket, a connection
+                return int(pf.metadata.num_rows)
         except FileNotFoundError:
             raise StoreError(f"{tmp}: this ingest's temp part vanished before its commit (was it removed by hand, "
                              "or left untouched past the sweep's grace period?); nothing was committed, "
@@ -641,8 +661,9 @@ class Store:
     def _mark_committing(self, preps: Sequence[PreparedSource]) -> None:
         """Record the commit attempt of every temp, then give each its committing name (xfid.committed).
 
-        Outside the write lock; a bucket's parts keep their one uploaded name."""
+        Outside the write lock; a bucket's parts keep their one uploaded name and get an empty mark."""
         if self.fs is not None:
+            self._mark_objects(preps)
             return
         temps = [(p, fid, tmp) for p in preps for fid, tmp in p.temps.items()]
         if not temps:
@@ -661,17 +682,42 @@ class Store:
                                  "ingest again") from None
             p.temps[fid] = dest
 
-    def committing_on_disk(self) -> list[str]:
-        """Every committing part file (records-relative): committed, or its commit was cut short."""
+    def _mark_objects(self, preps: Sequence[PreparedSource]) -> None:
+        """A bucket's commit attempt: recorded in the journal, then each part's empty mark uploaded."""
+        objs = [tmp for p in preps for tmp in p.temps.values()]
+        if not objs:
+            return
+        with self._db("record the commit attempt"):
+            committed.record_attempts(self.conn, [committed.attempt_key(o) for o in objs])
+        for o in objs:
+            try:
+                self.location.put(committed.mark_path(self.records, str(o.relative_to(self.records))), b"")
+            except OSError as e:
+                raise StoreError(f"{self.location.label}: cannot write the commit mark of {o}: {sqlbackend.mask(e)}; "
+                                 "nothing was committed, ingest again") from None
+
+    def _marks_committed(self, preps: Sequence[PreparedSource]) -> None:
+        """After COMMIT: each part's mark says committed (a failure leaves it to the next writer)."""
+        for p in preps:
+            for o in p.temps.values():
+                with contextlib.suppress(OSError):
+                    self.location.put(committed.mark_path(self.records, str(o.relative_to(self.records))),
+                                      committed.COMMITTED_MARK)
+
+    def committing_on_disk(self, objects: ObjectSurvey | None = None) -> list[str]:
+        """Every committing part file (records-relative): committed, or its commit was cut short.
+        On a bucket: the parts whose mark is still empty."""
         if self.fs is not None:
-            return []
+            objects = objects or self.survey_objects(sweep=False)
+            listed = {e.rel for e in objects.listing}
+            return sorted(r for r, size in objects.marks.items() if not size and r in listed)
         return sorted(f"{d.name}/{f.name}" for d in _scandir(Path(self.records)) if d.name.startswith("fidelity=")
                       for f in _scandir(Path(d.path)) if committing_part(f.name))
 
-    def unproven_committing(self, known: set[str] | None = None) -> list[str]:
+    def unproven_committing(self, known: set[str] | None = None, objects: ObjectSurvey | None = None) -> list[str]:
         """Committing parts (records-relative) the catalog neither registers nor recorded an attempt
         for: the database is older than them (xfid.committed). List before reading the catalog."""
-        found = self.committing_on_disk()
+        found = self.committing_on_disk(objects)
         if not found:
             return []
         known = self.manifest_files() if known is None else known
@@ -681,10 +727,10 @@ class Store:
         with self._db("read the commit journal"):
             seen = committed.attempted(self.conn, [committed.attempt_key(Path(f)) for f in unknown])
         return sorted(f for f in unknown if committed.attempt_key(Path(f)) not in seen
-                      and (self.records / f).exists())
+                      and (self.fs is not None or (self.records / f).exists()))
 
     def settle(self, keep: set[Path] | frozenset[Path] = frozenset(),
-               listing: list[recloc.FileEntry] | None = None) -> dict[str, list[Path]]:
+               objects: ObjectSurvey | None = None) -> dict[str, list[Path]]:
         """Finish the renames of committed temps and remove this store's abandoned temps.
 
         Only call under the write lock. A temp is removed only when its name carries this
@@ -699,7 +745,7 @@ class Store:
         """
         done: dict[str, list[Path]] = {"renamed": [], "removed": []}
         if self.fs is not None:
-            return self._settle_objects(done, keep, listing)
+            return self._settle_objects(done, keep, objects)
         if not self.store_id or not self.records.is_dir():
             return done
         temps = list(self.records.glob(f"fidelity=*/{TMP_PREFIX}{self.store_id}-*.parquet"))
@@ -724,22 +770,44 @@ class Store:
                     done["removed"].append(tmp)
         return done
 
+    def survey_objects(self, sweep: bool = True) -> ObjectSurvey:
+        """A bucket's parts and marks (two listing requests) and, with `sweep`, which of this
+        store's parts the sweep may take (their footers read here): call it before the lock."""
+        survey = ObjectSurvey(self.location.list(), self.location.list_marks())
+        if not (sweep and self.store_id):
+            return survey
+        known = self.manifest_files()
+        now = time.time()
+        for e in survey.listing:
+            m = OBJECT_PART_NAME.fullmatch(e.rel.split("/", 1)[1])
+            if not (m and m[1] == self.store_id) or e.rel in known or e.rel in survey.marks \
+                    or now - e.mtime <= temp_grace_s():
+                continue
+            doc = committed.footer(self.records / e.rel, PART_META, self.fs)
+            if committed.object_deletable(e.rel, survey.marks, now - e.mtime, doc):
+                survey.sweepable.add(e.rel)
+        return survey
+
     def _settle_objects(self, done: dict[str, list[Path]], keep: set[Path] | frozenset[Path],
-                        listing: list[recloc.FileEntry] | None = None) -> dict[str, list[Path]]:
-        """settle() on a bucket: this store's unregistered `part-<store id>-*` objects past the grace period go."""
+                        objects: ObjectSurvey | None = None) -> dict[str, list[Path]]:
+        """settle() on a bucket: a committed part's empty mark is rewritten (its "rename"); an
+        unmarked, unregistered part of this store past the grace period, that the journal does not
+        name and whose footer says protocol 3, goes (xfid.committed: never one that may be committed)."""
         if not self.store_id:
             return done
-        mine = [e for e in (self.location.list() if listing is None else listing)
-                if (m := OBJECT_PART_NAME.fullmatch(e.rel.split("/", 1)[1])) and m[1] == self.store_id]
-        if not mine:
-            return done
+        objects = objects or self.survey_objects()
         known = self.manifest_files()
-        cutoff = time.time() - temp_grace_s()
-        for e in mine:
-            obj = self.records / e.rel
-            if e.rel not in known and e.mtime < cutoff and obj not in keep:
-                self.location.delete(obj)
-                done["removed"].append(obj)
+        for rel in sorted(r for r, size in objects.marks.items() if not size and r in known):
+            with contextlib.suppress(OSError):  # left to the next writer
+                self.location.put(committed.mark_path(self.records, rel), committed.COMMITTED_MARK)
+                done["renamed"].append(self.records / rel)
+        gone = [r for r in sorted(objects.sweepable) if r not in known and self.records / r not in keep]
+        journal = committed.attempted(self.conn, [committed.attempt_key(Path(r)) for r in gone])
+        for rel in gone:
+            if committed.attempt_key(Path(rel)) in journal:
+                continue  # its attempt is recorded: it may have been committed
+            self.location.delete(self.records / rel)
+            done["removed"].append(self.records / rel)
         return done
 
     # --- reading -----------------------------------------------------------------------
@@ -847,11 +915,11 @@ class Store:
         for f in files:
             want = self._expected.get(str(f))
             try:
-                pf = pq.ParquetFile(self.location.open_input(f), page_checksum_verification=True)
-                if want is not None and pf.metadata.num_rows != want[1]:
-                    return f, f"its footer says {pf.metadata.num_rows} rows, the manifest registered {want[1]}"
-                for g in range(pf.num_row_groups):
-                    pf.read_row_group(g)
+                with self.location.reading(f) as src, pq.ParquetFile(src, page_checksum_verification=True) as pf:
+                    if want is not None and pf.metadata.num_rows != want[1]:
+                        return f, f"its footer says {pf.metadata.num_rows} rows, the manifest registered {want[1]}"
+                    for g in range(pf.num_row_groups):
+                        pf.read_row_group(g)
             except (pa.ArrowInvalid, OSError) as e:
                 return f, str(e)
         return None

@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from xfid import committed, locations, sqlbackend
-from xfid.errors import StoreError
+from xfid import records as recloc
 from xfid.committed import TMP_PREFIX
+from xfid.errors import StoreError
 from xfid.store import CHECKS_IN_BUCKET, Store
 
 TRACKER_TABLES = ("checks", "issues", "observations", "transitions", "tracker_seq")
@@ -137,14 +138,84 @@ def copy_store(src: Store, database: str, records: str | None = None) -> CopyRep
             removed: the destination is as it was); or, after the commit, the verification found a
             difference (the message says so).
     """
+    given = records if records is not None else str(src.location.base) if src.fs is None else records
+    undo = _Undo.take(database, given, src.root)
+    try:
+        return _copy(src, database, given, undo)
+    except BaseException:
+        if not undo.committed:
+            undo.run()
+        raise
+
+
+@dataclass
+class _Undo:
+    """What a copy into a brand-new team store makes before anything is registered (the catalog's
+    tables, the records folder, its store id file): taken away again when the copy is refused or
+    fails, so the destination is exactly as before. A destination that existed is changed by
+    nothing but the one registering transaction (rolled back on failure)."""
+
+    database: str
+    location: recloc.Location
+    new_catalog: bool  # the database held no table at all
+    had_id_file: bool
+    missing_dirs: list[Path] = field(default_factory=list)  # local folders that were not there, deepest first
+    committed: bool = False
+
+    @classmethod
+    def take(cls, database: str, records: str | None, root: Path) -> _Undo:
+        conn = sqlbackend.connect(database)
+        try:
+            new = not conn.tables()
+        finally:
+            conn.close()
+        # where a new team store keeps its records: the given place, else XFID_RECORDS_URL, else root/records
+        loc = recloc.resolve(records, root)
+        had_id = bool(new) and loc.exists(loc.base / locations.ID_FILE)
+        missing: list[Path] = []
+        if new and loc.fs is None:
+            for d in (Path(loc.base), Path(loc.base).parent / "checks",
+                      *Path(loc.base).parents):
+                if not d.exists() and d not in missing:
+                    missing.append(d)
+            missing.sort(key=lambda d: len(d.parts), reverse=True)
+        return cls(database, loc, new, had_id, missing)
+
+    def run(self) -> None:
+        """Drop the tables the copy made in a database that held none (only while it registers no
+        source and no check: another writer's store is never touched), remove the id file and the
+        folders it made (when empty)."""
+        if not self.new_catalog:
+            return
+        conn = sqlbackend.connect(self.database)
+        try:
+            with contextlib.suppress(*sqlbackend.errors(), StoreError), conn.write_tx():
+                tables = conn.tables()
+                used = any(conn.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() for t in ("sources", "checks")
+                           if t in tables)
+                if used:
+                    return
+                for t in sorted(tables):
+                    conn.execute(f'DROP TABLE IF EXISTS "{t}" CASCADE')
+        finally:
+            conn.close()
+        if not self.had_id_file:
+            with contextlib.suppress(StoreError, OSError):
+                self.location.delete(self.location.base / locations.ID_FILE)
+        for d in self.missing_dirs:
+            with contextlib.suppress(OSError):
+                d.rmdir()  # only an empty one
+
+
+def _copy(src: Store, database: str, records: str | None, undo: _Undo) -> CopyReport:
+    """copy_store, once the destination's state before it is noted (`undo`)."""
     from xfid.serve import catalog as serve_catalog
-    from xfid.tracker import db as tracker_db
     from xfid.tracker import config_db, triage_db
+    from xfid.tracker import db as tracker_db
 
     # opened without comparing its catalog with the records: when they are this store's own (no
     # --to-records), the parts are there and the new catalog does not know them yet: what the copy is for
-    dst = Store(src.root, database=database, records=records if records is not None else str(src.location.base)
-                if src.fs is None else records, check=False)
+    dst = Store(src.root, database=database, records=records, check=False)
     rep = CopyReport(src.describe(), dst.describe())
     with dst:
         if not _same_place(src, dst):
@@ -165,6 +236,7 @@ def copy_store(src: Store, database: str, records: str | None = None) -> CopyRep
             _committing(dst, plan)  # the committed-file protocol (xfid.committed): attempts, then names
             with dst.conn.write_tx():
                 _register(src, dst, plan, rep)
+            undo.committed = True
         except BaseException:
             _discard(dst, written)
             _restore_ids(dst.conn, ids)
@@ -329,6 +401,9 @@ def _committing(dst: Store, plan: _Plan) -> None:
     attempt, then give it its committing name, which no sweep ever deletes. A copy killed after
     COMMIT leaves committing files the next writer renames; one killed before leaves attempts
     that doctor reports (nothing registered, nothing lost)."""
+    if dst.fs is not None:
+        _mark_objects(dst, plan)
+        return
     local = [f for f in plan.files if f.temp != f.final and dst.fs is None]
     if not local:
         return
@@ -343,6 +418,20 @@ def _committing(dst: Store, plan: _Plan) -> None:
             target = committed.committing_name(Path(f.temp))
         os.replace(f.temp, target)
         f.temp = target
+
+
+def _mark_objects(dst: Store, plan: _Plan) -> None:
+    """A bucket's parts: their attempts recorded, then their empty commit marks (xfid.committed)."""
+    parts = [f for f in plan.files if f.source_id is not None]
+    if not parts:
+        return
+    committed.record_attempts(dst.conn, [committed.attempt_key(Path(str(f.final))) for f in parts])
+    for f in parts:
+        dst.location.put(_mark(dst, f), b"")
+
+
+def _mark(dst: Store, f: _File) -> Any:
+    return committed.mark_path(dst.records, str(f.final.relative_to(dst.records)))
 
 
 def attempt_rest(temp: Any) -> str:
@@ -361,6 +450,9 @@ def _discard(dst: Store, written: list[_File]) -> None:
             except StoreError:
                 continue
         dst.location.delete(f.temp)
+        if dst.fs is not None and f.source_id is not None:
+            with contextlib.suppress(StoreError):
+                dst.location.delete(_mark(dst, f))
 
 
 def _register(src: Store, dst: Store, plan: _Plan, rep: CopyReport) -> None:
@@ -448,6 +540,9 @@ def _publish(dst: Store, plan: _Plan, rep: CopyReport) -> None:
         if f.temp != f.final:
             with contextlib.suppress(OSError):
                 os.replace(f.temp, f.final)
+        elif dst.fs is not None and f.source_id is not None:
+            with contextlib.suppress(OSError, StoreError):  # else the next writer rewrites it
+                dst.location.put(_mark(dst, f), committed.COMMITTED_MARK)
         if f.source_id is None:
             rep.checks_copied += 1
 
