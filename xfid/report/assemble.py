@@ -193,7 +193,7 @@ def build_report_data(store: Store, config: Config, period: Period, targets: lis
     rivals = [t for t in targets if t not in data.ours]
     data.competitives = [competitive_view(e2e, name, invented=config.targets[name].invented,
                                           note=config.targets[name].note, targets=rivals) for name in data.ours]
-    unmatched, total = unmatched_ops(basis.coverage)
+    unmatched, total = unmatched_ops(basis.coverage, limit=None)  # all: the attachment lists every one
     data.coverage = {"unmatched": unmatched, "unmatched_total": total,
                      "fidelities": fidelity_coverage(recs, targets)}
     data.calibration = _calibration(data, store, config, basis)

@@ -221,13 +221,13 @@ def fidelity_coverage(records: pd.DataFrame, targets: list[str] | None = None) -
     return out
 
 
-def unmatched_ops(coverage: pd.DataFrame | None, limit: int = 40) -> tuple[list[dict[str, Any]], int]:
+def unmatched_ops(coverage: pd.DataFrame | None, limit: int | None = 40) -> tuple[list[dict[str, Any]], int]:
     """Raw op names no op map of their source matched (xfid.counts.unmatched_ops: most records
-    first), and how many there are in all."""
+    first; at most `limit`, None: all), and how many there are in all."""
     from xfid.counts import unmatched_ops as gaps
 
     un = gaps(coverage)
-    return un.head(limit).to_dict("records"), len(un)
+    return (un if limit is None else un.head(limit)).to_dict("records"), len(un)
 
 
 UNRECORDED = "—"
