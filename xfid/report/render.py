@@ -123,6 +123,16 @@ def _needs_plots(p: Any, active: set[str]) -> bool:
     return bool(fps & active) or p.trend_word == "worse"
 
 
+def pdf_figures(p: Any, limit: int, seed: int, bound_tol: float) -> dict[str, Any]:
+    """The figures a pair's PDF section shows: parity, error distribution, the trend (from two
+    checks on). The heatmap is left to the HTML report (xfid.report.plots.pair_figures has all)."""
+    from xfid.report import plots
+
+    outliers: list[dict[str, Any]] = []
+    par, notes = plots.parity(p, limit, seed, bound_tol, outliers)
+    return {"parity": par, "cdf": plots.error_cdf(p), "trend": plots.trend(p), "outliers": outliers, "notes": notes}
+
+
 def render_html(data: ReportData, bound_tol: float = DEFAULT_BOUND_TOLERANCE,
                 numbers_file: str = "report-numbers.csv") -> str:
     """The short report (the PDF's HTML) as one string, figures inline as SVG data: URIs.
@@ -133,7 +143,6 @@ def render_html(data: ReportData, bound_tol: float = DEFAULT_BOUND_TOLERANCE,
     """
     import markupsafe
 
-    from xfid.report.plots import pair_figures
 
     for i in [*data.open_issues, *data.resolved_issues]:
         i.setdefault("age", age_days(i.get("first_seen"), data.generated_at))
@@ -141,7 +150,7 @@ def render_html(data: ReportData, bound_tol: float = DEFAULT_BOUND_TOLERANCE,
     active = {str(i.get("fingerprint")) for i in data.open_issues if i.get("fingerprint")}
     big = [p for p in data.pairs if p.n >= MIN_PLOT]
     plotted = [p for p in big if _needs_plots(p, active)]
-    figs = [pair_figures(p, data.max_points, data.seed, bound_tol) for p in plotted]
+    figs = [pdf_figures(p, data.max_points, data.seed, bound_tol) for p in plotted]
     xf_ids = {str(i["fingerprint"]): str(i["id"]) for i in [*data.open_issues, *data.resolved_issues]
               if i.get("fingerprint") and i.get("id")}
     anchors = {id(p): k + 1 for k, p in enumerate(plotted)}
