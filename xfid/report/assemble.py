@@ -186,10 +186,11 @@ def build_report_data(store: Store, config: Config, period: Period, targets: lis
     basis = _tracker_part(data, store, period) or _live_part(data, store, config)
     data.bound_tolerance = _bound_tolerance(basis.settings, config)
     data.check_id = basis.check_id
-    recs = store.read(columns=["fidelity", "target", "workload", "op", "metric", "stat", "value", "unit",
-                               "timestamp", "source_path", "source_loc"]).to_pandas()
+    cols = ["fidelity", "target", "workload", "op", "metric", "stat", "value", "unit", "timestamp"]
+    recs = store.read(columns=cols).to_pandas()
     data.ours = report_ours(config)
-    e2e = recs[recs["metric"].isin(END_TO_END)]
+    # the end-to-end records with their file and row: the attachment traces each competitive cell
+    e2e = store.read({"metric": END_TO_END}, columns=[*cols, "source_path", "source_loc"]).to_pandas()
     rivals = [t for t in targets if t not in data.ours]
     data.competitives = [competitive_view(e2e, name, invented=config.targets[name].invented,
                                           note=config.targets[name].note, targets=rivals) for name in data.ours]
