@@ -147,3 +147,19 @@ def test_no_identifier_broken_inside_a_token(demo_run):
             if hasattr(box, "children") and any(type(c).__name__ == "LineBox" for c in getattr(box, "children", [])):
                 bad += [(n, a, b) for a, b in _broken(box)]
     assert not bad, f"lines broken inside a token (page, line, next line): {bad[:10]}"
+
+
+def test_the_token_check_sees_a_break_inside_a_token():
+    """The check above is not vacuous: a narrow cell that may break anywhere is caught, one whose
+    identifier goes through the report's ident() filter is not."""
+    from xfid.report.render import _css, ident, weasyprint
+
+    name = "llama3-8b/decode/bs8/ctx2048/bf16_attention_kernel_long_name"
+    html = (f"<style>{_css()}</style><table style='width:30mm'><tr><td style='overflow-wrap:anywhere'>{name}</td></tr>"
+            f"<tr><td>{ident('llama3-8b/decode/bs8/ctx2048/bf16 · attn.qkv_proj · k=4096')}</td></tr></table>")
+    found = []
+    for page in weasyprint().HTML(string=html).render().pages:
+        for box in page._page_box.descendants():
+            if any(type(c).__name__ == "LineBox" for c in getattr(box, "children", [])):
+                found += _broken(box)
+    assert found and all("attenti" in a or "kernel" in a for a, _ in found), found
