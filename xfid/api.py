@@ -688,7 +688,8 @@ class XfidStore:
 
         if path is not None:
             guard(path, error=ReportError)  # before the work: a path into the store is refused first
-            guard(numbers_path(Path(path)), error=ReportError)
+            if not Path(path).exists() or Path(path).resolve().is_file():
+                guard(numbers_path(Path(path)), error=ReportError)
         p = _period(period)
         data = build_report_data(self.backend(), self.config, p, names(targets, "targets") or [],
                                  max_points=max_points)
@@ -696,16 +697,20 @@ class XfidStore:
         if path is None:
             out.parent.mkdir(exist_ok=True)  # the default reports/ folder; a folder named by path must exist
         assert data.bound_tolerance is not None  # build_report_data sets it from the check's settings
-        numbers = numbers_path(out)
-        guard(numbers, error=ReportError)  # the attachment beside it: never into the store either
-        text = render_html(data, bound_tol=data.bound_tolerance, numbers_file=numbers.name)
+        # the attachment beside it (never into the store either); none beside a device or pipe
+        numbers = numbers_path(out) if not out.exists() or out.resolve().is_file() else None
+        if numbers is not None:
+            guard(numbers, error=ReportError)
+        text = render_html(data, bound_tol=data.bound_tolerance,
+                           numbers_file=numbers.name if numbers else "(not written: the report went to a device)")
         pages = None
         if html:
-            write_atomic(out, text.encode("utf-8"))
+            payload = text.encode("utf-8")
         else:
-            pdf, pages = render_pdf(text)
-            write_atomic(out, pdf)
-        write_atomic(numbers, numbers_csv(data))
+            payload, pages = render_pdf(text)
+        if numbers is not None:
+            write_atomic(numbers, numbers_csv(data))  # first: a report on disk always has its numbers beside it
+        write_atomic(out, payload)
         in_open = sum(1 for i in data.open_issues if i.get("state") == "open")
         return ReportResult(out, html, pages, len(data.open_issues), len(data.pairs), in_open, numbers)
 

@@ -39,5 +39,6 @@ def cli(app: App, period, week, since, until, output, as_html, targets, max_poin
                           params=("period", "week", "since", "until"))
     res = app.api.report(period if period is not None else resolve_period(week, since, until), output, as_html, targets=targets, max_points=max_points)
     what = "HTML" if res.html else f"{res.pages} pages"
-    click.echo(f"wrote {res.path} ({what}, {res.active_issues} active issues, {res.pairs} pairs) and its numbers, "
-               f"each with its file and row, to {res.numbers}")
+    numbers = (f" and its numbers, each with its file and row, to {res.numbers}" if res.numbers
+               else " (no numbers attachment beside a device)")
+    click.echo(f"wrote {res.path} ({what}, {res.active_issues} active issues, {res.pairs} pairs){numbers}")
