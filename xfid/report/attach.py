@@ -169,7 +169,8 @@ def _coverage(d: ReportData) -> Iterator[dict[str, Any]]:
                    note="no op map of this source matched the raw op name")
     for f in cov.get("fidelities", []):
         yield _row("fidelity-coverage", f["workload"], "fidelities present", len(f["have"]), target=f["target"],
-                   workload=f["workload"], note=f"present: {', '.join(f['have'])}; missing: {', '.join(f['missing'])}")
+                   workload=f["workload"], source_path="the store's records of this target and workload",
+                   note=f"present: {', '.join(f['have'])}; missing: {', '.join(f['missing'])}")
 
 
 def _sources(d: ReportData) -> Iterator[dict[str, Any]]:
