@@ -48,7 +48,7 @@ def main() -> None:
         size = len(pdf)
     write_atomic(Path(args.out), pdf)
     h, p = statistics.median(html_t), statistics.median(pdf_t)
-    print(f"HTML only (data -> HTML, 16 figures): median {h:.2f} s of {args.repeat}  "
+    print(f"HTML only (data -> HTML, figures included): median {h:.2f} s of {args.repeat}  "
           f"[{', '.join(f'{x:.2f}' for x in html_t)}]; {len(html) / 1e6:.2f} MB")
     print(f"PDF (data -> HTML -> PDF):           median {h + p:.2f} s  (WeasyPrint alone {p:.2f} s); "
           f"{pages} pages, {size / 1e6:.2f} MB -> {args.out}")

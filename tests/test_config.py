@@ -90,6 +90,10 @@ def test_cli_reports_bad_config(xfid_cli, tmp_path):
         ("[tracker]\nresolve_after = 0\n", "[tracker] resolve_after must be an integer >= 1"),
         ("[store]\npath = 5\n", "[store] path must be a string"),
         ("[report]\ntitle = 'x'\n", "[report] has unknown key 'title'"),
+        ("[report]\nours = 't100-a0'\n", "[report] ours must be a list of target names like [\"t100-a0\"], got 't100-a0'"),
+        ("[report]\nours = [1]\n", "[report] ours must be a list of target names"),
+        ("[report]\nours = ['t100-b0']\n", "[report] ours names 't100-b0', which is not a configured target; "
+                                             "did you mean 't100-a0'?"),
         ("[targets.x]\npeak_flops = { bf16 = 0 }\n", "targets.x.peak_flops.bf16 must be greater than 0"),
         ("[targets.x]\npeak_flops = { bf16 = nan }\n", "targets.x.peak_flops.bf16 must be a finite number"),
         ("[targets.x]\nmem_bw = 0\n", "targets.x.mem_bw must be greater than 0"),
@@ -110,6 +114,17 @@ def test_bad_numbers_types_and_keys_are_named(tmp_path, text, message):
     with pytest.raises(ConfigError) as e:
         load_config(f)
     assert str(e.value).startswith(f"{f}: ") and message in str(e.value)
+
+
+def test_report_ours_comes_from_config(tmp_path):
+    from xfid.config import config_from_text, report_ours
+
+    assert report_ours(config_from_text(None, None)) == ["t100-a0"]  # the bundled default: the invented example target
+    f = tmp_path / "xfid.toml"
+    f.write_text("[targets.x]\nmem_bw = 1e12\n[report]\nours = ['x', 'h100-sxm']\n")
+    assert report_ours(load_config(f)) == ["x", "h100-sxm"]
+    f.write_text("[report]\nours = []\n")
+    assert report_ours(load_config(f)) == []
 
 
 def test_good_values_still_load(tmp_path):

@@ -86,7 +86,10 @@ def _int(pattern: str, text: str) -> int:
 @pytest.fixture(scope="module")
 def everywhere(demo) -> dict[str, dict[str, int]]:
     """{count: {where: value}} for the demo's store: the demo's text, the CLI, the API, the report HTML."""
-    html = (demo.cwd / "reports" / "xfid-demo.html").read_text(encoding="utf-8")
+    html = re.sub(r'<span class="t">|</span>|<wbr>', "", (demo.cwd / "reports" / "xfid-demo.html").read_text(encoding="utf-8"))
+    import csv
+
+    attached = list(csv.DictReader((demo.cwd / "reports" / "xfid-demo-numbers.csv").read_text(encoding="utf-8").splitlines()))
     pre = ["xfid", "--store", str(demo.store)]
     summary = run(demo.cwd, [*pre, "summary"]).stdout
     correlate = run(demo.cwd, [*pre, "correlate"]).stdout
@@ -97,10 +100,12 @@ def everywhere(demo) -> dict[str, dict[str, int]]:
     return {
         "sources": {"demo": _int(r"ingest: .*?; (\d+) sources in the store", demo.out),
                     "cli": _int(r"records from (\d+) sources", summary), "api": api["sources"],
-                    "report": _int(r"provenance of every source \((\d+)\)", html)},
+                    "report": _int(r"the provenance of all (\d+) sources", html),
+                    "attachment": sum(1 for r in attached if r["section"] == "source")},
         "unmatched": {"demo": _int(r"(\d+) raw ops no op map matched", demo.out),
                       "cli": _int(r"raw ops no op map matched: (\d+)", correlate), "api": api["unmatched"],
-                      "report": _int(r"Unmatched raw ops \((\d+)\)", html)},
+                      "report": _int(r"the (\d+) raw op names no op map matched", html),
+                      "attachment": sum(1 for r in attached if r["section"] == "unmatched-op")},
         "active": {"demo": _int(r"(\d+) active issues", demo.out), "cli": _int(r"^(\d+) issue\(s\)", listed),
                    "api": api["active"], "report": _int(r"Discrepancy register — (\d+) active", html),
                    "report counts": _int(r'data-count="active">(\d+)<', html)},

@@ -79,7 +79,8 @@ def test_report_as_printed_covers_the_demos_checks_with_their_xf_ids(demo):
     cmd = _command(demo, "report")
     r = run(demo.cwd, cmd)
     assert r.returncode == 0, r.stderr
-    m = re.fullmatch(r"wrote (\S+) \((\d+) pages, (\d+) active issues, (\d+) pairs\)", r.stdout.strip())
+    m = re.fullmatch(r"wrote (\S+) \((\d+) pages, (\d+) active issues, (\d+) pairs\) and its numbers, each with its "
+                     r"file and row, to \S+-numbers\.csv", r.stdout.strip())
     assert m, r.stdout
     assert (demo.cwd / m[1]).read_bytes().startswith(b"%PDF")
     ids = sorted(_issues(run(demo.cwd, _command(demo, "issues list")).stdout), key=lambda s: int(s[3:]))

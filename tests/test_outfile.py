@@ -161,6 +161,7 @@ def test_each_command_writes_through_links_and_reports_a_full_disk(loaded_store,
         r = loaded_store(*[a.format(out="/dev/full", baseline=BASELINE) for a in RECORDS_COMMANDS[name]])
         assert r.exit_code == 2 and "Error: cannot write /dev/full: No space left on device" in r.output
         assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+        assert not Path("/dev/full-numbers.csv").exists()  # the report's attachment: never beside a device
     missing = tmp_path / "missing" / Path(real.name)
     r = loaded_store(*[a.format(out=missing, baseline=BASELINE) for a in RECORDS_COMMANDS[name]])
     assert r.exit_code == 2 and "does not exist" in r.output and not missing.parent.exists()

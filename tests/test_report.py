@@ -104,10 +104,11 @@ def test_competitive_view_picks_highest_fidelity_and_derives_tokens_per_watt():
         ("measured", "h200-sxm", "other/workload", "", "throughput_tokens", "mean", 1.0),  # no shared workload
         ("measured", "h100-sxm", w, "", "itl", "mean", float("nan")),  # missing is missing: no cell
     ], columns=["fidelity", "target", "workload", "op", "metric", "stat", "value"]).assign(unit="", timestamp=ts)
-    v = competitive_view(recs, invented=True, note="made up")
+    v = competitive_view(recs, "t100-a0", invented=True, note="made up")
     assert v["competitors"] == ["h100-sxm"] and v["invented"]
     by = {r["metric"]: r for r in v["rows"]}
-    assert by["throughput_tokens"]["t100"] == {"value": 3000.0, "fidelity": "archmodel", "stat": "value", "derived": False}
+    assert by["throughput_tokens"]["ours"] == {"value": 3000.0, "fidelity": "archmodel", "stat": "value", "derived": False,
+                                               "source_path": "", "source_loc": ""}
     assert by["throughput_tokens"]["by_target"]["h100-sxm"]["value"] == 2000.0
     assert by["throughput_tokens"]["advantage"] == pytest.approx(1.5)
     assert by["tokens_per_joule"]["by_target"]["h100-sxm"]["value"] == pytest.approx(4.0)
@@ -125,7 +126,7 @@ def test_summary_counts_worst_and_pairs(hostile):
         assert f'data-count="{k}">{v}</td>' in html
     assert [i["id"] for i in data.worst] == ["XF-36", "XF-1", "XF-23", "XF-4", "XF-11"]
     assert all(i["kind"] == "bound_violation" for i in data.worst[:3])
-    worst = html.split('<table class="worst">')[1].split("</table>")[0]
+    worst = html.split('<table class="worst fixed">')[1].split("</table>")[0]
     assert worst.count("<tr class=") == 5
     pairs = html.split('<table class="pairs estimates">')[1].split("</table>")[0]
     assert pairs.count("<tr><td>") == 4
@@ -135,30 +136,83 @@ def test_summary_counts_worst_and_pairs(hostile):
     assert p.trend_word == "better" and len(p.trend) == 6
 
 
+def test_page_one_headline_is_built_from_the_data(hostile):
+    data, html = hostile
+    summary = html.split('<section id="summary">')[1].split("</section>")[0]
+    assert "The period in one look" in summary and "Pairs' health" in summary
+    head = summary.split('<ul class="headline">')[1].split("</ul>")[0]
+    c = data.counts
+    assert (f"This period: {c['new']} new, {c['reopened']} reopened and {c['resolved']} resolved issues; "
+            f"{c['active']} active now") in head
+    assert "Worst active discrepancy: XF-36, a bound violation on" in head
+    assert "Better since the previous check:" in head  # the synthetic pairs' MAPE falls check by check
+    assert "roofline → archmodel (an estimate; t100-a0)" in head
+    assert "<script" not in head  # hostile names in the sentences are escaped
+    for word in ("register", "Worst five"):  # the lists come after page 1
+        assert word not in summary
+
+
 def test_sections_and_register(hostile):
     data, html = hostile
-    for sid in ("summary", "register", "competitive", "calibration", "methodology", "appendix"):
+    for sid in ("summary", "issues", "competitive", "calibration", "methodology"):
         assert f'id="{sid}"' in html
-    assert html.count('<section class="pair"') == len(data.pairs) == 4
-    reg = html.split('<section class="register"')[1].split("Resolved this period")[0]
+    active = {i["fingerprint"] for i in data.open_issues}
+    with_issues = [p for p in data.pairs if p.n >= 3 and (set(p.rows["fingerprint"]) & active or p.trend_word == "worse")]
+    assert html.count('<section class="pair') == len(with_issues) == 4
+    reg = html.split("Discrepancy register")[1].split("Resolved this period")[0]
     assert reg.count("<tr class=\"kind-") == len(data.open_issues) == 40
     for i in data.open_issues:
         assert f"<td>{i['id']} · {i['state']}</td>" in reg
-    assert "<td>XF-1 · open</td><td class=\"kind\">bound_violation · 5.40</td>" in reg
     xf1 = reg.split("<td>XF-1 · open</td>")[1].split("</tr>")[0]
-    assert xf1.endswith("<td>2026-11-22 (9 d) · arch-team</td>")  # first seen, age on 2026-12-01, owner
-    assert "5.01 ms roofline vs 2.64 ms archmodel" in xf1 and "+90.0% / 50.0%" in xf1
+    assert xf1.startswith('<td class="kind">bound violation</td><td class="n">5.40×</td>')  # kind and factor apart
+    assert xf1.endswith("· 2026-11-22 (9 d) · arch-team</td>")  # first seen, age on 2026-12-01, owner
+    assert "+90.0% / 50.0%" in xf1
     assert "Resolved this period — 4" in html
     assert "t100-a0 is an invented example target" in html
-    assert "Appendix B — full names" in html
+    assert '<span class="t">report-numbers.csv</span>' in html  # where the rest went, unbreakable
     assert "thead { display: table-header-group; }" in html  # repeated table headers in the PDF
     assert "counter(pages)" in html and "string(run-title)" in html
-    assert html.count("<img ") == 16  # parity, CDF, heatmap, trend per pair
+    assert html.count("<img ") == 12  # parity, CDF, trend per pair with an issue (the heatmap: HTML report)
     assert not re.search(r'src="(?!data:)', html)  # self-contained: no external resource
 
 
+def test_register_is_capped_in_the_pdf_and_complete_in_the_attachment():
+    import csv
+    import io
+
+    from xfid.report.attach import numbers_csv
+    from xfid.report.render import REGISTER_ROWS
+
+    data = synthetic_report(n_issues=REGISTER_ROWS + 15, n_workloads=8, seed=3)
+    html = re.sub(r'<span class="t">|</span>|<wbr>', "", render_html(data, numbers_file="w49-numbers.csv"))
+    reg = html.split("Discrepancy register")[1].split("Resolved this period")[0]
+    assert reg.count('<tr class="kind-') == REGISTER_ROWS
+    assert f"the {REGISTER_ROWS} worst are listed, all {REGISTER_ROWS + 15} are in w49-numbers.csv" in reg
+    rows = list(csv.DictReader(io.StringIO(numbers_csv(data).decode())))
+    ids = {r["item"] for r in rows if r["section"] == "issue-active"}
+    assert ids == {i["id"] for i in data.open_issues}
+    pair_rows = [r for r in rows if r["section"] == "pair-row" and r["field"] == "candidate_value"]
+    assert len(pair_rows) == sum(len(p.rows) for p in data.pairs)
+    assert {r["section"] for r in rows} >= {"counts", "pair", "competitive", "calibration", "source", "unmatched-op"}
+
+
+def test_no_python_repr_and_numeric_size_order(hostile):
+    from xfid.report.headline import bucket_order
+    from xfid.report.render import plain
+
+    assert plain(["llama3-8b/decode", "gemm-sweep"]) == "llama3-8b/decode, gemm-sweep"
+    assert plain({"a": 1, "b": None}) == "a: 1; b: —"
+    assert sorted(["1e12-1e13 FLOP", "unknown", "1e7-1e8 FLOP", "1e13-1e14 FLOP"], key=bucket_order) == [
+        "1e7-1e8 FLOP", "1e12-1e13 FLOP", "1e13-1e14 FLOP", "unknown"]
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", hostile[1], flags=re.S)
+    for c in cells:
+        text = re.sub(r"<[^>]+>", "", c)
+        assert "['" not in text and "{'" not in text and text.strip() not in ("None", "nan"), text
+
+
 def test_hostile_names_stay_literal_in_html(hostile):
-    _, html = hostile
+    _, marked = hostile
+    html = re.sub(r'<span class="t">|</span>|<wbr>', "", marked)  # the break points ident() puts in names
     assert '<img src="file:' not in html
     assert "</style><script>" not in html and "<script" not in html
     assert "&lt;img src=&#34;file:///etc/passwd&#34;&gt;" in html
@@ -168,7 +222,12 @@ def test_hostile_names_stay_literal_in_html(hostile):
 
 
 def test_hostile_names_stay_literal_in_svg(hostile):
-    svgs = _svgs(hostile[1])
+    from xfid.report.plots import pair_figures
+
+    data, html = hostile  # the PDF draws the pairs with issues; the HTML report every pair's figures
+    figs = [pair_figures(p, data.max_points, data.seed, 0.02) for p in data.pairs]
+    svgs = _svgs(html) + _svgs(" ".join(f'src="{f[k]}"' for f in figs for k in ("parity", "cdf", "heatmap", "trend")
+                                        if isinstance(f.get(k), str)))
     heat = [s for s in svgs if "MAPE by workload" in s]
     assert len(heat) == 4
     text = "".join(heat)

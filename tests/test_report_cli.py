@@ -72,20 +72,30 @@ def test_report_html_from_real_tracker(tracked, tmp_path):
     out = tmp_path / "r.html"
     r = tracked("report", "--week", "2026-W48", "--html", "-o", out)
     assert r.exit_code == 0, r.output
-    assert r.output.strip() == f"wrote {out} (HTML, 1 active issues, 1 pairs)"
-    html = out.read_text(encoding="utf-8")
-    assert 'data-count="active">1</td>' in html and 'data-count="resolved">1</td>' in html
-    assert 'data-count="new">0</td>' in html
+    numbers = tmp_path / "r-numbers.csv"
+    assert r.output.strip() == (f"wrote {out} (HTML, 1 active issues, 1 pairs) and its numbers, each with its file "
+                                f"and row, to {numbers}")
+    html = re.sub(r'<span class="t">|</span>|<wbr>', "", out.read_text(encoding="utf-8"))  # ident()'s break points
+    assert 'data-count="active">1' in html and 'data-count="resolved">1' in html
+    assert 'data-count="new">0' in html
     assert "<td>XF-1 · open</td>" in html and "Resolved this period — 1" in html and "<td>XF-2</td>" in html
     pairs = html.split('<table class="pairs estimates">')[1].split("</table>")[0]
-    assert "archmodel → rtl" in pairs and "better (was 27.3%)" in pairs and ">22.3%<" in pairs
+    assert "archmodel → rtl" in pairs and "better (27.3%)" in pairs and ">22.3%<" in pairs
+    assert "Better since the previous check: t100-a0 archmodel → rtl latency (MAPE 27.3% → 22.3%)." in html
     # competitive view: archmodel projection vs measured H100; tokens/s/W derived from power
     comp = html.split('id="competitive"')[1].split("</section>")[0]
     assert "t100-a0 is an invented example target" in comp
-    assert "2400 <span class=\"fid\">archmodel/value</span>" in comp
-    assert "3.17 <span class=\"fid\">measured/derived</span>" in comp
-    # provenance appendix: hardware/software/config per source
-    assert "H100 SXM 80GB" in html and "vllm 0.6.3" in html and "records.csv" in html
+    assert '2400 <span class="fid">archmodel/value' in comp
+    assert '3.17 <span class="fid">measured/derived' in comp
+    # provenance of every source (hardware/software/config) and every number: the attachment
+    import csv
+
+    rows = list(csv.DictReader(numbers.read_text(encoding="utf-8").splitlines()))
+    src = " ".join(r["note"] + " " + r["source_path"] for r in rows if r["section"] == "source")
+    assert "H100 SXM 80GB" in src and "vllm 0.6.3" in src and "records.csv" in src and "power_cap_w" in src
+    tput = [r for r in rows if r["section"] == "competitive" and r["field"] == "value"
+            and r["target"] == "t100-a0" and r["metric"] == "throughput_tokens"]
+    assert [(r["value"], Path(r["source_path"]).name) for r in tput] == [("2400.0", "records.csv")]
     assert '<img src="file:' not in html and "&lt;img src=&#34;file:///etc/passwd&#34;&gt;" in html
     assert not list(tmp_path.glob(".tmp-*"))
 
@@ -95,8 +105,9 @@ def test_report_pdf_render(tracked, tmp_path):
     out.parent.mkdir()  # -o never creates a folder
     r = tracked("report", "--week", "2026-W48", "-o", out)
     assert r.exit_code == 0, r.output
-    m = re.fullmatch(r"wrote (.+) \((\d+) pages, 1 active issues, 1 pairs\)", r.output.strip())
-    assert m and int(m.group(2)) > 1
+    m = re.fullmatch(r"wrote (.+) \((\d+) pages, 1 active issues, 1 pairs\) and its numbers, each with its file and "
+                     r"row, to (.+-numbers\.csv)", r.output.strip())
+    assert m and int(m.group(2)) >= 1 and Path(m.group(3)) == out.with_name("w48-numbers.csv")
     data = out.read_bytes()
     assert data.startswith(b"%PDF-") and data.rstrip().endswith(b"%%EOF")
     assert not list(out.parent.glob(".tmp-*"))
@@ -162,14 +173,23 @@ def test_report_without_checks_correlates_live(xfid_cli, tmp_path):
     out = tmp_path / "live.html"
     r = xfid_cli("report", "--week", "2026-W48", "--html", "-o", out)
     assert r.exit_code == 0, r.output
-    assert r.output.strip() == f"wrote {out} (HTML, 0 active issues, 1 pairs)"
-    html = out.read_text(encoding="utf-8")
+    numbers = tmp_path / "live-numbers.csv"
+    assert r.output.strip() == (f"wrote {out} (HTML, 0 active issues, 1 pairs) and its numbers, each with its file "
+                                f"and row, to {numbers}")
+    html = re.sub(r'<span class="t">|</span>|<wbr>', "", out.read_text(encoding="utf-8"))  # ident()'s break points
     assert "no `xfid check` has been recorded: numbers come from a correlation run at report time" in html
-    # a roofline throughput is an upper bound: shown as a bound, the achieved fraction 2400 / 3100
-    pairs = html.split('<table class="pairs bounds">')[1].split("</table>")[0]
-    assert "roofline → archmodel" in pairs and "throughput_tokens/value" in pairs
-    assert ">77.4%<" in pairs and 'data-violations="0">0<' in pairs
-    assert ">29.2%<" not in pairs and "×<" not in pairs  # no MAPE, no bias for a bound
+    # one key: too few for page 1's tables; the pair is in the attachment, which page 1 names
+    assert '<table class="pairs' not in html
+    assert "1 pair(s) with fewer than 3 keys (no CI, no plot) are in live-numbers.csv, sections pair and pair-row" in html
+    # a roofline throughput is an upper bound: recorded as a bound, the achieved fraction 2400 / 3100
+    import csv as csvmod
+
+    rows = list(csvmod.DictReader(numbers.read_text(encoding="utf-8").splitlines()))
+    pair = {r["field"]: r for r in rows if r["section"] == "pair" and r["item"] == "roofline→archmodel"}
+    assert pair["achieved_median"]["value"] == "0.7741935483870968" and pair["violations"]["value"] == "0"
+    assert pair["n"]["note"] == "bound" and "mape" not in pair and "bias" not in pair  # no MAPE, no bias for a bound
+    keyed = [r for r in rows if r["section"] == "pair-row" and r["field"].endswith("_value")]
+    assert sorted(r["value"] for r in keyed) == ["2400.0", "3100.0"] and all(r["source_path"] for r in keyed)
 
 
 def test_report_reads_what_the_check_recorded_and_correlates_nothing(tmp_path, monkeypatch):
@@ -178,9 +198,9 @@ def test_report_reads_what_the_check_recorded_and_correlates_nothing(tmp_path, m
     import xfid.engine
     import xfid.engine.pipeline
     from tests.conftest import FIXTURES
+    from xfid import counts
     from xfid.report.assemble import build_report_data
     from xfid.report.period import resolve_period
-    from xfid import counts
     from xfid.report.views import unmatched_ops
 
     store = xfid.open_store(tmp_path / "s", config=FIXTURES / "demo" / "xfid.toml")
@@ -197,7 +217,7 @@ def test_report_reads_what_the_check_recorded_and_correlates_nothing(tmp_path, m
     period = resolve_period(None, None, datetime.now(UTC).date().isoformat())
     data = build_report_data(store.backend(), store.config, period)
     assert data.checks[-1]["id"] == check.check_id
-    assert data.coverage["unmatched"] == unmatched_ops(live.coverage)[0]
+    assert data.coverage["unmatched"] == unmatched_ops(live.coverage, limit=None)[0]
     assert data.coverage["unmatched_total"] == len(counts.unmatched_ops(live.coverage))  # one definition
     assert len(store.tracker.check_coverage(check.check_id)) == len(live.coverage) > 0  # read from the check
     assert data.bound_tolerance == live.settings["bound_tolerance"]

@@ -148,6 +148,7 @@ class ReportResult:
     active_issues: int  # xfid.counts.active: open, acknowledged or reopened (the report's register)
     pairs: int
     open_issues: int = 0  # of those, in state `open` exactly (as store.issues(state="open"))
+    numbers: Path | None = None  # the attachment beside it: every number with its file and row (CSV)
 
 
 @dataclass
@@ -743,14 +744,16 @@ class XfidStore:
         Raises:
             ReportError: an empty store, a bad period, a file that cannot be written.
         """
+        from xfid.errors import ReportError
+        from xfid.outfile import guard
         from xfid.report.assemble import build_report_data
+        from xfid.report.attach import numbers_csv, numbers_path
         from xfid.report.render import render_html, render_pdf, write_atomic
 
         if path is not None:
-            from xfid.errors import ReportError
-            from xfid.outfile import guard
-
             guard(path, error=ReportError)  # before the work: a path into the store is refused first
+            if not Path(path).exists() or Path(path).resolve().is_file():
+                guard(numbers_path(Path(path)), error=ReportError)
         p = _period(period)
         data = build_report_data(self.backend(), self.config, p, names(targets, "targets") or [],
                                  max_points=max_points)
@@ -758,15 +761,22 @@ class XfidStore:
         if path is None:
             out.parent.mkdir(exist_ok=True)  # the default reports/ folder; a folder named by path must exist
         assert data.bound_tolerance is not None  # build_report_data sets it from the check's settings
-        text = render_html(data, bound_tol=data.bound_tolerance)
+        # the attachment beside it (never into the store either); none beside a device or pipe
+        numbers = numbers_path(out) if not out.exists() or out.resolve().is_file() else None
+        if numbers is not None:
+            guard(numbers, error=ReportError)
+        text = render_html(data, bound_tol=data.bound_tolerance,
+                           numbers_file=numbers.name if numbers else "(not written: the report went to a device)")
         pages = None
         if html:
-            write_atomic(out, text.encode("utf-8"))
+            payload = text.encode("utf-8")
         else:
-            pdf, pages = render_pdf(text)
-            write_atomic(out, pdf)
+            payload, pages = render_pdf(text)
+        if numbers is not None:
+            write_atomic(numbers, numbers_csv(data))  # first: a report on disk always has its numbers beside it
+        write_atomic(out, payload)
         in_open = sum(1 for i in data.open_issues if i.get("state") == "open")
-        return ReportResult(out, html, pages, len(data.open_issues), len(data.pairs), in_open)
+        return ReportResult(out, html, pages, len(data.open_issues), len(data.pairs), in_open, numbers)
 
     def profile(self, targets: str | Sequence[str]) -> Profile:
         """The capability profile of one target or several side by side (`xfid profile`).

@@ -281,6 +281,12 @@ def _names(v: Any, key: str, where: str) -> list[str]:
     return v
 
 
+def _target_list(v: Any, key: str, where: str) -> list[str]:
+    if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+        raise ConfigError(f"{where}: {key} must be a list of target names like [\"t100-a0\"], got {v!r}")
+    return v
+
+
 def _choice(*allowed: str) -> Any:
     def check(v: Any, key: str, where: str) -> str:
         if v not in allowed:
@@ -354,7 +360,7 @@ SCHEMA: dict[str, dict[str, Any]] = {
                 "noise_seed": _integer(0, 2**64 - 1), "triage_days": _integer(0, 3650),
                 "stack_factor": _at_least_one, "stale_after": _integer(1, 10_000), "stale_window": _integer(1, 10_000),
                 "summary_min_issues": _integer(2, 1_000_000), "summary_min_share": _nonneg},
-    "report": {},
+    "report": {"ours": _target_list},  # the report's own target(s), checked against [targets] below
     "rtl": {"default_target": _text},  # the target of a cocotb results.xml that does not say
     "engine": {"name": _choice(*ENGINES), "spark": _spark},  # which engine correlates; Spark's master and conf
 }
@@ -408,11 +414,29 @@ def build_config(base: dict[str, Any], user: dict[str, Any], path: Path | None) 
     maps = [_op_map(i, m, where) for i, m in enumerate(raw["op_map"])]
     pairs = [_pair(i, c, where) for i, c in enumerate(raw["compare"])]
     settings = dict(base.get("settings", {}), **user.get("settings", {}))
+    _check_ours(raw.get("report", {}), targets, where)
     _check_bound_rules(user.get("tolerance", []), settings, user.get("compare", []), where)
     store = user.get("store", {}).get("path") or base.get("store", {}).get("path")
     where_from = {**base.get("store", {}), **user.get("store", {})}
     return Config(path, store, targets, tols, maps, pairs, settings, raw,
                   database=where_from.get("database"), records=where_from.get("records"))
+
+
+def _check_ours(report: Any, targets: dict[str, Target], where: str) -> None:
+    """`[report] ours` names configured targets: a typo would silently empty the competitive view."""
+    for name in report.get("ours", []) if isinstance(report, dict) else []:
+        if name not in targets:
+            close = difflib.get_close_matches(name, sorted(targets), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ConfigError(f"{where}: [report] ours names {name!r}, which is not a configured target; {hint}"
+                              f"configured: {', '.join(sorted(targets))} (add [targets.{name}] or fix the name)")
+
+
+def report_ours(config: Config) -> list[str]:
+    """The report's own target(s) (`[report] ours`), in the order written: what its competitive
+    view sets against the measured competitors (the bundled xfid.toml names the invented t100-a0;
+    an empty list: no such view)."""
+    return list(config.section("report").get("ours", []))
 
 
 def _check_bound_rules(rules: list[Any], settings: dict[str, Any], compare: list[Any], where: str) -> None:

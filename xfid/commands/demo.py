@@ -29,6 +29,7 @@ def cli(app: App, out_dir) -> None:
     """
     from xfid.api import open_store
     from xfid.demo import DEMO_CONFIG, run_demo
+    from xfid.report.attach import numbers_path
 
     own = bool(app.config_opt or Path("xfid.toml").is_file())
     store = app.api if own else open_store(app.store_opt, DEMO_CONFIG)
@@ -51,7 +52,9 @@ def cli(app: App, out_dir) -> None:
                f"{len(c.get('resolved', []))} resolved, {c.get('total_open', 0)} active issues "
                f"(open, acknowledged or reopened; {c.get('rows', 0)} aligned keys, "
                f"{c.get('comparisons', 0)} pair aggregates, {c.get('unmatched_ops', 0)} raw ops no op map matched)")
-    click.echo(f"  report: {res.report_pdf} ({c.get('pages', '?')} pages) and {res.report_html}")
+    numbers = numbers_path(res.report_pdf) if res.report_pdf else None
+    click.echo(f"  report: {res.report_pdf} ({c.get('pages', '?')} pages) and {res.report_html}; every number, "
+               f"with its file and row: {numbers}")
     cmp = res.compare
     if cmp.get("baseline"):
         verdict = f"DRIFT ({cmp['failing']} failing findings)" if cmp["drift"] else "no drift"

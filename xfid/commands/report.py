@@ -25,8 +25,11 @@ def cli(app: App, period, week, since, until, output, as_html, targets, max_poin
     PERIOD is what the Python API's `report()` takes: an ISO week (2026-W49), a range of days
     (2026-11-23..2026-11-29) or one day (2026-11-23); or give --week, or --since/--until.
 
-    Summary, per-pair plots, the discrepancy register, the competitive view, calibration,
-    coverage, methodology and source provenance. Only data: URIs are embedded; nothing is fetched.
+    Page 1: the period in a few sentences, the issue counts and each pair's health; then the
+    worst and all active issues, plots of the pairs that need action, the competitive view,
+    calibration and capability. Every number, with the file and row it comes from, and what the
+    short report leaves out (provenance, unmatched ops, small pairs) go to REPORT-numbers.csv
+    beside it. Only data: URIs are embedded; nothing is fetched.
     """
     from xfid.errors import ReportError
     from xfid.report.period import resolve_period
@@ -36,4 +39,6 @@ def cli(app: App, period, week, since, until, output, as_html, targets, max_poin
                           params=("period", "week", "since", "until"))
     res = app.api.report(period if period is not None else resolve_period(week, since, until), output, as_html, targets=targets, max_points=max_points)
     what = "HTML" if res.html else f"{res.pages} pages"
-    click.echo(f"wrote {res.path} ({what}, {res.active_issues} active issues, {res.pairs} pairs)")
+    numbers = (f" and its numbers, each with its file and row, to {res.numbers}" if res.numbers
+               else " (no numbers attachment beside a device)")
+    click.echo(f"wrote {res.path} ({what}, {res.active_issues} active issues, {res.pairs} pairs){numbers}")

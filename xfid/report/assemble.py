@@ -14,10 +14,18 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from xfid import counts
+from xfid.config import report_ours
 from xfid.errors import ReportError, XfidError
 from xfid.report.data import MAX_POINTS, ReportData, count_issues
+from xfid.report.headline import bucket_order
 from xfid.report.period import Period
-from xfid.report.views import T100, build_pairs, competitive_view, fidelity_coverage, unmatched_ops
+from xfid.report.views import (
+    build_pairs,
+    capability_rows,
+    competitive_view,
+    fidelity_coverage,
+    unmatched_ops,
+)
 
 if TYPE_CHECKING:
     from xfid.config import Config
@@ -103,11 +111,15 @@ def _live_part(data: ReportData, store: Store, config: Config) -> _Basis:
 
 
 def _calibration(data: ReportData, store: Store, config: Config, basis: _Basis) -> list[dict[str, Any]]:
-    """Each model->measured pair of a real target, fitted on the rows the report shows."""
+    """Each model->measured pair of a real (not `invented`) target, fitted on the rows the report shows."""
     from xfid.engine import calibrate
 
+    def real(name: str) -> bool:
+        t = config.targets.get(name)
+        return t is None or not t.invented
+
     want = sorted({(p.candidate, p.reference, p.target) for p in data.pairs
-                   if p.reference == "measured" and p.candidate in ("roofline", "archmodel") and p.target != T100})
+                   if p.reference == "measured" and p.candidate in ("roofline", "archmodel") and real(p.target)})
     out: list[dict[str, Any]] = []
     for cand, ref, tgt in want:
         try:
@@ -115,8 +127,9 @@ def _calibration(data: ReportData, store: Store, config: Config, basis: _Basis) 
         except XfidError as e:
             out.append({"candidate": cand, "reference": ref, "target": tgt, "error": str(e)})
             continue
+        cv = sorted(_records(res.cv), key=lambda v: (str(v.get("group_by")), bucket_order(str(v.get("group")))))
         out.append({"candidate": cand, "reference": ref, "target": tgt,
-                    "factors": _records(res.factors), "cv": _records(res.cv), "summary": dict(res.summary)})
+                    "factors": _records(res.factors), "cv": cv, "summary": dict(res.summary)})
     return out
 
 
@@ -132,10 +145,12 @@ def _capability(store: Store, config: Config, recs: pd.DataFrame, targets: list[
     if not names:
         return {}
     try:
-        return html_context(profile(store, config, names), short=True)
+        prof = profile(store, config, names)
     except XfidError as e:
         data.caveats.append(f"capability profile not shown: {e}")
         return {}
+    data.capability_rows = capability_rows(prof.targets)
+    return html_context(prof, short=True)
 
 
 def _records(v: Any) -> list[dict[str, Any]]:
@@ -170,17 +185,22 @@ def build_report_data(store: Store, config: Config, period: Period, targets: lis
                       config_hash=config.hash(), targets=targets, max_points=max_points)
     basis = _tracker_part(data, store, period) or _live_part(data, store, config)
     data.bound_tolerance = _bound_tolerance(basis.settings, config)
-    recs = store.read(columns=["fidelity", "target", "workload", "op", "metric", "stat", "value", "unit",
-                               "timestamp"]).to_pandas()
-    t100 = config.targets.get(T100)
-    data.competitive = competitive_view(recs[recs["metric"].isin(END_TO_END)], invented=bool(t100 and t100.invented),
-                                        note=t100.note if t100 else "", targets=[t for t in targets if t != T100])
-    unmatched, total = unmatched_ops(basis.coverage)
+    data.check_id = basis.check_id
+    cols = ["fidelity", "target", "workload", "op", "metric", "stat", "value", "unit", "timestamp"]
+    recs = store.read(columns=cols).to_pandas()
+    data.ours = report_ours(config)
+    # the end-to-end records with their file and row: the attachment traces each competitive cell
+    e2e = store.read({"metric": END_TO_END}, columns=[*cols, "source_path", "source_loc"]).to_pandas()
+    rivals = [t for t in targets if t not in data.ours]
+    data.competitives = [competitive_view(e2e, name, invented=config.targets[name].invented,
+                                          note=config.targets[name].note, targets=rivals) for name in data.ours]
+    unmatched, total = unmatched_ops(basis.coverage, limit=None)  # all: the attachment lists every one
     data.coverage = {"unmatched": unmatched, "unmatched_total": total,
                      "fidelities": fidelity_coverage(recs, targets)}
     data.calibration = _calibration(data, store, config, basis)
     data.capability = _capability(store, config, recs, targets, data)
     data.sources = source_provenance(store)
-    if t100 is not None and t100.invented:
-        data.caveats.append(f"{T100} is an invented example target: {t100.note or 'not a real chip'}")
+    for name in data.ours:
+        if config.targets[name].invented:
+            data.caveats.append(f"{name} is an invented example target: {config.targets[name].note or 'not a real chip'}")
     return data

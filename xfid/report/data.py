@@ -101,9 +101,12 @@ class ReportData:
     pairs: list[PairSection] = field(default_factory=list)
     open_issues: list[dict[str, Any]] = field(default_factory=list)
     resolved_issues: list[dict[str, Any]] = field(default_factory=list)
-    competitive: dict[str, Any] = field(default_factory=dict)
+    ours: list[str] = field(default_factory=list)  # [report] ours: the team's own target(s)
+    competitives: list[dict[str, Any]] = field(default_factory=list)  # views.competitive_view, one per own target
     calibration: list[dict[str, Any]] = field(default_factory=list)
     capability: dict[str, Any] = field(default_factory=dict)  # xfid.profile.render.html_context(short=True)
+    capability_rows: list[dict[str, Any]] = field(default_factory=list)  # views.capability_rows: compact, sorted
+    check_id: int | None = None  # the check whose rows the pairs show (None: a correlation at report time)
     coverage: dict[str, Any] = field(default_factory=dict)
     sources: list[dict[str, Any]] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)
@@ -111,6 +114,11 @@ class ReportData:
     max_points: int = MAX_POINTS
     seed: int = 0
     bound_tolerance: float | None = None  # the relative slack a bound had in the check shown
+
+    @property
+    def competitive(self) -> dict[str, Any]:
+        """The first own target's competitive view ({} when `[report] ours` is empty)."""
+        return self.competitives[0] if self.competitives else {}
 
     @property
     def worst(self) -> list[dict[str, Any]]:
@@ -218,7 +226,7 @@ def long_names(data: ReportData) -> list[tuple[str, str]]:
             names += list(map(str, p.rows["workload"].unique())) + list(map(str, p.rows["op"].unique()))
     names += [str(u.get("raw_op") or "") for u in data.coverage.get("unmatched", [])]
     names += [str(r.get("workload") or "") for r in data.coverage.get("fidelities", [])]
-    names += [str(r.get("workload") or "") for r in data.competitive.get("rows", [])]
+    names += [str(r.get("workload") or "") for c in data.competitives for r in c.get("rows", [])]
     for n in names:
         if len(n) > MAX_NAME and n not in seen:
             seen[n] = shorten(n)

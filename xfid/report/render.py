@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
-from xfid.config import DEFAULT_BOUND_TOLERANCE
+from xfid.config import DEFAULT_BOUND_TOLERANCE, DEFAULT_REL_TOLERANCE
 from xfid.errors import ReportError
 from xfid.outfile import write_output
 from xfid.report.data import (
@@ -15,10 +16,18 @@ from xfid.report.data import (
     age_days,
     is_missing,
     issue_factor,
-    long_names,
+    issue_rank,
     shorten,
 )
+from xfid.report.headline import KIND_SHORT, MIN_KEYS, RANGE_DASH, headline, issue_key
 from xfid.report.plots import TIME_UNITS
+from xfid.report.views import UNRECORDED_NOTE
+
+REGISTER_ROWS = 40
+"""Most active issues the PDF lists (worst first); all of them are in the attachment."""
+RESOLVED_ROWS = 20
+BREAK_AFTER = re.compile(r"(?<=[/·= ])")
+"""Where an identifier may wrap: after `/`, `·`, `=` or a space; never inside a token."""
 
 
 def fmt_num(v: Any, digits: int = 3) -> str:
@@ -62,7 +71,29 @@ def fmt_ci(ci: Any) -> str:
     """[low, high] fractions as a percent range."""
     if not ci:
         return "n<3"
-    return f"{ci[0] * 100:.1f}–{ci[1] * 100:.1f}%"
+    return f"{ci[0] * 100:.1f}{RANGE_DASH}{ci[1] * 100:.1f}%"
+
+
+def ident(text: Any) -> Any:
+    """An identifier as HTML that wraps only after `/`, `·`, `=` or a space: each piece escaped
+    and unbreakable (`white-space: nowrap`), a <wbr> between pieces."""
+    import markupsafe
+
+    pieces = [x for x in BREAK_AFTER.split(str(text)) if x]
+    return markupsafe.Markup("<wbr>".join(f'<span class="t">{markupsafe.escape(x)}</span>' for x in pieces))
+
+
+def plain(v: Any) -> str:
+    """A value as a reader writes it: a list joined with commas, a dict as `k: v`, no Python repr."""
+    if is_missing(v):
+        return "—"
+    if isinstance(v, (list, tuple, set)):
+        return ", ".join(plain(x) for x in v) or "—"
+    if isinstance(v, dict):
+        return "; ".join(f"{k}: {plain(x)}" for k, x in v.items()) or "—"
+    if isinstance(v, float):
+        return fmt_num(v)
+    return str(v)
 
 
 def _env():
@@ -70,7 +101,8 @@ def _env():
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("xfid.report", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(num=fmt_num, qty=fmt_qty, pct=fmt_pct, ci=fmt_ci, short=shorten, clip=clip)
+    env.filters.update(num=fmt_num, qty=fmt_qty, pct=fmt_pct, ci=fmt_ci, short=shorten, clip=clip, ident=ident,
+                       plain=plain, kind=lambda k: KIND_SHORT.get(str(k), str(k)))
     return env
 
 
@@ -80,36 +112,57 @@ def _css() -> str:
     return resources.files("xfid.report").joinpath("templates/report.css").read_text(encoding="utf-8")
 
 
-MIN_PLOT = 3
+MIN_PLOT = MIN_KEYS
 
 
-def render_html(data: ReportData, bound_tol: float = DEFAULT_BOUND_TOLERANCE) -> str:
-    """The whole report as one HTML string (figures inline as SVG data: URIs)."""
+def _needs_plots(p: Any, active: set[str]) -> bool:
+    """A pair worth its plots in the PDF: enough keys, and an active discrepancy or a worse trend."""
+    if p.n < MIN_PLOT:
+        return False
+    fps = set(map(str, p.rows["fingerprint"])) if p.rows is not None and "fingerprint" in p.rows else set()
+    return bool(fps & active) or p.trend_word == "worse"
+
+
+def pdf_figures(p: Any, limit: int, seed: int, bound_tol: float) -> dict[str, Any]:
+    """The figures a pair's PDF section shows: parity, error distribution, the trend (from two
+    checks on). The heatmap is left to the HTML report (xfid.report.plots.pair_figures has all)."""
+    from xfid.report import plots
+
+    outliers: list[dict[str, Any]] = []
+    par, notes = plots.parity(p, limit, seed, bound_tol, outliers)
+    return {"parity": par, "cdf": plots.error_cdf(p), "trend": plots.trend(p), "outliers": outliers, "notes": notes}
+
+
+def render_html(data: ReportData, bound_tol: float = DEFAULT_BOUND_TOLERANCE,
+                numbers_file: str = "report-numbers.csv") -> str:
+    """The short report (the PDF's HTML) as one string, figures inline as SVG data: URIs.
+
+    What does not fit a ten-minute read is in the attachment `numbers_file` (attach.numbers_csv),
+    which the text names: every number with its file and row, the sources' provenance, the keys
+    of every pair, unmatched raw ops.
+    """
     import markupsafe
 
-    from xfid.report.plots import pair_figures
 
-    # a pair with fewer than MIN_PLOT keys says nothing a plot could show: its keys go in one
-    # compact table instead of a page of empty axes each
-    plotted = [p for p in data.pairs if p.n >= MIN_PLOT]
-    small = [p for p in data.pairs if p.n < MIN_PLOT]
-    figs = [pair_figures(p, data.max_points, data.seed, bound_tol) for p in plotted]
-    notes = list(data.notes)  # figure notes go on their pair's page
     for i in [*data.open_issues, *data.resolved_issues]:
         i.setdefault("age", age_days(i.get("first_seen"), data.generated_at))
         i.setdefault("factor", issue_factor(i))
+    active = {str(i.get("fingerprint")) for i in data.open_issues if i.get("fingerprint")}
+    big = [p for p in data.pairs if p.n >= MIN_PLOT]
+    plotted = [p for p in big if _needs_plots(p, active)]
+    figs = [pdf_figures(p, data.max_points, data.seed, bound_tol) for p in plotted]
     xf_ids = {str(i["fingerprint"]): str(i["id"]) for i in [*data.open_issues, *data.resolved_issues]
               if i.get("fingerprint") and i.get("id")}
     anchors = {id(p): k + 1 for k, p in enumerate(plotted)}
+    register = sorted(data.open_issues, key=issue_rank)[:REGISTER_ROWS]
     tmpl = _env().get_template("report.html.j2")
-    small_rows = []
-    for p in small:
-        rows = p.rows.to_dict("records") if p.rows is not None and len(p.rows) else [{}]
-        for r in rows:
-            small_rows.append({"pair": p, "row": r})
-    return tmpl.render(d=data, plotted=plotted, small_rows=small_rows, min_plot=MIN_PLOT, figs=figs, notes=notes,
-                       names=long_names(data), bound_tol=bound_tol, css=markupsafe.Markup(_css()),
-                       xf_ids=xf_ids, anchor=lambda p: anchors.get(id(p)), factor_legend=FACTOR_LEGEND)
+    return tmpl.render(d=data, plotted=plotted, big_pairs=big, small_pairs=[p for p in data.pairs if p.n < MIN_PLOT],
+                       min_plot=MIN_PLOT, figs=figs, notes=list(data.notes), bound_tol=bound_tol,
+                       default_tol=DEFAULT_REL_TOLERANCE, css=markupsafe.Markup(_css()), xf_ids=xf_ids,
+                       anchor=lambda p: anchors.get(id(p)), factor_legend=FACTOR_LEGEND,
+                       headline=headline(data, fmt_qty), register=register,
+                       resolved=data.resolved_issues[:RESOLVED_ROWS], key=issue_key, numbers_file=numbers_file,
+                       unrecorded_note=UNRECORDED_NOTE, dash=RANGE_DASH)
 
 
 def weasyprint():

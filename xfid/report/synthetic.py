@@ -125,8 +125,9 @@ def synthetic_report(n_issues: int = 60, n_workloads: int = 8, seed: int = 0, ho
                       resolved_issues=resolved, seed=seed)
     data.counts = {"active": len(issues), "new": 8, "reopened": 1, "resolved": len(resolved), "waived": 1}
     data.prev_counts = {"active": len(issues) - 1, "new": 7, "reopened": 0, "resolved": 2, "waived": 1}
-    data.competitive = competitive_view(_records(workloads), invented=True,
-                                        note="example target invented for xfid's demo; not a real chip")
+    data.ours = ["t100-a0"]
+    data.competitives = [competitive_view(_records(workloads), "t100-a0", invented=True,
+                                          note="example target invented for xfid's demo; not a real chip")]
     data.calibration = [{"candidate": "archmodel", "reference": "measured", "target": "h100-sxm",
                          "factors": [{"op_class": "attn.sdpa", "limiter": "memory", "factor": 0.71, "n": 12},
                                      {"op_class": "mlp.up_proj", "limiter": "compute", "factor": 0.83, "n": 20}],

@@ -9,7 +9,6 @@ import pandas as pd
 from xfid.models.auto import first_token_workload
 from xfid.report.data import FIDELITY_ORDER, PairSection, is_missing, pair_key
 
-T100 = "t100-a0"
 COMPETITIVE_METRICS = (  # metric, label, higher is better
     ("throughput_tokens", "tokens/s", True),
     ("tokens_per_joule", "tokens/s/W", True),
@@ -122,6 +121,16 @@ def build_pairs(checks: list[dict[str, Any]], rows: pd.DataFrame | None, targets
     return out
 
 
+def _text(v: Any) -> str:
+    return "" if v is None or (isinstance(v, float) and v != v) else str(v)
+
+
+def _sources(*cells: dict[str, Any]) -> dict[str, str]:
+    """A derived cell's provenance: the records it was computed from, joined with ` + `."""
+    return {"source_path": " + ".join(c.get("source_path", "") for c in cells),
+            "source_loc": " + ".join(c.get("source_loc", "") for c in cells)}
+
+
 def _pick(df: pd.DataFrame) -> pd.Series | None:
     """The row to show for one (target, workload, metric): preferred stat, latest timestamp."""
     for st in STAT_PREFERENCE:
@@ -131,25 +140,27 @@ def _pick(df: pd.DataFrame) -> pd.Series | None:
     return None
 
 
-def competitive_view(records: pd.DataFrame, t100: str = T100, invented: bool = False,
+def competitive_view(records: pd.DataFrame, ours: str, invented: bool = False,
                      note: str = "", targets: list[str] | None = None) -> dict[str, Any]:
-    """T100 (its highest available fidelity) against measured competitors on the same workloads.
+    """One of our own targets (`[report] ours`; its highest available fidelity) against measured
+    competitors on the same workloads.
 
     Args:
         records: end-to-end store records (columns fidelity, target, workload, op, metric, stat,
             value, unit, timestamp).
-        t100: the target projected by models; invented/note come from its config entry.
+        ours: our target, projected by models; invented/note come from its config entry.
         targets: competitor targets to keep (empty/None: all measured ones).
 
     Returns:
-        dict with `competitors` (target names), `rows` (workload, metric, label, higher_better,
-        t100 {value, fidelity, stat} or None, by_target {target: {value, fidelity, stat}}) and flags.
+        dict with `ours` (the name), `competitors` (target names), `rows` (workload, metric, label,
+        higher_better, ours {value, fidelity, stat} or None, by_target {target: {value, fidelity,
+        stat}}, advantage) and flags.
     """
     want = {m for m, _, _ in COMPETITIVE_METRICS}
     df = records[(records["op"] == "") & records["metric"].isin(want | {"power"}) & records["value"].notna()].copy()
     df["fidelity"] = df["fidelity"].astype(str)
-    mine = df[df["target"] == t100]
-    rivals = df[(df["target"] != t100) & (df["fidelity"] == "measured")]
+    mine = df[df["target"] == ours]
+    rivals = df[(df["target"] != ours) & (df["fidelity"] == "measured")]
     if targets:
         rivals = rivals[rivals["target"].isin(targets)]
     workloads = sorted(set(mine["workload"]) & set(rivals["workload"]))
@@ -159,15 +170,18 @@ def competitive_view(records: pd.DataFrame, t100: str = T100, invented: bool = F
         for fid in reversed(FIDELITY_ORDER):
             r = _pick(sub[(sub["fidelity"] == fid) & (sub["metric"] == metric)])
             if r is not None:
-                return {"value": float(r["value"]), "fidelity": fid, "stat": str(r["stat"]), "derived": False}
+                return {"value": float(r["value"]), "fidelity": fid, "stat": str(r["stat"]), "derived": False,
+                        "source_path": _text(r.get("source_path")), "source_loc": _text(r.get("source_loc"))}
         if metric == "tokens_per_joule":  # tokens/s ÷ W from the same fidelity
             tput, power = cell(sub, "throughput_tokens"), cell(sub, "power")
             if tput and power and power["fidelity"] == tput["fidelity"] and power["value"] > 0:
-                return {"value": tput["value"] / power["value"], "fidelity": tput["fidelity"], "stat": "derived", "derived": True}
+                return {"value": tput["value"] / power["value"], "fidelity": tput["fidelity"], "stat": "derived", "derived": True,
+                        **_sources(tput, power)}
         if metric == "energy_per_token":  # J/token = 1 / (tokens/J), the same fidelity
             tpj = cell(sub, "tokens_per_joule")
             if tpj and tpj["value"] > 0:
-                return {"value": 1.0 / tpj["value"], "fidelity": tpj["fidelity"], "stat": "derived", "derived": True}
+                return {"value": 1.0 / tpj["value"], "fidelity": tpj["fidelity"], "stat": "derived", "derived": True,
+                        **_sources(tpj)}
         return None
 
     for w in workloads:
@@ -187,10 +201,10 @@ def competitive_view(records: pd.DataFrame, t100: str = T100, invented: bool = F
                 ref = max(vals) if higher else min(vals)
                 best = mine_cell["value"] / ref if ref else None
                 if best is not None and not higher:
-                    best = 1 / best if best else None  # >1 always means T100 is better
+                    best = 1 / best if best else None  # >1 always means ours is better
             rows.append({"workload": w, "metric": metric, "label": label, "higher_better": higher,
-                         "t100": mine_cell, "by_target": by, "advantage": best})
-    return {"t100": t100, "invented": invented, "note": note, "competitors": competitors, "rows": rows}
+                         "ours": mine_cell, "by_target": by, "advantage": best})
+    return {"ours": ours, "invented": invented, "note": note, "competitors": competitors, "rows": rows}
 
 
 def fidelity_coverage(records: pd.DataFrame, targets: list[str] | None = None) -> list[dict[str, Any]]:
@@ -207,10 +221,44 @@ def fidelity_coverage(records: pd.DataFrame, targets: list[str] | None = None) -
     return out
 
 
-def unmatched_ops(coverage: pd.DataFrame | None, limit: int = 40) -> tuple[list[dict[str, Any]], int]:
+def unmatched_ops(coverage: pd.DataFrame | None, limit: int | None = 40) -> tuple[list[dict[str, Any]], int]:
     """Raw op names no op map of their source matched (xfid.counts.unmatched_ops: most records
-    first), and how many there are in all."""
+    first; at most `limit`, None: all), and how many there are in all."""
     from xfid.counts import unmatched_ops as gaps
 
     un = gaps(coverage)
-    return un.head(limit).to_dict("records"), len(un)
+    return (un if limit is None else un.head(limit)).to_dict("records"), len(un)
+
+
+UNRECORDED = "—"
+LIMITER_WORDS = {"cycles": "cycle count"}
+"""The block model bounds an RTL block's cycles: no compute or memory limit to name."""
+
+
+def _shown(v: Any) -> str:
+    return UNRECORDED if v in (None, "", "unknown") else str(v)
+
+
+def capability_rows(targets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The capability profile's classes (xfid.profile's `targets`), one compact row each, sizes
+    in numeric order; what the records do not say is "—" (see UNRECORDED_NOTE), never "unknown"."""
+    from xfid.report.headline import bucket_order
+
+    out = []
+    for t in targets:
+        for c in t["classes"]:
+            fb, fp = c["fraction_of_bound"], c["fraction_of_peak"]
+            peak = c.get("peak") or {}
+            out.append({"target": t["target"], "op_class": c["op_class"], "precision": _shown(c["precision"]),
+                        "size": _shown(c["size_bucket"]), "size_key": bucket_order(c["size_bucket"]),
+                        "limiter": LIMITER_WORDS.get(c["limiter"], _shown(c["limiter"])), "n": int(c["n"]),
+                        "of_bound": fb.get("median"), "ci": fb.get("ci"), "of_peak": fp.get("median"),
+                        "peak_kind": peak.get("kind") or "", "verdict": c["limits"]["verdict"],
+                        "caveats": "; ".join(c["caveats"]), "evidence": list(c.get("evidence") or [])})
+    out.sort(key=lambda r: (r["target"], r["op_class"], r["precision"], r["size_key"], r["limiter"]))
+    return out
+
+
+UNRECORDED_NOTE = ("—: the records do not say (an RTL block's cocotb run records cycles, no precision or FLOP "
+                   "count); cycle count: the block model bounds the cycles, so there is no compute or memory limit "
+                   "to name.")
