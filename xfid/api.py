@@ -694,12 +694,13 @@ class XfidStore:
         if path is None:
             out.parent.mkdir(exist_ok=True)  # the default reports/ folder; a folder named by path must exist
         assert data.bound_tolerance is not None  # build_report_data sets it from the check's settings
-        text = render_html(data, bound_tol=data.bound_tolerance)
         pages = None
-        if html:
-            write_atomic(out, text.encode("utf-8"))
+        if html:  # the page to work in: every table, sortable and filterable (xfid.report.web)
+            from xfid.report.web import render_web
+
+            write_atomic(out, render_web(data, bound_tol=data.bound_tolerance).encode("utf-8"))
         else:
-            pdf, pages = render_pdf(text)
+            pdf, pages = render_pdf(render_html(data, bound_tol=data.bound_tolerance))
             write_atomic(out, pdf)
         in_open = sum(1 for i in data.open_issues if i.get("state") == "open")
         return ReportResult(out, html, pages, len(data.open_issues), len(data.pairs), in_open)
