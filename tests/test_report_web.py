@@ -76,6 +76,7 @@ def test_script_never_parses_data_as_html():
 
 def test_hostile_names_are_escaped_text(page):
     _, html = page
+    html = html.replace("<wbr>", "")  # the page's own line-break marks after each / in a name
     assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
     assert "</style><script>alert(1)" not in html and "&lt;/style&gt;&lt;script&gt;alert(1)" in html
     assert r"$\alpha$" in html and "{{ 7*7 }}" in html
@@ -95,7 +96,7 @@ def test_every_table_row_and_anchor_is_there(page):
     assert reg.count("<tr id=") == len(data.open_issues) == 40
     assert reg.count("<details>") == 40  # the provenance of each row, collapsed
     for src in data.sources:
-        assert src["path"] in html and all(str(escape(c)) in html for c in src.get("config", []))
+        assert src["path"] in html.replace("<wbr>", "") and all(str(escape(c)) in html for c in src.get("config", []))
     assert 'data-count="active">40</td>' in html
     assert html.count('class="tfilter"') == html.count('<table class="data') > 10
     assert 'id="search"' in html

@@ -80,6 +80,15 @@ def sort_value(v: Any) -> str:
     return repr(float(v))
 
 
+def breakable(v: Any) -> Any:
+    """A long identifier (workload, op, path) escaped, with a line-break chance (<wbr>) after each
+    `/` and `,`, so a narrow column breaks it between its parts, never inside one."""
+    import markupsafe
+
+    text = str(markupsafe.escape(terminal(str(v))))  # escaped first: the marks are the only markup added
+    return markupsafe.Markup(text.replace("/", "/<wbr>").replace(",", ",<wbr>"))
+
+
 def plain(v: Any) -> Any:
     """A provenance value as a reader writes it: a list joined, a mapping as JSON (never a Python repr)."""
     if isinstance(v, (list, tuple)):
@@ -203,7 +212,7 @@ def web_context(data: ReportData, bound_tol: float) -> dict[str, Any]:
     return {"d": data, "figs": figs, "keys": keys, "key_of": key_of, "pair_ids": pair_ids, "xf_ids": xf_ids,
             "issue_id": lambda i: issue_ids[id(i)], "issue_prov": lambda i: issue_provenance(i, rows_by_fp),
             "names": long_names(data), "bound_tol": bound_tol, "factor_legend": FACTOR_LEGEND, "min_plot": MIN_PLOT,
-            "sortv": sort_value, "plain": plain}
+            "sortv": sort_value, "plain": plain, "brk": breakable}
 
 
 def render_web(data: ReportData, bound_tol: float = DEFAULT_BOUND_TOLERANCE) -> str:

@@ -8,6 +8,8 @@
   var search = document.getElementById("search");
   var searchCount = document.getElementById("search-count");
   var rowText = new Map();
+  /* a cell with no data-v that is only a number (a percent, a factor): sorted by its value */
+  var PLAIN_NUMBER = /^[+\-\u2212]?\d+(\.\d+)?(e[+\-]?\d+)?\s?(%|×)?$/;
 
   /* What a cell sorts by: its data-v number when it has one, else its text; null when empty. */
   function cellKey(td) {
@@ -18,6 +20,7 @@
       return isFinite(x) ? x : null;
     }
     var t = td.textContent.trim();
+    if (PLAIN_NUMBER.test(t)) { return parseFloat(t.replace("\u2212", "-")); }
     return t === "" || t === "—" ? null : t;
   }
 
