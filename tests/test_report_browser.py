@@ -168,7 +168,13 @@ def test_hostile_names_show_as_text(opened):
     assert EVIL[0] in body and '<img src="file:///etc/passwd">' in body and "</style><script>alert(1)</script>" in body
     assert EVIL[1] in body and r"evil\u202etxt.csv" in body and "\u202e" not in body  # the override shown
     assert page.locator('img[src="x"]').count() == 0 and page.locator("img:not([src^='data:'])").count() == 0
-    assert page.evaluate("() => document.scripts.length") == 1
+    assert page.evaluate("() => Array.from(document.scripts).map(s => s.type)") == ["application/json", ""]
+    # a provenance line is written as text when its row opens (the note holds hostile markup)
+    key = page.locator("#t-keys-1 tbody tr", has_text=EVIL[0]).first
+    assert key.locator("dl").count() == 0
+    key.locator("details summary").click()
+    assert EVIL[0] in key.locator("dl").inner_text() and "</style><script>alert(1)</script>" in key.inner_text()
+    assert page.locator('img[src="x"]').count() == 0 and page.evaluate("() => document.scripts.length") == 2
     assert events["dialogs"] == []
     # the hash-allowed stylesheet applied (a blocked one would leave the header unstyled)
     assert page.locator("#t-register thead th").first.evaluate("h => getComputedStyle(h).cursor") == "pointer"

@@ -171,7 +171,7 @@ def test_report_without_checks_correlates_live(xfid_cli, tmp_path):
     # a roofline throughput is an upper bound: shown as a bound, the achieved fraction 2400 / 3100
     pairs = html.split('id="t-bounds"')[1].split("</table>")[0]
     assert "roofline → archmodel" in pairs and "throughput_tokens/value" in pairs
-    assert ">77.4%<" in pairs and 'data-v="0.0">0<' in pairs  # achieved, violations
+    assert ">77.4%<" in pairs and 'data-v="0">0<' in pairs  # achieved, violations
     assert ">29.2%<" not in pairs and "×<" not in pairs  # no MAPE, no bias for a bound
 
 

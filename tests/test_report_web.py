@@ -9,9 +9,8 @@ import hashlib
 import re
 
 import pytest
-from markupsafe import escape
 
-from xfid.report.synthetic import synthetic_report
+from xfid.report.synthetic import HOSTILE, synthetic_report
 from xfid.report.web import anchor_id, content_security_policy, plain, render_web
 
 EVIL = ("<img src=x onerror=alert(1)>", r"$\alpha$", "evil\u202etxt.csv")
@@ -24,6 +23,7 @@ def hostile_data():
     for i, name in enumerate(EVIL):
         data.open_issues[i]["workload"] = name
         data.pairs[0].rows.loc[data.pairs[0].rows.index[i], "workload"] = name
+    data.pairs[0].rows["note"] = ["" if k else EVIL[0] + " " + HOSTILE[1] for k in range(len(data.pairs[0].rows))]
     return data
 
 
@@ -31,6 +31,13 @@ def hostile_data():
 def page():
     data = hostile_data()
     return data, render_web(data)
+
+
+def _provenance(html: str) -> dict[str, list[list[str]]]:
+    """The page's provenance data block: row id -> [label, value] lines."""
+    import json
+
+    return json.loads(html.split('<script type="application/json" id="provenance">')[1].split("</script>")[0])
 
 
 def _inline(html: str, tag: str) -> str:
@@ -60,8 +67,10 @@ def test_self_contained_no_inline_attribute_the_csp_would_block(page):
     _, html = page
     assert not re.search(r'\b(?:src|href)="(?!data:|#)', html)  # nothing fetched, links only inside the page
     assert not re.search(r"\sstyle=", html)  # a style attribute needs 'unsafe-hashes': there is none
-    assert not re.search(r"\son[a-z]+=", html.replace("onerror=alert(1)&gt;", ""))  # no inline handler
-    assert html.count("<img ") == 16 and html.count("<script") == 1
+    markup = re.sub(r'<script type="application/json" id="provenance">.*?</script>', "", html, flags=re.S)
+    assert not re.search(r"\son[a-z]+=", markup.replace("onerror=alert(1)&gt;", ""))  # no inline handler
+    assert html.count("<img ") == 16 and html.count("<script") == 2  # the script and one JSON data block
+    assert html.count('<script type="application/json" id="provenance">') == 1
 
 
 def test_script_never_parses_data_as_html():
@@ -81,6 +90,8 @@ def test_hostile_names_are_escaped_text(page):
     assert "</style><script>alert(1)" not in html and "&lt;/style&gt;&lt;script&gt;alert(1)" in html
     assert r"$\alpha$" in html and "{{ 7*7 }}" in html
     assert "\u202e" not in html and r"evil\u202etxt.csv" in html  # the override shown, not obeyed
+    block = html.split('<script type="application/json" id="provenance">')[1].split("</script>")[0]
+    assert "<" not in block and ">" not in block and "\\u003cimg src=x" in block  # no tag can end the block
 
 
 def test_every_table_row_and_anchor_is_there(page):
@@ -95,8 +106,14 @@ def test_every_table_row_and_anchor_is_there(page):
     reg = html.split('id="t-register"')[1].split("</table>")[0]
     assert reg.count("<tr id=") == len(data.open_issues) == 40
     assert reg.count("<details>") == 40  # the provenance of each row, collapsed
+    prov = _provenance(html)
     for src in data.sources:
-        assert src["path"] in html.replace("<wbr>", "") and all(str(escape(c)) in html for c in src.get("config", []))
+        row = html.split(f'<tr id="src-{src["source_id"][:16]}">')[1].split("</tr>")[0]
+        assert src["path"] in row.replace("<wbr>", "") and "<details>" in row
+        assert dict(prov[f'src-{src["source_id"][:16]}'])["config"] == ", ".join(src["config"])
+    first = data.pairs[0].rows.iloc[0]
+    lines = dict(prov[f"key-{first['fingerprint']}"])
+    assert lines["note"] == EVIL[0] + " " + HOSTILE[1] and lines["fingerprint"] == first["fingerprint"]
     assert 'data-count="active">40</td>' in html
     assert html.count('class="tfilter"') == html.count('<table class="data') > 10
     assert 'id="search"' in html
@@ -106,7 +123,7 @@ def test_numeric_cells_carry_their_raw_value(page):
     data, html = page
     i = next(i for i in data.open_issues if i["id"] == "XF-1")
     row = html.split('<tr id="XF-1"')[1].split("</tr>")[0]
-    assert f'data-v="{float(i["rel_error"])!r}"' in row and "+90.0%" in row
+    assert f'data-v="{float(i["rel_error"]):.9g}"' in row and "+90.0%" in row
 
 
 def test_anchor_ids_are_unique_and_plain():

@@ -77,7 +77,7 @@ def sort_value(v: Any) -> str:
     """What a numeric cell sorts by (its `data-v`): the raw number, '' when missing."""
     if isinstance(v, bool) or not isinstance(v, (int, float)) or is_missing(v) or not math.isfinite(v):
         return ""
-    return repr(float(v))
+    return f"{float(v):.9g}"  # nine digits: the order of any two values a reader can tell apart
 
 
 def breakable(v: Any) -> Any:
@@ -146,7 +146,7 @@ def records(rows: Any) -> list[dict[str, Any]]:
     return [dict(zip(cols, vals, strict=True)) for vals in zip(*(rows[c].tolist() for c in cols), strict=True)]
 
 
-def key_cells(r: dict[str, Any], p: PairSection) -> tuple[str, ...]:
+def key_cells(r: dict[str, Any], p: PairSection) -> tuple[Any, ...]:
     """One key's cell texts and sort values in the order the template writes them (workload, op,
     then value and sort value of candidate, reference, error or achieved, [tolerance], kind,
     factor), formatted here rather than by filter calls in the template: the 4,000-key
@@ -154,7 +154,7 @@ def key_cells(r: dict[str, Any], p: PairSection) -> tuple[str, ...]:
     from xfid.report.render import fmt_num, fmt_pct, fmt_qty
 
     g = r.get
-    cells = [str(g("workload") or ""), str(g("op") or "(end-to-end)"),
+    cells = [breakable(g("workload") or ""), breakable(g("op") or "(end-to-end)"),
              sort_value(g("candidate_value")), fmt_qty(g("candidate_value"), p.unit),
              sort_value(g("reference_value")), fmt_qty(g("reference_value"), p.unit)]
     if p.is_bound:
@@ -163,6 +163,23 @@ def key_cells(r: dict[str, Any], p: PairSection) -> tuple[str, ...]:
         cells += [sort_value(g("rel_error")), fmt_pct(g("rel_error"), True),
                   sort_value(g("tolerance")), fmt_pct(g("tolerance"))]
     return (*cells, str(g("kind") or ""), sort_value(g("factor")), fmt_num(g("factor")))
+
+
+def issue_cells(i: dict[str, Any], anchor: str, link: str | None, n_prov: int) -> dict[str, Any]:
+    """One issue's row: anchor, the key it links to, and its cell texts and sort values in the
+    order the template writes them (formatted here, as key_cells, for the 1,000-issue benchmark)."""
+    from xfid.report.render import fmt_num, fmt_pct, fmt_qty
+
+    g, unit = i.get, i.get("unit", "")
+    age = g("age")
+    cells = (g("id"), g("state"), g("kind"), sort_value(g("factor")), fmt_num(g("factor")), g("target"),
+             breakable(g("workload") or ""), breakable(g("op") or "(end-to-end)"), f"{g('metric')}/{g('stat')}",
+             sort_value(g("candidate_value")), f"{fmt_qty(g('candidate_value'), unit)} {g('candidate')}",
+             sort_value(g("reference_value")), f"{fmt_qty(g('reference_value'), unit)} {g('reference')}",
+             sort_value(g("rel_error")), fmt_pct(g("rel_error"), True), sort_value(g("tolerance")),
+             fmt_pct(g("tolerance")), (g("first_seen") or "—")[:10], sort_value(age),
+             "—" if age is None else str(age), g("owner") or "—")
+    return {"id": anchor, "link": link, "kind": g("kind"), "c": cells, "nprov": n_prov}
 
 
 def key_rows(pairs: list[PairSection], xf_ids: dict[str, str], taken: set[str]) -> tuple[dict[int, list[dict[str, Any]]],
@@ -193,6 +210,29 @@ def issue_provenance(issue: dict[str, Any], rows_by_fp: dict[str, dict[str, Any]
     return out + [x for x in provenance(row) if x[0] != "fingerprint"] if row else out
 
 
+def source_provenance(s: dict[str, Any]) -> list[tuple[str, Any]]:
+    """A source's manifest fields the table does not show: id, checksum, config, options, summary."""
+    out = [("source id", s.get("source_id")), ("sha256", s.get("content_hash"))]
+    out += [(k, plain(s[k])) for k in ("config", "options", "summary") if s.get(k)]
+    return [(k, v) for k, v in out if not _blank(v)]
+
+
+class Provenance:
+    """Every row's provenance lines by the row's id: written once as a JSON data block (Jinja's
+    `tojson`, safe inside <script>) that the page's script shows, by textContent, when a row's
+    <details> opens. Rendering them as markup cost most of the 4,000-key benchmark's time."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, list[list[str]]] = {}
+
+    def add(self, row_id: str, lines: list[tuple[str, Any]]) -> int:
+        """Record one row's lines; returns how many (the <summary> says it)."""
+        if lines:
+            self.rows[row_id] = [[terminal(k), terminal(v if isinstance(v, str) else plain(v) if isinstance(
+                v, (list, tuple, dict)) else str(v))] for k, v in lines]
+        return len(lines)
+
+
 def web_context(data: ReportData, bound_tol: float) -> dict[str, Any]:
     """What report_web.html.j2 reads (the figures are drawn here, by the PDF's plot code)."""
     from xfid.report.plots import pair_figures
@@ -208,11 +248,23 @@ def web_context(data: ReportData, bound_tol: float) -> dict[str, Any]:
     keys, key_of = key_rows(data.pairs, xf_ids, taken)
     rows_by_fp = {str(kr["r"]["fingerprint"]): kr["r"] for rows in keys.values() for kr in rows
                   if _clean(kr["r"].get("fingerprint"))}
+    prov = Provenance()
+    for rows in keys.values():
+        for kr in rows:
+            kr["nprov"] = prov.add(kr["id"], kr.pop("prov"))
+    rows_of = {id(i): issue_cells(i, issue_ids[id(i)], key_of.get(str(i.get("fingerprint") or "")),
+                                  prov.add(issue_ids[id(i)], issue_provenance(i, rows_by_fp))) for i in issues}
+    source_ids = {id(s): anchor_id("src-", (s.get("source_id") or "")[:16], taken) for s in data.sources}
+    source_n = {id(s): prov.add(source_ids[id(s)], source_provenance(s)) for s in data.sources}
+    check_ids = {id(c): anchor_id("check-", c.get("id", ""), taken) for c in data.checks}
+    check_n = {id(c): prov.add(check_ids[id(c)], list((c.get("settings") or {}).items())) for c in data.checks}
     figs = [pair_figures(p, data.max_points, data.seed, bound_tol) if p.n >= MIN_PLOT else None for p in data.pairs]
     return {"d": data, "figs": figs, "keys": keys, "key_of": key_of, "pair_ids": pair_ids, "xf_ids": xf_ids,
-            "issue_id": lambda i: issue_ids[id(i)], "issue_prov": lambda i: issue_provenance(i, rows_by_fp),
+            "issue_id": lambda i: issue_ids[id(i)], "issue_row": lambda i: rows_of[id(i)],
+            "source_id": lambda s: source_ids[id(s)], "source_n": lambda s: source_n[id(s)],
+            "check_id": lambda c: check_ids[id(c)], "check_n": lambda c: check_n[id(c)], "provenance": prov.rows,
             "names": long_names(data), "bound_tol": bound_tol, "factor_legend": FACTOR_LEGEND, "min_plot": MIN_PLOT,
-            "sortv": sort_value, "plain": plain, "brk": breakable}
+            "sortv": sort_value, "brk": breakable}
 
 
 def render_web(data: ReportData, bound_tol: float = DEFAULT_BOUND_TOLERANCE) -> str:

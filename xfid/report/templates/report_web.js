@@ -46,9 +46,38 @@
     rows.forEach(function (x) { body.appendChild(x.row); });
   }
 
+  /* Every row's provenance lines by row id, from the JSON data block (parsed once, when first needed). */
+  var provenance = null;
+  function provOf(row) {
+    if (provenance === null) {
+      var block = document.getElementById("provenance");
+      provenance = block ? JSON.parse(block.textContent) : {};
+    }
+    return Object.prototype.hasOwnProperty.call(provenance, row.id) ? provenance[row.id] : [];
+  }
+
+  /* A row's <details> shows its provenance lines when first opened, written as text. */
+  function fill(details) {
+    if (!details.open || details.querySelector("dl")) { return; }
+    var row = details.closest("tr");
+    var dl = document.createElement("dl");
+    provOf(row).forEach(function (line) {
+      var dt = document.createElement("dt"), dd = document.createElement("dd");
+      dt.textContent = line[0];
+      dd.textContent = line[1];
+      dl.appendChild(dt);
+      dl.appendChild(dd);
+    });
+    details.appendChild(dl);
+  }
+
+  /* What the filters match: the row's text and its provenance (a file name finds its rows). */
   function textOf(row) {
     var t = rowText.get(row);
-    if (t === undefined) { t = row.textContent.toLowerCase(); rowText.set(row, t); }
+    if (t === undefined) {
+      t = (row.textContent + " " + provOf(row).map(function (l) { return l[1]; }).join(" ")).toLowerCase();
+      rowText.set(row, t);
+    }
     return t;
   }
 
@@ -99,6 +128,9 @@
     if (box) { box.addEventListener("input", apply); }
   });
   if (search) { search.addEventListener("input", apply); }
+  document.addEventListener("toggle", function (e) {
+    if (e.target instanceof HTMLDetailsElement) { fill(e.target); }
+  }, true);
   window.addEventListener("resize", headerHeight);
   headerHeight();
 }());
