@@ -672,7 +672,8 @@ class XfidStore:
             period: a Period, "YYYY-Www", "YYYY-MM-DD..YYYY-MM-DD", "YYYY-MM-DD" (one day), or None
                 for the last complete ISO week.
             path: the file to write (default reports/xfid-<period>.pdf or .html).
-            html: write HTML instead of PDF.
+            html: write the HTML page to work in instead of the PDF: every table and key, sortable
+                and filterable, with each row's provenance (xfid.report.web).
             targets: only these targets.
             max_points: most points drawn per plot (a seeded sample; tables stay complete).
 
