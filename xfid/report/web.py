@@ -6,7 +6,9 @@ It stays one self-contained file: the stylesheet and script next to the template
 figures are data: URIs, and a Content-Security-Policy meta allows nothing else — the inline
 style and script by their sha256 hash (computed here, from the exact text inlined), images only
 as data:. Every value goes through Jinja autoescape and `textsafe.terminal` (control and bidi
-characters made visible); the script reads and writes text only through `textContent`.
+characters made visible); each row's provenance lines are one JSON data block (Jinja's `tojson`,
+which escapes <, > and &) that the script shows when the row's <details> opens. The script reads
+and writes text only through `textContent`, never markup.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ def _finalize(v: Any) -> Any:
 
 @cache
 def _env():
+    """The report's Jinja environment (autoescape, its number filters) with `_finalize` added."""
     from xfid.report.render import _env as report_env
 
     return report_env().overlay(finalize=_finalize)  # the report's filters; its environment untouched
