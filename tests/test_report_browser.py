@@ -114,6 +114,12 @@ def test_sorting_a_numeric_column_orders_by_value_both_ways(opened):
     ids = _column(page, "t-register", "id")
     assert ids == sorted(ids, key=lambda s: int(s.split("-")[1]))
     page.screenshot(path=str(shots(Path(page.url[7:]).parent) / "report-sorted.png"))
+    # a key table (its rows written by the script from the JSON block) sorts the same way
+    _click_header(page, "t-keys-1", "candidate")
+    keys = [float(v) for v in _column(page, "t-keys-1", "candidate") if v != ""]
+    assert len(keys) == len(data.pairs[0].rows) and keys == sorted(keys) and keys != sorted(keys, key=str)
+    _click_header(page, "t-keys-1", "candidate")
+    assert [float(v) for v in _column(page, "t-keys-1", "candidate") if v != ""] == sorted(keys, reverse=True)
 
 
 def test_a_tables_filter_hides_rows_that_do_not_match(opened):
@@ -153,6 +159,10 @@ def test_every_issue_and_key_has_an_anchor_and_links_reach_them(opened):
     for p in data.pairs:
         for fp in p.rows["fingerprint"]:
             assert f"key-{fp}" in ids
+    fp = data.pairs[1].rows["fingerprint"].iloc[3]
+    page.goto(f"{page.url.split('#')[0]}#key-{fp}")  # a link to a key, opened from outside
+    assert page.evaluate("() => document.querySelector(':target').id") == f"key-{fp}"
+    assert page.evaluate("() => document.querySelector(':target').getBoundingClientRect().top > 0")
     page.locator('#t-worst a[href="#XF-36"]').click()
     assert page.evaluate("() => location.hash") == "#XF-36"
     assert page.evaluate("() => document.querySelector(':target').id") == "XF-36"
@@ -168,13 +178,13 @@ def test_hostile_names_show_as_text(opened):
     assert EVIL[0] in body and '<img src="file:///etc/passwd">' in body and "</style><script>alert(1)</script>" in body
     assert EVIL[1] in body and r"evil\u202etxt.csv" in body and "\u202e" not in body  # the override shown
     assert page.locator('img[src="x"]').count() == 0 and page.locator("img:not([src^='data:'])").count() == 0
-    assert page.evaluate("() => Array.from(document.scripts).map(s => s.type)") == ["application/json", ""]
+    assert page.evaluate("() => Array.from(document.scripts).map(s => s.type)") == ["application/json"] * 2 + [""]
     # a provenance line is written as text when its row opens (the note holds hostile markup)
     key = page.locator("#t-keys-1 tbody tr", has_text=EVIL[0]).first
     assert key.locator("dl").count() == 0
     key.locator("details summary").click()
     assert EVIL[0] in key.locator("dl").inner_text() and "</style><script>alert(1)</script>" in key.inner_text()
-    assert page.locator('img[src="x"]').count() == 0 and page.evaluate("() => document.scripts.length") == 2
+    assert page.locator('img[src="x"]').count() == 0 and page.evaluate("() => document.scripts.length") == 3
     assert events["dialogs"] == []
     # the hash-allowed stylesheet applied (a blocked one would leave the header unstyled)
     assert page.locator("#t-register thead th").first.evaluate("h => getComputedStyle(h).cursor") == "pointer"

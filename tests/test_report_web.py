@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 
 import pytest
@@ -33,11 +34,13 @@ def page():
     return data, render_web(data)
 
 
+def _block(html: str, name: str) -> str:
+    return html.split(f'<script type="application/json" id="{name}">')[1].split("</script>")[0]
+
+
 def _provenance(html: str) -> dict[str, list[list[str]]]:
     """The page's provenance data block: row id -> [label, value] lines."""
-    import json
-
-    return json.loads(html.split('<script type="application/json" id="provenance">')[1].split("</script>")[0])
+    return json.loads(_block(html, "provenance"))
 
 
 def _inline(html: str, tag: str) -> str:
@@ -67,10 +70,11 @@ def test_self_contained_no_inline_attribute_the_csp_would_block(page):
     _, html = page
     assert not re.search(r'\b(?:src|href)="(?!data:|#)', html)  # nothing fetched, links only inside the page
     assert not re.search(r"\sstyle=", html)  # a style attribute needs 'unsafe-hashes': there is none
-    markup = re.sub(r'<script type="application/json" id="provenance">.*?</script>', "", html, flags=re.S)
+    markup = re.sub(r'<script type="application/json" id="[a-z]+">.*?</script>', "", html, flags=re.S)
     assert not re.search(r"\son[a-z]+=", markup.replace("onerror=alert(1)&gt;", ""))  # no inline handler
-    assert html.count("<img ") == 16 and html.count("<script") == 2  # the script and one JSON data block
+    assert html.count("<img ") == 16 and html.count("<script") == 3  # the script and two JSON data blocks
     assert html.count('<script type="application/json" id="provenance">') == 1
+    assert html.count('<script type="application/json" id="keys">') == 1
 
 
 def test_script_never_parses_data_as_html():
@@ -90,19 +94,24 @@ def test_hostile_names_are_escaped_text(page):
     assert "</style><script>alert(1)" not in html and "&lt;/style&gt;&lt;script&gt;alert(1)" in html
     assert r"$\alpha$" in html and "{{ 7*7 }}" in html
     assert "\u202e" not in html and r"evil\u202etxt.csv" in html  # the override shown, not obeyed
-    block = html.split('<script type="application/json" id="provenance">')[1].split("</script>")[0]
-    assert "<" not in block and ">" not in block and "\\u003cimg src=x" in block  # no tag can end the block
+    for name in ("provenance", "keys"):
+        block = _block(html, name)
+        assert "<" not in block and ">" not in block and "\\u003cimg src=x" in block  # no tag can end it
+        assert "\u202e" not in json.loads(block).__repr__()
 
 
 def test_every_table_row_and_anchor_is_there(page):
     data, html = page
     for i in [*data.open_issues, *data.resolved_issues]:
         assert html.count(f'id="{i["id"]}"') == 1, i["id"]
-    keys = sum(len(p.rows) for p in data.pairs)
-    assert html.count('<tr id="key-') == keys == 160  # every aligned key, not the plots' sample
-    for p in data.pairs:
-        for fp in p.rows["fingerprint"]:
-            assert f'id="key-{fp}"' in html
+    tables = json.loads(_block(html, "keys"))  # the key tables' rows, written by the script
+    assert list(tables) == [f"t-keys-{k + 1}" for k in range(len(data.pairs))]
+    for k, p in enumerate(data.pairs):
+        assert f'<table class="data keys" id="t-keys-{k + 1}">' in html
+        rows = tables[f"t-keys-{k + 1}"]["rows"]
+        assert [r[0] for r in rows] == [f"key-{fp}" for fp in p.rows["fingerprint"]]  # every key, not a sample
+        assert [float(r[4][2][0]) for r in rows] == pytest.approx(list(p.rows["candidate_value"]), rel=1e-8)
+    assert sum(len(t["rows"]) for t in tables.values()) == 160
     reg = html.split('id="t-register"')[1].split("</table>")[0]
     assert reg.count("<tr id=") == len(data.open_issues) == 40
     assert reg.count("<details>") == 40  # the provenance of each row, collapsed

@@ -149,23 +149,30 @@ def records(rows: Any) -> list[dict[str, Any]]:
     return [dict(zip(cols, vals, strict=True)) for vals in zip(*(rows[c].tolist() for c in cols), strict=True)]
 
 
-def key_cells(r: dict[str, Any], p: PairSection) -> tuple[Any, ...]:
-    """One key's cell texts and sort values in the order the template writes them (workload, op,
-    then value and sort value of candidate, reference, error or achieved, [tolerance], kind,
-    factor), formatted here rather than by filter calls in the template: the 4,000-key
-    benchmark's tables cost far less. The template still writes each of them through autoescape."""
+def key_cells(r: dict[str, Any], p: PairSection) -> list[Any]:
+    """One key's cells as the page's script writes them (see KEY_COLUMNS): a text, or [sort
+    value, text] for a number; formatted here by the PDF's formatters, control and bidi
+    characters made visible."""
     from xfid.report.render import fmt_num, fmt_pct, fmt_qty
 
     g = r.get
-    cells = [breakable(g("workload") or ""), breakable(g("op") or "(end-to-end)"),
-             sort_value(g("candidate_value")), fmt_qty(g("candidate_value"), p.unit),
-             sort_value(g("reference_value")), fmt_qty(g("reference_value"), p.unit)]
+
+    def n(col: str, text: str) -> list[str]:
+        return [sort_value(g(col)), terminal(text)]
+
+    cells = [terminal(str(g("workload") or "")), terminal(str(g("op") or "(end-to-end)")),
+             n("candidate_value", fmt_qty(g("candidate_value"), p.unit)),
+             n("reference_value", fmt_qty(g("reference_value"), p.unit))]
     if p.is_bound:
-        cells += [sort_value(g("efficiency")), fmt_pct(g("efficiency"))]
+        cells.append(n("efficiency", fmt_pct(g("efficiency"))))
     else:
-        cells += [sort_value(g("rel_error")), fmt_pct(g("rel_error"), True),
-                  sort_value(g("tolerance")), fmt_pct(g("tolerance"))]
-    return (*cells, str(g("kind") or ""), sort_value(g("factor")), fmt_num(g("factor")))
+        cells += [n("rel_error", fmt_pct(g("rel_error"), True)), n("tolerance", fmt_pct(g("tolerance")))]
+    return [*cells, terminal(str(g("kind") or "")), n("factor", fmt_num(g("factor")))]
+
+
+def key_columns(p: PairSection) -> list[str]:
+    """The class of each cell key_cells gives (key: a name that may break at / and ,; n: a number)."""
+    return ["key", "key", "n", "n", "n", *([] if p.is_bound else ["n"]), "kind", "n"]
 
 
 def issue_cells(i: dict[str, Any], anchor: str, link: str | None, n_prov: int) -> dict[str, Any]:
@@ -198,8 +205,8 @@ def key_rows(pairs: list[PairSection], xf_ids: dict[str, str], taken: set[str]) 
             aid = anchor_id("key-", fp if fp else f"{k}-{len(out)}", taken)
             if fp:
                 key_of.setdefault(str(fp), aid)
-            out.append({"id": aid, "r": r, "kind": r.get("kind") or "", "cells": key_cells(r, p),
-                        "xf": xf_ids.get(str(fp)) if fp else None, "prov": provenance(r)})
+            out.append({"id": aid, "r": r, "kind": re.sub(r"[^A-Za-z0-9_-]", "_", str(r.get("kind") or "")),
+                        "cells": key_cells(r, p), "xf": xf_ids.get(str(fp)) if fp else None, "prov": provenance(r)})
         by_pair[k] = out
     return by_pair, key_of
 
@@ -252,9 +259,10 @@ def web_context(data: ReportData, bound_tol: float) -> dict[str, Any]:
     rows_by_fp = {str(kr["r"]["fingerprint"]): kr["r"] for rows in keys.values() for kr in rows
                   if _clean(kr["r"].get("fingerprint"))}
     prov = Provenance()
-    for rows in keys.values():
-        for kr in rows:
-            kr["nprov"] = prov.add(kr["id"], kr.pop("prov"))
+    key_tables = {}  # table id -> its rows, written by the page's script (KEYS below)
+    for k, rows in keys.items():
+        key_tables[f"t-keys-{k + 1}"] = {"cols": key_columns(data.pairs[k]), "rows": [
+            [kr["id"], kr["kind"], kr["xf"] or "", prov.add(kr["id"], kr.pop("prov")), kr["cells"]] for kr in rows]}
     rows_of = {id(i): issue_cells(i, issue_ids[id(i)], key_of.get(str(i.get("fingerprint") or "")),
                                   prov.add(issue_ids[id(i)], issue_provenance(i, rows_by_fp))) for i in issues}
     source_ids = {id(s): anchor_id("src-", (s.get("source_id") or "")[:16], taken) for s in data.sources}
@@ -266,6 +274,7 @@ def web_context(data: ReportData, bound_tol: float) -> dict[str, Any]:
             "issue_id": lambda i: issue_ids[id(i)], "issue_row": lambda i: rows_of[id(i)],
             "source_id": lambda s: source_ids[id(s)], "source_n": lambda s: source_n[id(s)],
             "check_id": lambda c: check_ids[id(c)], "check_n": lambda c: check_n[id(c)], "provenance": prov.rows,
+            "key_tables": key_tables,
             "names": long_names(data), "bound_tol": bound_tol, "factor_legend": FACTOR_LEGEND, "min_plot": MIN_PLOT,
             "sortv": sort_value, "brk": breakable}
 

@@ -1,9 +1,63 @@
-/* xfid HTML report: sort (click a header), filter (a box per table, one search box for all).
+/* xfid HTML report: writes the key tables' rows (from a JSON data block), sorts (click a header),
+   filters (a box per table, one search box for all) and shows a row's provenance when it opens.
    Inlined and allowed by its hash. Reads and writes text only through textContent: the report's
    data is never parsed as HTML here. */
 (function () {
   "use strict";
   var collator = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
+
+  /* A name as text, with a line-break chance after each / and , (never inside a part). */
+  function breakable(td, text) {
+    text.split(/([\/,])/).forEach(function (part, i) {
+      td.appendChild(document.createTextNode(part));
+      if (i % 2 === 1) { td.appendChild(document.createElement("wbr")); }
+    });
+  }
+
+  /* The key tables' rows, from the JSON block "keys": {table id: {cols, rows}}; a row is
+     [id, kind, issue id, number of provenance lines, cells], a cell a text or [sort value, text]. */
+  function buildKeys() {
+    var block = document.getElementById("keys");
+    var all = block ? JSON.parse(block.textContent) : {};
+    Object.keys(all).forEach(function (tid) {
+      var table = document.getElementById(tid);
+      if (!table) { return; }
+      var spec = all[tid], rows = document.createDocumentFragment();
+      spec.rows.forEach(function (r) {
+        var tr = document.createElement("tr");
+        tr.id = r[0];
+        tr.className = "kind-" + r[1];
+        r[4].forEach(function (c, i) {
+          var td = document.createElement("td");
+          td.className = spec.cols[i];
+          if (spec.cols[i] === "n") { td.setAttribute("data-v", c[0]); td.textContent = c[1]; }
+          else if (spec.cols[i] === "key") { breakable(td, c); }
+          else { td.textContent = c; }
+          tr.appendChild(td);
+        });
+        var issue = document.createElement("td");
+        if (r[2]) {
+          var a = document.createElement("a");
+          a.setAttribute("href", "#" + r[2]);
+          a.textContent = r[2];
+          issue.appendChild(a);
+        }
+        tr.appendChild(issue);
+        var prov = document.createElement("td");
+        prov.className = "prov";
+        if (r[3]) {
+          var d = document.createElement("details"), s = document.createElement("summary");
+          s.textContent = r[3] + (r[3] === 1 ? " field" : " fields");
+          d.appendChild(s);
+          prov.appendChild(d);
+        } else { prov.textContent = "—"; }
+        tr.appendChild(prov);
+        rows.appendChild(tr);
+      });
+      table.tBodies[0].appendChild(rows);
+    });
+  }
+  buildKeys();
   var tables = Array.prototype.slice.call(document.querySelectorAll("table.data"));
   var search = document.getElementById("search");
   var searchCount = document.getElementById("search-count");
