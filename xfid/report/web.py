@@ -14,9 +14,12 @@ and writes text only through `textContent`, never markup.
 from __future__ import annotations
 
 import base64
+import gc
 import hashlib
 import math
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
@@ -284,5 +287,20 @@ def render_web(data: ReportData, bound_tol: float = DEFAULT_BOUND_TOLERANCE) -> 
     import markupsafe
 
     css, js = _asset("report_web.css"), _asset("report_web.js")
-    return _env().get_template(TEMPLATE).render(**web_context(data, bound_tol), css=markupsafe.Markup(css),
-                                                js=markupsafe.Markup(js), csp=content_security_policy(css, js))
+    with _no_cycle_collection():
+        return _env().get_template(TEMPLATE).render(**web_context(data, bound_tol), css=markupsafe.Markup(css),
+                                                    js=markupsafe.Markup(js), csp=content_security_policy(css, js))
+
+
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """The cyclic garbage collector paused (and then resumed, if it ran before). The page builds
+    some 100,000 small lists, dicts and strings, none of them in a cycle (reference counting frees
+    them); the collector scanned them again and again, half of the 1,000-issue page's table time."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
