@@ -124,7 +124,7 @@ def test_demo_report_pairs_table_and_plots_of_bounds(demo):
                "<th>achieved 95% CI</th>"):
         assert th in bnd
     assert "MAPE" not in bnd and "within tol." not in bnd
-    assert re.search(r'data-violations="1">1 \((XF-\d+|[0-9a-f]{8})\)', bnd)
+    assert re.search(r'data-v="1">1</td><td><a href="#key-[0-9a-f]+">(XF-\d+|[0-9a-f]{8})</a>', bnd)
     # a bound pair's distribution plot shows the achieved fraction, an estimate's the error
     assert 'alt="achieved fraction CDF"' in html and 'alt="error CDF"' in html
     # the worst-five table shows the factor, and says what the tracker's severity is

@@ -90,7 +90,7 @@ def test_report_as_printed_covers_the_demos_checks_with_their_xf_ids(demo):
     text = (demo.cwd / "same.html").read_text()
     assert "no check was recorded" not in text and "no `xfid check` has been recorded" not in text
     register = text.split("<h2>Discrepancy register")[1].split("<h2>")[0]
-    assert sorted(set(re.findall(r"<td>(XF-\d+) · ", register)), key=lambda s: int(s[3:])) == ids
+    assert sorted(set(re.findall(r'<tr id="(XF-\d+)"', register)), key=lambda s: int(s[3:])) == ids
     since, until = shlex.split(cmd)[-3], shlex.split(cmd)[-1]
     assert f"{since}..{until}" in text  # the demo's period, not the last complete week
 

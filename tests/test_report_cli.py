@@ -75,18 +75,22 @@ def test_report_html_from_real_tracker(tracked, tmp_path):
     numbers = tmp_path / "r-numbers.csv"
     assert r.output.strip() == (f"wrote {out} (HTML, 1 active issues, 1 pairs) and its numbers, each with its file "
                                 f"and row, to {numbers}")
-    html = re.sub(r'<span class="t">|</span>|<wbr>', "", out.read_text(encoding="utf-8"))  # ident()'s break points
-    assert 'data-count="active">1' in html and 'data-count="resolved">1' in html
-    assert 'data-count="new">0' in html
-    assert "<td>XF-1 · open</td>" in html and "Resolved this period — 1" in html and "<td>XF-2</td>" in html
-    pairs = html.split('<table class="pairs estimates">')[1].split("</table>")[0]
-    assert "archmodel → rtl" in pairs and "better (27.3%)" in pairs and ">22.3%<" in pairs
-    assert "Better since the previous check: t100-a0 archmodel → rtl latency (MAPE 27.3% → 22.3%)." in html
+    html = out.read_text(encoding="utf-8")
+    assert 'data-count="active">1</td>' in html and 'data-count="resolved">1</td>' in html
+    assert 'data-count="new">0</td>' in html
+    register = html.split('id="t-register"')[1].split("</table>")[0]
+    assert '<tr id="XF-1" class="kind-' in register and "<td>open</td>" in register
+    assert "Resolved this period — 1" in html and '<tr id="XF-2"' in html.split('id="t-resolved"')[1]
+    pairs = html.split('id="t-estimates"')[1].split("</table>")[0]
+    assert "archmodel → rtl" in pairs and ">22.3%<" in pairs
+    assert '<td class="trend-better">better</td>' in pairs and ">27.3%<" in pairs  # the previous check's MAPE
     # competitive view: archmodel projection vs measured H100; tokens/s/W derived from power
     comp = html.split('id="competitive"')[1].split("</section>")[0]
     assert "t100-a0 is an invented example target" in comp
-    assert '2400 <span class="fid">archmodel/value' in comp
-    assert '3.17 <span class="fid">measured/derived' in comp
+    assert ">2400 archmodel/value<" in comp
+    assert ">3.17 measured/derived<" in comp
+    # provenance appendix: hardware/software/config per source
+    assert "H100 SXM 80GB" in html and "vllm 0.6.3" in html and "records.csv" in html
     # provenance of every source (hardware/software/config) and every number: the attachment
     import csv
 
@@ -178,10 +182,12 @@ def test_report_without_checks_correlates_live(xfid_cli, tmp_path):
                                 f"and row, to {numbers}")
     html = re.sub(r'<span class="t">|</span>|<wbr>', "", out.read_text(encoding="utf-8"))  # ident()'s break points
     assert "no `xfid check` has been recorded: numbers come from a correlation run at report time" in html
-    # one key: too few for page 1's tables; the pair is in the attachment, which page 1 names
-    assert '<table class="pairs' not in html
-    assert "1 pair(s) with fewer than 3 keys (no CI, no plot) are in live-numbers.csv, sections pair and pair-row" in html
-    # a roofline throughput is an upper bound: recorded as a bound, the achieved fraction 2400 / 3100
+    # a roofline throughput is an upper bound: shown as a bound, the achieved fraction 2400 / 3100
+    pairs = html.split('id="t-bounds"')[1].split("</table>")[0]
+    assert "roofline → archmodel" in pairs and "throughput_tokens/value" in pairs
+    assert ">77.4%<" in pairs and 'data-v="0">0<' in pairs  # achieved, violations
+    assert ">29.2%<" not in pairs and "×<" not in pairs  # no MAPE, no bias for a bound
+    # and in the attachment beside it
     import csv as csvmod
 
     rows = list(csvmod.DictReader(numbers.read_text(encoding="utf-8").splitlines()))

@@ -737,7 +737,8 @@ class XfidStore:
             period: a Period, "YYYY-Www", "YYYY-MM-DD..YYYY-MM-DD", "YYYY-MM-DD" (one day), or None
                 for the last complete ISO week.
             path: the file to write (default reports/xfid-<period>.pdf or .html).
-            html: write HTML instead of PDF.
+            html: write the HTML page to work in instead of the PDF: every table and key, sortable
+                and filterable, with each row's provenance (xfid.report.web).
             targets: only these targets.
             max_points: most points drawn per plot (a seeded sample; tables stay complete).
 
@@ -765,12 +766,14 @@ class XfidStore:
         numbers = numbers_path(out) if not out.exists() or out.resolve().is_file() else None
         if numbers is not None:
             guard(numbers, error=ReportError)
-        text = render_html(data, bound_tol=data.bound_tolerance,
-                           numbers_file=numbers.name if numbers else "(not written: the report went to a device)")
         pages = None
-        if html:
-            payload = text.encode("utf-8")
+        if html:  # the page to work in: every table, sortable and filterable (xfid.report.web)
+            from xfid.report.web import render_web
+
+            payload = render_web(data, bound_tol=data.bound_tolerance).encode("utf-8")
         else:
+            text = render_html(data, bound_tol=data.bound_tolerance,
+                               numbers_file=numbers.name if numbers else "(not written: the report went to a device)")
             payload, pages = render_pdf(text)
         if numbers is not None:
             write_atomic(numbers, numbers_csv(data))  # first: a report on disk always has its numbers beside it

@@ -14,7 +14,8 @@ from xfid.commands import options
 @click.option("--since", metavar="DATE", help="First day (YYYY-MM-DD, inclusive).")
 @click.option("--until", metavar="DATE", help="Last day (YYYY-MM-DD, inclusive; default today).")
 @options.output("File to write (default reports/xfid-<period>.pdf).")
-@click.option("--html", "as_html", is_flag=True, help="Write the same report as one self-contained HTML file.")
+@click.option("--html", "as_html", is_flag=True, help="Write one self-contained HTML file to work in instead: every table and key, "
+              "sortable and filterable, with each number's provenance (nothing fetched; a strict CSP).")
 @options.targets
 @click.option("--max-points", type=click.IntRange(100, 1_000_000), default=5000, show_default=True,
               help="Most points drawn per plot (a seeded sample; tables stay complete).")
