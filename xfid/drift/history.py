@@ -34,15 +34,20 @@ def key_history(store: Store, key: str) -> list[dict[str, Any]]:
         hit = rows[rows["fingerprint"] == fp]
         if not len(hit):
             continue
-        r = hit.iloc[0].to_dict()
-        out.append({"check_id": chk["id"], "time": chk["time"], "fingerprint": fp,
-                    **{k: clean(r.get(k)) for k in ("target", "workload", "op", "metric", "stat", "candidate", "reference",
-                                                  "candidate_value", "reference_value", "rel_error", "kind",
-                                                  *SIDE_COLUMNS)}})
+        out.append(series_point(chk, fp, hit.iloc[0].to_dict()))
     if not out and not key.upper().startswith("XF-") and len(key) != 16:
         raise TrackerError(f"{key!r} is neither an issue id (XF-N) nor a 16-digit fingerprint")
     return out
 
+
+
+def series_point(chk: dict[str, Any], fp: str, r: dict[str, Any]) -> dict[str, Any]:
+    """One check's point of a key's series: the key, both values, the error and each side's run,
+    source and config (what `moves` compares)."""
+    return {"check_id": chk["id"], "time": chk["time"], "fingerprint": fp,
+            **{k: clean(r.get(k)) for k in ("target", "workload", "op", "metric", "stat", "candidate", "reference",
+                                          "candidate_value", "reference_value", "rel_error", "kind",
+                                          *SIDE_COLUMNS)}}
 
 
 SIDE_COLUMNS = ("candidate_run", "reference_run", "candidate_source_path", "reference_source_path",

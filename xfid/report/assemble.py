@@ -186,6 +186,12 @@ def build_report_data(store: Store, config: Config, period: Period, targets: lis
     basis = _tracker_part(data, store, period) or _live_part(data, store, config)
     data.bound_tolerance = _bound_tolerance(basis.settings, config)
     data.check_id = basis.check_id
+    if basis.check_id is not None:  # the tracker's view for a lead: summaries, overdue, moves, stack, stale
+        from xfid.report.data import issue_rank
+        from xfid.report.triage import gather
+
+        data.triage = gather(store, config, basis.check_id, basis.rows, sorted(data.open_issues, key=issue_rank),
+                             data.generated_at.date())
     cols = ["fidelity", "target", "workload", "op", "metric", "stat", "value", "unit", "timestamp"]
     recs = store.read(columns=cols).to_pandas()
     data.ours = report_ours(config)

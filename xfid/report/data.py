@@ -114,6 +114,7 @@ class ReportData:
     max_points: int = MAX_POINTS
     seed: int = 0
     bound_tolerance: float | None = None  # the relative slack a bound had in the check shown
+    triage: dict[str, Any] = field(default_factory=dict)  # xfid.report.triage.gather: summaries, overdue, moved...
 
     @property
     def competitive(self) -> dict[str, Any]:

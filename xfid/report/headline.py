@@ -120,7 +120,10 @@ def headline(d: ReportData, qty: Any) -> list[str]:
     """The page-1 sentences: counts, what changed, the worst open discrepancy, each pair's health
     (pairs with at least MIN_KEYS keys; the smaller ones are in the attachment)."""
     big = [p for p in d.pairs if p.n >= MIN_KEYS]
-    return [_counts_sentence(d), *_change_sentences(big), _worst_sentence(d, qty), *_health_sentences(big)]
+    from xfid.report.triage import sentences
+
+    return [_counts_sentence(d), *_change_sentences(big), _worst_sentence(d, qty), *sentences(d.triage),
+            *_health_sentences(big)]
 
 
 _BUCKET = re.compile(r"^1e(-?\d+)")

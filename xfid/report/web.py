@@ -279,7 +279,15 @@ def web_context(data: ReportData, bound_tol: float) -> dict[str, Any]:
             "check_id": lambda c: check_ids[id(c)], "check_n": lambda c: check_n[id(c)], "provenance": prov.rows,
             "key_tables": key_tables,
             "names": long_names(data), "bound_tol": bound_tol, "factor_legend": FACTOR_LEGEND, "min_plot": MIN_PLOT,
-            "sortv": sort_value, "brk": breakable}
+            "sortv": sort_value, "brk": breakable, "headline": _headline(data)}
+
+
+def _headline(data: ReportData) -> list[str]:
+    """The PDF's page-1 sentences (xfid.report.headline), the same on the page to work in."""
+    from xfid.report.headline import headline
+    from xfid.report.render import fmt_qty
+
+    return headline(data, fmt_qty)
 
 
 def render_web(data: ReportData, bound_tol: float = DEFAULT_BOUND_TOLERANCE) -> str:
