@@ -1,8 +1,8 @@
 """Report figures as SVG data: URIs (matplotlib, Agg-free Figure API; untrusted text stays literal).
 
-Every figure goes through `_finish`: constrained layout keeps axis labels inside the figure, tick
-labels that would overlap are thinned, titles and axis labels too long for the figure are cut with
-an ellipsis, and no text is read as mathtext. Colours come from one `ColourScale` per quantity
+Every figure goes through `_finish`: tick labels that would overlap are thinned, titles and axis
+labels too long for the figure are cut with an ellipsis, the margins are fitted so that every text
+lies inside the figure, and no text is read as mathtext. Colours come from one `ColourScale` per quantity
 (`REL_ERROR_SCALE`, `ACHIEVED_SCALE`), whose `legend` the templates print, so a colour means the
 same on every page.
 """
@@ -10,6 +10,7 @@ same on every page.
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import itertools
 from dataclasses import dataclass
@@ -86,12 +87,7 @@ class ColourScale:
 
     def colours(self) -> list[str]:
         """One hex colour per bin, lightest first (sampled evenly from the colormap, its palest end skipped)."""
-        from matplotlib import colormaps
-        from matplotlib.colors import to_hex
-
-        cmap = colormaps[self.cmap]
-        n = len(self.thresholds) + 1
-        return [to_hex(cmap(0.08 + 0.92 * i / (n - 1))) for i in range(n)]
+        return list(_bin_colours(self.cmap, len(self.thresholds) + 1))
 
     def colour(self, percent: float) -> str:
         """The hex colour of a value in percent (a table cell can use the plot's colour)."""
@@ -117,6 +113,15 @@ class ColourScale:
         return ListedColormap(self.colours()), BoundaryNorm(edges, len(edges) - 1, clip=True)
 
 
+@functools.cache
+def _bin_colours(cmap_name: str, n: int) -> tuple[str, ...]:
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    cmap = colormaps[cmap_name]
+    return tuple(to_hex(cmap(0.08 + 0.92 * i / (n - 1))) for i in range(n))
+
+
 REL_ERROR_SCALE = ColourScale("|relative error| (MAPE)", "YlOrRd", (5.0, 10.0, 20.0, 50.0, 100.0))
 ACHIEVED_SCALE = ColourScale("achieved fraction of the bound", "YlGnBu", (25.0, 50.0, 75.0, 90.0, 100.0),
                              top_note="≥ 100%: at or beyond the bound")
@@ -130,14 +135,16 @@ def colour_scale(p: PairSection) -> ColourScale:
 
 
 # --- figure set-up and the layout pass ---------------------------------------------------
-def _figure(w: float, h: float) -> Figure:
-    """A figure with constrained layout: axis labels, tick labels and titles make room for themselves."""
+def _figure(w: float, h: float, margins: tuple[float, float, float, float] = (0.17, 0.14, 0.97, 0.91)) -> Figure:
+    """A figure with first-guess margins as fractions (left, bottom, right, top); `_finish` fits them
+    to the texts it finally holds (like tight_layout, at a fraction of constrained layout's cost)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(w, h), layout="constrained")
+    fig = Figure(figsize=(w, h))
     FigureCanvasAgg(fig)  # the layout pass measures text with Agg; savefig still writes SVG
-    fig.get_layout_engine().set(w_pad=2 / 72, h_pad=2 / 72, wspace=0.02, hspace=0.02)
+    left, bottom, right, top = margins
+    fig.subplots_adjust(left=left, bottom=bottom, right=right, top=top)
     return fig
 
 
@@ -206,27 +213,49 @@ def _cut_to_fit(text: Text, renderer, fig_box) -> bool:
     return True
 
 
-def _finish(fig: Figure) -> Figure:
-    """The layout pass: literal text, tick labels thinned until none overlap, long names cut to fit.
+def _fit_margins(fig: Figure, boxes: list, pad: float = 3.0, slack: float = 16.0) -> bool:
+    """Move the subplot margins so that every axes' texts (`boxes`: their tight boxes, ticks,
+    labels, title, colour bar) end `pad` pixels inside the figure, reclaiming a margin only when
+    more than `slack` pixels of it are empty; True when a margin moved."""
+    from matplotlib.transforms import Bbox
 
-    Each pass draws without rendering (constrained layout runs), then fixes what that layout shows;
-    it stops when a pass changes nothing.
+    u = Bbox.union(boxes)
+    W, H = fig.bbox.width, fig.bbox.height
+    room = {"left": u.x0 - pad, "right": W - pad - u.x1, "bottom": u.y0 - pad, "top": H - pad - u.y1}  # px
+    move = {k: v for k, v in room.items() if v < -0.25 or v > slack}
+    if not move:
+        return False
+    sp = fig.subplotpars
+    left, right = sp.left - move.get("left", 0) / W, sp.right + move.get("right", 0) / W
+    bottom, top = sp.bottom - move.get("bottom", 0) / H, sp.top + move.get("top", 0) / H
+    if right - left < 0.2 or top - bottom < 0.2:  # texts larger than the figure: keep some plot
+        return False
+    fig.subplots_adjust(left=left, right=right, bottom=bottom, top=top)
+    return True
+
+
+def _finish(fig: Figure) -> Figure:
+    """The layout pass: literal text, tick labels thinned until none overlap, long names cut to fit
+    the figure, margins fitted to the texts.
+
+    Each pass lays the figure out without drawing it (Axes.get_tightbbox places ticks, labels and
+    titles), fixes what it finds, and stops when a pass changes nothing.
     """
     from matplotlib.text import Text
 
     for t in fig.findobj(Text):
         t.set_parse_math(False)
         t.set_usetex(False)
+    r = fig.canvas.get_renderer()
     for _ in range(MAX_FIT_PASSES):
-        fig.draw_without_rendering()
-        r = fig.canvas.get_renderer()
+        boxes = [ax.get_tightbbox(r) for ax in fig.axes]  # also positions every tick label, axis label, title
         changed = False
         for ax in fig.axes:
             changed |= _thin(ax.xaxis, r)
             changed |= _thin(ax.yaxis, r)
         for t in _names(fig):
             changed |= _cut_to_fit(t, r, fig.bbox)
-        if not changed:
+        if not changed and not _fit_margins(fig, boxes):
             break
     return fig
 
@@ -293,7 +322,7 @@ def parity_figure(p: PairSection, limit: int, seed: int, bound_tol: float = DEFA
     import matplotlib
 
     with matplotlib.rc_context(RC):
-        fig = _figure(3.6, 3.0)
+        fig = _figure(3.6, 3.0, (0.22, 0.14, 0.97, 0.91))
         ax = fig.add_subplot()
         ax.set_title("Parity")
         pts, dropped = _points(p, limit, seed)
@@ -511,7 +540,9 @@ def heatmap_figure(p: PairSection) -> tuple[Figure | None, list[str]]:
                                 "listed as a table instead of a heatmap"]
     scale = colour_scale(p)
     with matplotlib.rc_context(RC):
-        fig = _figure(7.2, 1.6 + 0.16 * len(g.values.index) + 0.06 * _longest(g.values.columns, 22))
+        h = 1.6 + 0.16 * len(g.values.index) + 0.06 * _longest(g.values.columns, 22)
+        left = 0.2 + 0.042 * _longest(g.values.index, 40)  # inches: a 6 pt character is about 0.042 in
+        fig = _figure(7.2, h, (left / 7.2, 1.1 / h, 1.0, 1 - 0.3 / h))
         ax = fig.add_subplot()
         vals = g.values.to_numpy(float) * 100
         cmap, norm = scale.cmap_norm()
@@ -519,7 +550,7 @@ def heatmap_figure(p: PairSection) -> tuple[Figure | None, list[str]]:
         for (i, j), v in np.ndenumerate(vals):
             if np.isfinite(v):
                 ax.text(j, i, _cell(v), ha="center", va="center", fontsize=5.5,
-                        color="white" if scale.dark(v) else "black")
+                        color="white" if scale.dark(v) else "black", in_layout=False)  # inside its cell
         ax.set_xticks(range(len(g.values.columns)), [shorten(terminal(c), 22) for c in g.values.columns],
                       rotation=90, fontsize=6, **SAFE)
         ax.set_yticks(range(len(g.values.index)), [shorten(terminal(w), 40) for w in g.values.index], fontsize=6,
@@ -566,7 +597,7 @@ def trend_figure(p: PairSection) -> Figure | None:
     if len(p.trend) < 2:
         return None
     with matplotlib.rc_context(RC):
-        fig = _figure(3.6, 2.1)
+        fig = _figure(3.6, 2.1, (0.15, 0.2, 0.96, 0.88))
         ax = fig.add_subplot()
         ys = [t[1] * 100 for t in p.trend]
         times = _trend_times(p)
