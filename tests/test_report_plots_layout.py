@@ -177,6 +177,11 @@ def test_cycles_ticks_are_engineering_numbers_with_the_unit_in_the_label():
     assert ticks and not any("cycles" in t for t in ticks)
     assert ax.get_xlabel().endswith("[cycles]")
     assert len(ticks) >= 2
+    fig = plots.parity_figure(hostile_pairs()["seconds_narrow"], 5000, 0)[0]  # a short unit: on every tick
+    fig.canvas.draw()
+    ticks = [t.get_text() for t in _drawn_tick_labels(fig.axes[0].xaxis)]
+    assert ticks and all(t.endswith("µs") or t.endswith("ns") for t in ticks), ticks
+    assert fig.axes[0].get_xlabel() == "measured (reference)"
 
 
 # --- dates on the time axis ----------------------------------------------------------------------
@@ -359,3 +364,30 @@ def test_parity_fallback_tolerance_is_the_configured_default():
     assert f"±{DEFAULT_REL_TOLERANCE:.0%} tolerance" in legend
     fig = plots.parity_figure(p, 5000, 0, default_tol=0.25)[0]
     assert "±25% tolerance" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+
+
+# --- the demo's own data ---------------------------------------------------------------------------
+@pytest.mark.slow
+def test_demo_plots_have_no_text_outside_and_no_overlap(tmp_path_factory):
+    """`xfid demo`'s store, its report data as the report builds it, every plot of every pair."""
+    from xfid.api import open_store
+    from xfid.demo import DEMO_CONFIG
+    from xfid.report.assemble import build_report_data
+    from xfid.report.period import resolve_period
+
+    from tests.conftest import Cli
+
+    d = tmp_path_factory.mktemp("demo-plots")
+    r = Cli(d / "store", d)("demo", "--out", str(d / "reports"))
+    assert r.exit_code == 0, r.output
+    st = open_store(d / "store", config=DEMO_CONFIG)
+    data = build_report_data(st.backend(), st.config, resolve_period(None, None, datetime.now(UTC).date().isoformat()))
+    assert len(data.pairs) > 10
+    drawn = 0
+    for p in data.pairs:
+        for kind, fig in all_figures(p).items():
+            if fig is not None:
+                assert layout_defects(fig) == [], (p.key, kind)
+                drawn += 1
+        assert p.trend_times and all(pd.Timestamp(t).year >= 2026 for t in p.trend_times)
+    assert drawn >= 3 * len(data.pairs)
