@@ -1,4 +1,4 @@
-"""Report figures as SVG data: URIs (matplotlib, Agg-free Figure API; untrusted text stays literal).
+"""Report figures as SVG data: URIs (matplotlib's Figure API, no pyplot; untrusted text stays literal).
 
 Every figure goes through `_finish`: tick labels that would overlap are thinned, titles and axis
 labels too long for the figure are cut with an ellipsis, the margins are fitted so that every text
@@ -54,6 +54,8 @@ MIN_HEAT_FILL = 0.25
 """A workload × op-class grid with fewer of its cells filled is listed as a table (heatmap_cells),
 not drawn: a mostly blank heatmap shows its few numbers worse than a table does."""
 MAX_FIT_PASSES = 5
+MAX_TICK_UNIT = 4
+"""A unit this short (s, J, B, FLOP) is written on each parity tick, a longer one once, on the axis label."""
 
 
 @dataclass(frozen=True)
@@ -149,7 +151,8 @@ def _figure(w: float, h: float, margins: tuple[float, float, float, float] = (0.
 
 
 def shown_tick_labels(axis: Axis) -> list[Text]:
-    """The major tick labels drawn on `axis` (inside its view, visible, not empty), after a draw."""
+    """The major tick labels drawn on `axis` (inside its view, visible, not empty), once the axes
+    has been laid out (a draw, or Axes.get_tightbbox)."""
     locs = np.asarray(axis.get_majorticklocs(), float)
     ticks = axis.get_major_ticks(len(locs))
     lo, hi = sorted(axis.get_view_interval())
@@ -168,7 +171,8 @@ def _overlap(a, b, pad: float = -1.0) -> bool:
 
 
 def _thin(axis: Axis, renderer) -> bool:
-    """Keep every other tick of `axis` while its labels overlap; True when it changed anything."""
+    """Keep every other tick of `axis` when its labels overlap (`_finish` repeats until none do);
+    True when it changed anything."""
     from matplotlib.ticker import FixedFormatter, FixedLocator
 
     labels = shown_tick_labels(axis)
@@ -363,12 +367,13 @@ def parity_figure(p: PairSection, limit: int, seed: int, bound_tol: float = DEFA
                              "rel_error": float(y[i] / x[i] - 1), "kind": str(r.get("kind", ""))})
         ax.set_xscale("log")
         ax.set_yscale("log")
-        seconds = p.unit == "s"  # ticks in s, ms, µs, ns; any other unit goes in the axis label
+        short = 0 < len(p.unit) <= MAX_TICK_UNIT  # `10 µs`, `1 nJ`, `2 GB` on the ticks; `[cycles]` on the label
+        tick_unit = terminal(p.unit) if short else ""
         for axis in (ax.xaxis, ax.yaxis):
-            _log_axis(axis, lo, hi, (lambda v: tick_label(v, "s")) if seconds else None)
+            _log_axis(axis, lo, hi, (lambda v: tick_label(v, tick_unit)) if short else None)
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
-        unit = "" if seconds else _unit(p.unit)
+        unit = "" if short else _unit(p.unit)
         ax.set_xlabel(f"{terminal(p.reference)} (reference){unit}", **SAFE)
         ax.set_ylabel(f"{terminal(p.candidate)} (candidate){unit}", **SAFE)
         ax.legend(fontsize=5.5, loc="upper left", frameon=False)
