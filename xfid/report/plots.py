@@ -545,7 +545,7 @@ def heatmap_figure(p: PairSection) -> tuple[Figure | None, list[str]]:
                                 "listed as a table instead of a heatmap"]
     scale = colour_scale(p)
     with matplotlib.rc_context(RC):
-        h = 1.6 + 0.16 * len(g.values.index) + 0.06 * _longest(g.values.columns, 22)
+        h = 0.9 + 0.16 * len(g.values.index) + 0.045 * _longest(g.values.columns, 22)  # title, rows, column names
         left = 0.2 + 0.042 * _longest(g.values.index, 40)  # inches: a 6 pt character is about 0.042 in
         fig = _figure(7.2, h, (left / 7.2, 1.1 / h, 1.0, 1 - 0.3 / h))
         ax = fig.add_subplot()
