@@ -545,9 +545,11 @@ def heatmap_figure(p: PairSection) -> tuple[Figure | None, list[str]]:
                                 "listed as a table instead of a heatmap"]
     scale = colour_scale(p)
     with matplotlib.rc_context(RC):
-        h = 0.9 + 0.16 * len(g.values.index) + 0.045 * _longest(g.values.columns, 22)  # title, rows, column names
-        left = 0.2 + 0.042 * _longest(g.values.index, 40)  # inches: a 6 pt character is about 0.042 in
-        fig = _figure(7.2, h, (left / 7.2, 1.1 / h, 1.0, 1 - 0.3 / h))
+        # first-guess margins in inches (a 6 pt character is about 0.042 in): rows named on the left,
+        # op classes under the cells, the title on top; _finish fits them
+        left, bottom, top = 0.2 + 0.042 * _longest(g.values.index, 40), 0.3 + 0.045 * _longest(g.values.columns, 22), 0.3
+        h = bottom + top + max(0.16 * len(g.values.index), 0.8)  # 0.8 in: the colour bar's five labels fit
+        fig = _figure(7.2, h, (left / 7.2, bottom / h, 1.0, 1 - top / h))
         ax = fig.add_subplot()
         vals = g.values.to_numpy(float) * 100
         cmap, norm = scale.cmap_norm()
