@@ -158,6 +158,17 @@ def test_synthetic_plots_have_no_text_outside_and_no_overlap():
                 assert layout_defects(fig) == [], (p.key, kind)
 
 
+def test_ordinary_titles_and_axis_labels_are_not_shortened():
+    """Only hostile names are cut to fit: every fixed title and label of ordinary data shows whole."""
+    for p in [*synthetic_report(n_issues=40, n_workloads=8, seed=3).pairs, hostile_pairs()["bound"]]:
+        p.candidate, p.reference = "archmodel", "measured"
+        for kind, fig in all_figures(p).items():
+            if fig is not None:
+                for ax in fig.axes:
+                    for t in (ax.title, ax.xaxis.label, ax.yaxis.label):
+                        assert "…" not in t.get_text(), (p.key, kind, t.get_text())
+
+
 def test_checker_sees_the_defects_it_is_for():
     """The checker is not vacuous: overlapping ticks and a cut label are found on a raw figure."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
