@@ -42,6 +42,7 @@ class PairSection:
     prev_mape: float | None = None
     tolerance: float | None = None
     trend: list[tuple[str, float]] = field(default_factory=list)  # (check label, MAPE or achieved), oldest first
+    trend_times: list[str] = field(default_factory=list)  # each trend point's check time (ISO), for a date axis
     rows: pd.DataFrame | None = None  # workload, op, candidate_value, reference_value, rel_error, kind, ...
     compared_as: str = "estimate"  # "bound": the candidate bounds the reference (no MAPE, bias, within)
     violations: int | None = None  # a bound's rows beyond it

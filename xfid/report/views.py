@@ -82,11 +82,13 @@ def build_pairs(checks: list[dict[str, Any]], rows: pd.DataFrame | None, targets
         return []
     ordered = sorted(checks, key=lambda c: str(c.get("time", "")))
     history: dict[tuple, list[tuple[str, float]]] = {}
+    times: dict[tuple, list[str]] = {}  # the checks' times, parallel to history (the trend's date axis)
     for c in ordered:
         for comp in c.get("comparisons") or []:
             v = _trend_value(comp) if comp.get("workload") is None else None
             if v is not None:
                 history.setdefault(pair_key(comp), []).append((str(c.get("label") or c.get("time"))[:16], v))
+                times.setdefault(pair_key(comp), []).append(str(c.get("time") or ""))
     prev = {pair_key(c): c for c in (ordered[-2].get("comparisons") or []) if c.get("workload") is None} if len(ordered) > 1 else {}
     out = []
     for comp in ordered[-1].get("comparisons") or []:
@@ -108,7 +110,7 @@ def build_pairs(checks: list[dict[str, Any]], rows: pd.DataFrame | None, targets
             bias=_num(comp.get("bias")), spearman=_num(comp.get("spearman")), kendall=_num(comp.get("kendall")),
             within_tolerance=_num(comp.get("within_tolerance")),
             prev_mape=_num(before.get("mape")) if before else None,
-            tolerance=tol, trend=history.get(key, []), rows=sel,
+            tolerance=tol, trend=history.get(key, []), trend_times=times.get(key, []), rows=sel,
             compared_as="bound" if bound else "estimate", violations=_int(comp.get("violations")),
             violation_worst=_num(comp.get("violation_worst")), violation_fingerprints=_violations(sel) if bound else [],
             achieved_median=_num(comp.get("achieved_median")), achieved_q1=_num(comp.get("achieved_q1")),
