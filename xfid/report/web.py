@@ -294,10 +294,20 @@ def render_web(data: ReportData, bound_tol: float = DEFAULT_BOUND_TOLERANCE) -> 
     """The HTML report as one self-contained string (inline CSS/JS under a hash-based CSP)."""
     import markupsafe
 
-    css, js = _asset("report_web.css"), _asset("report_web.js")
+    css, js = _asset("report_web.css") + scale_css(), _asset("report_web.js")
     with _no_cycle_collection():
         return _env().get_template(TEMPLATE).render(**web_context(data, bound_tol), css=markupsafe.Markup(css),
                                                     js=markupsafe.Markup(js), csp=content_security_policy(css, js))
+
+
+def scale_css() -> str:
+    """One class per bin of each colour scale (`hb-rel_error-2`): the sparse heatmap's table takes
+    the plots' colours without inline styles, which the page's CSP does not allow."""
+    from xfid.report.plots import COLOUR_SCALES
+
+    lines = [f".hb-{name}-{k} {{ background: {c}; }}" for name, sc in COLOUR_SCALES.items()
+             for k, c in enumerate(sc.colours())]
+    return "\n" + "\n".join([*lines, ".hb-dark { color: #fff; }"]) + "\n"
 
 
 @contextmanager
