@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from xfid.doctor import DoctorReport
     from xfid.drift.drift import DriftReport
     from xfid.engine import CalibrationResult, Correlation
+    from xfid.engine.engines import EngineChoice
+    from xfid.engine.request import Request
     from xfid.ingest import IngestReport
     from xfid.profile import Profile
     from xfid.rebuild import RebuildReport
@@ -93,7 +95,8 @@ def adapters() -> list[dict[str, Any]]:
 
 def compare(baseline: PathLike | dict[str, Any], current: PathLike | dict[str, Any] | Correlation | XfidStore, *,
             config: Config | None = None, fail_on: str | Sequence[str] = DEFAULT_FAIL_ON,
-            targets: str | Sequence[str] | None = None, run: Runs = None, as_of: Any = None) -> DriftReport:
+            targets: str | Sequence[str] | None = None, run: Runs = None, as_of: Any = None,
+            request: Request | None = None) -> DriftReport:
     """Compare `current` with a baseline snapshot: the drift result (its `exit_code` is the CI verdict).
 
     Args:
@@ -103,6 +106,7 @@ def compare(baseline: PathLike | dict[str, Any], current: PathLike | dict[str, A
         config: whose `[drift]` thresholds apply (default: the store's, else the effective xfid.toml).
         fail_on: categories that fail: new, regression, bound, drift, or any.
         targets: only these targets, on both sides.
+        request: the selection as one Request instead of targets, run and as_of.
 
     Raises:
         XfidError: an unreadable snapshot, unknown thresholds or categories.
@@ -112,7 +116,8 @@ def compare(baseline: PathLike | dict[str, Any], current: PathLike | dict[str, A
     from xfid.engine import Correlation
 
     fails = parse_fail_on(",".join(names(fail_on, "fail_on") or []))
-    targets = names(targets, "targets")
+    req = request if request is not None else XfidStore.request(targets, run, as_of)
+    targets = list(req.targets) or None
     base = baseline if isinstance(baseline, dict) else read_snapshot(baseline)
     if config is None:
         if isinstance(current, XfidStore):
@@ -123,7 +128,7 @@ def compare(baseline: PathLike | dict[str, Any], current: PathLike | dict[str, A
             config = load_config(None)
     th = Thresholds.from_config(config.section("drift"))
     if isinstance(current, XfidStore):
-        cur = make_snapshot(current.correlate(targets=targets, run=run, as_of=as_of))
+        cur = make_snapshot(current.correlate(request=req))
     elif isinstance(current, Correlation):
         cur = make_snapshot(current)
     else:
@@ -396,7 +401,8 @@ class XfidStore:
     # --- correlation ------------------------------------------------------------------
     def correlate(self, targets: str | Sequence[str] | None = None, pairs: str | Sequence[Any] | None = None,
                   run: Runs = None, as_of: Any = None, *, include_missing: bool = False, fingerprints: str = "all",
-                  engine: str | None = None, track: str | Sequence[str] | None = None) -> CorrelationResult:
+                  engine: str | EngineChoice | None = None, track: str | Sequence[str] | None = None,
+                  request: Request | None = None) -> CorrelationResult:
         """Align the fidelities and compute errors, aggregates and discrepancies.
 
         Args:
@@ -406,8 +412,10 @@ class XfidStore:
             as_of: ignore records newer than this date (the whole day) or ISO date-time.
             include_missing: list keys without a reference among the discrepancies.
             fingerprints: "all" rows, or only "discrepancies" (faster on huge stores).
-            engine: "local" or "spark" (default `[engine] name`, else local); Spark's rows are the
-                discrepancies and the rows of the fingerprints in `track`.
+            engine: "local" or "spark" (default `[engine] name`, else local), or an
+                `xfid.engine.engines.EngineChoice` with the engine's options (Spark's master);
+                Spark's rows are the discrepancies and the rows of the fingerprints in `track`.
+            request: the whole request (xfid.engine.request.Request) instead of the arguments above.
 
         Returns:
             The result: `.rows`, `.comparisons`, `.discrepancies`, `.coverage` DataFrames, `.to_json()`.
@@ -415,21 +423,31 @@ class XfidStore:
         Raises:
             EngineError, ConfigError: a malformed pair, run or date, an unknown target.
         """
+        from xfid.correlation import CorrelationResult
         from xfid.engine.engines import correlate_with
 
-        corr = correlate_with(self.backend(), self.config, engine, track=names(track, "track"), run=_runs(run),
-                              as_of=as_of, targets=names(targets, "targets"),
-                              pairs=names(pairs, "pairs", strings=False),
-                              include_missing=include_missing, fingerprints=fingerprints)
-        from xfid.correlation import CorrelationResult
+        req = request if request is not None else self.request(targets, run, as_of, pairs=pairs, track=track,
+                                                               include_missing=include_missing,
+                                                               fingerprints=fingerprints)
+        return CorrelationResult.of(correlate_with(self.backend(), self.config, req, engine))
 
-        return CorrelationResult.of(corr)
+    @staticmethod
+    def request(targets: str | Sequence[str] | None = None, run: Runs = None, as_of: Any = None, *,
+                pairs: str | Sequence[Any] | None = None, track: str | Sequence[str] | None = None,
+                **flags: Any) -> Request:
+        """The Request of this module's loose arguments (one string is one name; see `names`)."""
+        from xfid.engine.request import Request
+
+        return Request.of(targets=names(targets, "targets"), runs=run, as_of=as_of,
+                          pairs=names(pairs, "pairs", strings=False), track=names(track, "track"), **flags)
 
     def calibrate(self, candidate: str, reference: str, target: str, *, label: str | None = None, run: Runs = None,
-                  as_of: Any = None, engine: str | None = None) -> CalibrationResult:
+                  as_of: Any = None, engine: str | EngineChoice | None = None,
+                  request: Request | None = None) -> CalibrationResult:
         """Fit `candidate`'s efficiency factors against `reference` on one target (cross-validated).
 
         With engine "spark" the cluster aligns the pair and brings back only the rows the fit reads.
+        `request` gives the runs and as-of time instead of `run` and `as_of`.
 
         Raises:
             EngineError: a malformed pair or label, nothing to fit.
@@ -445,9 +463,10 @@ class XfidStore:
                               value=label)
         from xfid.engine.engines import calibration_rows
 
-        rows = calibration_rows(self.backend(), self.config, engine, candidate, reference, target, _runs(run), as_of)
-        return calibrate(self.backend(), self.config, candidate, reference, target, run=_runs(run),
-                         as_of=as_of, label=label, rows=rows)
+        req = request if request is not None else self.request(None, run, as_of)
+        rows = calibration_rows(self.backend(), self.config, engine, req, candidate, reference, target)
+        return calibrate(self.backend(), self.config, candidate, reference, target, run=req.runs,
+                         as_of=req.as_of, label=label, rows=rows)
 
     def write_back(self, result: CalibrationResult) -> IngestReport:
         """Ingest a calibration's predictions as their own fidelity label (idempotent)."""
@@ -459,7 +478,8 @@ class XfidStore:
     # --- the tracker ------------------------------------------------------------------
     def check(self, targets: str | Sequence[str] | None = None, run: Runs = None, as_of: Any = None, *,
               actor: str | None = None, label: str | None = None, resolve_after: int | None = None,
-              correlation: Correlation | None = None, engine: str | None = None) -> CheckSummary:
+              correlation: Correlation | None = None, engine: str | EngineChoice | None = None,
+              request: Request | None = None) -> CheckSummary:
         """Correlate (or take `correlation`) and update the tracker: file, reopen and resolve issues.
 
         Args:
@@ -469,6 +489,7 @@ class XfidStore:
             resolve_after: consecutive clean checks that resolve an issue (default `[tracker] resolve_after`, else 2).
             correlation: record this correlation instead of correlating now.
             engine: as for `correlate()`; Spark also brings back the rows of the open issues.
+            request: the selection as one Request instead of targets, run and as_of.
 
         Returns:
             The check summary: ids new, reopened, resolved, still open, waived; counts.
@@ -479,11 +500,13 @@ class XfidStore:
         k = self.resolve_after(resolve_after)
         tracker = self.tracker
         if correlation is None:
-            from xfid.engine.engines import engine_name, open_fingerprints
+            from xfid.engine.engines import get_engine, open_fingerprints
 
-            spark = engine_name(self.config, engine) == "spark"
-            correlation = self.correlate(targets, None, run, as_of, engine=engine,
-                                         track=open_fingerprints(tracker) if spark else None)
+            eng = get_engine(self.config, engine)
+            req = request if request is not None else self.request(targets, run, as_of)
+            if not eng.all_rows:  # an engine that returns some rows brings back the open issues' too
+                req = req.but(track=tuple(open_fingerprints(tracker)))
+            correlation = self.correlate(request=req, engine=eng)
         corr = correlation
         from xfid.tracker import noise
 
@@ -595,16 +618,19 @@ class XfidStore:
 
     # --- baselines and reports --------------------------------------------------------
     def snapshot(self, output: PathLike | None = None, targets: str | Sequence[str] | None = None, run: Runs = None,
-                 as_of: Any = None, label: str | None = None, engine: str | None = None) -> dict[str, Any]:
+                 as_of: Any = None, label: str | None = None, engine: str | EngineChoice | None = None, *,
+                 request: Request | None = None) -> dict[str, Any]:
         """The current correlation as a baseline snapshot (written to `output` when given).
 
-        With engine "spark" the snapshot holds the aggregates and the discrepancies' keys."""
+        With engine "spark" the snapshot holds the aggregates and the discrepancies' keys.
+        `request` gives the selection instead of targets, run and as_of."""
         from xfid.drift.snapshot import make_snapshot, write_snapshot
         from xfid.outfile import guard
 
         if output is not None:
             guard(output)  # before the work: a path into the store is refused first
-        snap = make_snapshot(self.correlate(targets, None, run, as_of, engine=engine), label=label)
+        req = request if request is not None else self.request(targets, run, as_of)
+        snap = make_snapshot(self.correlate(request=req, engine=engine), label=label)
         if output is not None:
             write_snapshot(snap, output)
         return snap
@@ -779,12 +805,6 @@ def _period(period: Period | str | None) -> Period:
         why = e.render(lambda p: PERIOD_PARTS.get(p, p))
         raise ReportError('{period} {text!r}: {why} (a period is "YYYY-Www", "YYYY-MM-DD..YYYY-MM-DD" or '
                           '"YYYY-MM-DD")', params=("period",), text=text, why=why) from None
-
-
-def _runs(run: Runs) -> Any:
-    if run is None or isinstance(run, (str, Mapping)):
-        return run
-    return list(run) or None
 
 
 def _warn_unmatched(store: Store, config: Config, filters: Mapping[str, Sequence[str]], got: Any) -> None:

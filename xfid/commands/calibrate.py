@@ -70,7 +70,8 @@ def cli(app: App, candidate, reference, target, label, runs, as_of, write_back, 
     """
     from xfid.profile.spread import reference_spread
 
-    res = app.api.calibrate(candidate, reference, target, label=label, run=runs, as_of=as_of, engine=engine)
+    res = app.api.calibrate(candidate, reference, target, label=label, engine=engine,
+                            request=options.request(runs=runs, as_of=as_of))
     spread = reference_spread(app.store(create=False), reference, target)
     write_output(render_json(res, spread) if fmt == "json" else render_text(res, spread), output)
     if write_back:

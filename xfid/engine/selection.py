@@ -199,7 +199,7 @@ def select(table: pa.Table, config: Config, *, run: Mapping[str, str] | None = N
     val, ok_val, cnt, rep, anyflag, gk = (a[reorder] for a in (val, ok_val, cnt, rep, anyflag, gk))
     codes = {k: v[reorder] for k, v in code.items()}
     for name in fid_names:
-        _check_fidelity(name)
+        check_fidelity(name)
     key = gk // len(fid_names) if len(fid_names) else gk
     entries = Selected(dims, fid_names, codes, val, cnt, rep, anyflag, notes, coverage, counts)
     return Selection(entries, AlignKeys(key, ok_val), table)
@@ -224,7 +224,7 @@ def reorder_notes(notes: dict[int, str], reorder: np.ndarray) -> dict[int, str]:
     return {int(inv[k]): v for k, v in notes.items()}
 
 
-def _check_fidelity(name: str) -> None:
+def check_fidelity(name: str) -> None:
     from xfid.schema import fidelity_rank
 
     try:

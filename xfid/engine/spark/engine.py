@@ -17,7 +17,8 @@ rows only; `settings["spark"]["rows"]` says how many rows the cluster aligned.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -25,12 +26,13 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from xfid.config import Config
-from xfid.engine.aggregate import AGGREGATE_COLUMNS, bound_columns, with_violation_ids
+from xfid.engine.aggregate import AGGREGATE_COLUMNS, bound_columns
 from xfid.engine.contract import ROW_COLUMNS, Correlation
-from xfid.engine.pairrows import CONVERSIONS, KINDS
-from xfid.engine.pairs import parse_as_of, parse_run, resolve_pairs
-from xfid.engine.pipeline import _pair_info, engine_settings, result_settings, result_sources
-from xfid.engine.rows import ROW_EXTRA, discrepancies
+from xfid.engine.pairrows import KINDS
+from xfid.engine.pairs import check_conversions, resolve_pairs
+from xfid.engine.request import Request
+from xfid.engine.result import Selection, Start, begin, finish
+from xfid.engine.rows import ROW_EXTRA
 from xfid.engine.scopes import SCOPE_NAMES
 from xfid.engine.spark.groups import (
     COUNT_KEYS,
@@ -43,9 +45,9 @@ from xfid.engine.spark.groups import (
     stats_arrow,
 )
 from xfid.engine.spark.select import select_spark
-from xfid.engine.spark.session import quiet, spark_session
+from xfid.engine.spark.session import SparkSettings, quiet
 from xfid.engine.stats import BOUND_STATS
-from xfid.errors import ConfigError, EngineError, XfidError
+from xfid.errors import EngineError, XfidError
 from xfid.store import Store
 
 CATEGORICAL = ("target", "workload", "op", "metric", "stat", "candidate", "reference", "unit", "candidate_run",
@@ -53,21 +55,17 @@ CATEGORICAL = ("target", "workload", "op", "metric", "stat", "candidate", "refer
                "reference_config")
 
 
-def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Sequence[str] | None = None,
-              as_of: Any = None, targets: Iterable[str] | None = None, pairs: Iterable[Any] | None = None,
-              include_missing: bool = False, kendall: bool = True, bootstrap: bool = True,
-              fingerprints: str = "all", provenance: bool = True, track: Iterable[str] | None = None,
-              keep: Mapping[str, Sequence[str]] | None = None, master: str | None = None,
-              conf: Mapping[str, str] | None = None, spark: Any = None) -> Correlation:
-    """`xfid.engine.correlate` on Spark (same arguments, same result contract).
+def correlate(store: Store, config: Config, request: Request | None = None, *,
+              settings: SparkSettings | None = None, spark: Any = None, **fields: Any) -> Correlation:
+    """`xfid.engine.correlate` on Spark (same request, same result contract).
 
     Args:
-        track: fingerprints whose rows come back whatever their kind (the tracker's open issues).
-        keep: rows whose columns hold one of the given values come back too (`{"target": ["t"],
-            "candidate": ["roofline"], "reference": ["measured"], "metric": ["latency"]}`: the rows
-            a calibration fits).
-        master, conf: the Spark master and settings (default: `[engine.spark]`, env XFID_SPARK_MASTER).
-        spark: an existing SparkSession to use instead.
+        request: what to correlate (or a Request of `fields`); its `track` (fingerprints whose
+            rows come back whatever their kind: the tracker's open issues) and `keep` (rows
+            whose columns hold one of the given values: the rows a calibration fits) name the
+            rows that come back besides the discrepancies.
+        settings: the Spark master and conf (default: `[engine.spark]`, env XFID_SPARK_MASTER).
+        spark: an existing SparkSession to use instead (short for SparkSettings(session=...)).
 
     Returns:
         A Correlation whose rows are the discrepancies and the tracked rows (see the module docstring).
@@ -75,18 +73,15 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
     Raises:
         EngineError: pyspark is not installed; ConfigError: a bad pair, run, date or target.
     """
-    targets = list(targets or [])
-    for t in targets:
-        if t not in config.targets:
-            config.target(t)
-    settings = engine_settings(config)
-    prefer = parse_run(run)
-    when = parse_as_of(as_of)
+    req = request if request is not None else Request.of(**fields)
+    opts = settings or SparkSettings()
+    if spark is not None:
+        opts = replace(opts, session=spark)
+    start = begin(config, req)
     with quiet():
-        session = spark or spark_session(config, master=master, conf=conf)
+        session = opts.spark(config)
         try:
-            return _correlate(session, store, config, settings, prefer, when, targets, pairs, include_missing,
-                              kendall, bootstrap, fingerprints, provenance, sorted(set(track or ())), keep)
+            return _correlate(session, store, config, start, req)
         except XfidError:
             raise
         except Exception as e:  # a failed Spark job: its cause in one line, not a JVM stack trace
@@ -112,20 +107,16 @@ def _cause(e: BaseException) -> str:
     return said
 
 
-def _correlate(spark: Any, store: Store, config: Config, settings: dict[str, Any], prefer: Any, when: Any,
-               targets: list[str], pairs: Any, include_missing: bool, kendall: bool, bootstrap: bool,
-               fingerprints: str, provenance: bool, track: list[str],
-               keep: Mapping[str, Sequence[str]] | None) -> Correlation:
+def _correlate(spark: Any, store: Store, config: Config, start: Start, req: Request) -> Correlation:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    sel = select_spark(spark, store, config, targets=targets or None, run=prefer, source_loc=provenance,
-                       as_of=when.to_pydatetime() if when is not None else None)
-    pair_list = resolve_pairs(config, pairs, sel.fidelities)
-    for p in pair_list:
-        if p.convert and p.convert not in CONVERSIONS:
-            raise ConfigError(f"[[compare]] {p.label}: convert = {p.convert!r} is not known; "
-                              f"use one of {', '.join(CONVERSIONS)}")
+    settings, include_missing, keep = start.settings, req.include_missing, req.keep
+    track = sorted(set(req.track))
+    sel = select_spark(spark, store, config, targets=list(req.targets) or None, run=start.runs,
+                       source_loc=req.provenance, as_of=start.as_of_datetime)
+    pair_list = resolve_pairs(config, req.pairs, sel.fidelities)
+    check_conversions(pair_list)
     ctx = AlignContext(config, settings, pair_list, sel.fidelities)
     aligned = (sel.entries.groupBy("target", "workload").applyInArrow(_bound(align_arrow, ctx), ROW_SCHEMA)
                .persist(StorageLevel.MEMORY_AND_DISK))
@@ -149,35 +140,23 @@ def _correlate(spark: Any, store: Store, config: Config, settings: dict[str, Any
                                  & finite("log_ratio"))
                   .select(*STATS_GROUP, "workload", "op", "rel_error", "log_ratio", "candidate_value",
                           "reference_value", "within", "efficiency", "kind"))
-        sctx = StatsContext.of(settings, kendall, bootstrap, pair_list)
+        sctx = StatsContext.of(settings, req.kendall, req.bootstrap, pair_list)
         stats = usable.groupBy(*STATS_GROUP).applyInArrow(_bound(stats_arrow, sctx), STATS_SCHEMA).toPandas()
     finally:
         aligned.unpersist()
         if sel.persisted is not None:
             sel.persisted.unpersist()
-    if fingerprints != "all" and len(back):
+    if req.fingerprints != "all" and len(back):
         clean = back["kind"].isin(["ok", "missing_reference"]).to_numpy()
         back["fingerprint"] = np.where(clean, None, back["fingerprint"].to_numpy(dtype=object))
-    disc = discrepancies(back, include_missing)
-    pair_info = []
-    total = 0
-    for i, p in enumerate(pair_list):
-        info = _pair_info(p, settings)
-        if p.candidate in sel.fidelities and p.reference in sel.fidelities:
-            info.update(counts.get(i, dict.fromkeys(COUNT_KEYS, 0)))
-            total += info["aligned"] + info["missing_reference"]
-        else:
-            info["skipped"] = "a fidelity of the pair has no records"
-        pair_info.append(info)
-    out_settings = result_settings(config, settings, prefer=prefer, when=when, targets=targets or sel.targets,
-                                   pairs=pair_list, pair_info=pair_info, counts=sel.counts, kendall=kendall,
-                                   bootstrap=bootstrap, fingerprints=fingerprints, provenance=provenance,
-                                   clock_targets=sel.targets)
-    out_settings["engine"] = "spark"
-    out_settings["spark"] = {"master": spark.sparkContext.master, "rows": total, "rows_returned": len(back),
-                             "tracked": len(track), "rows_kept": "discrepancies and tracked fingerprints"}
-    sources = result_sources(store)
-    return Correlation(back, with_violation_ids(_comparisons(stats), disc), disc, sel.coverage, sources, config.hash(), out_settings)
+    aligned_pairs = {i: counts.get(i, dict.fromkeys(COUNT_KEYS, 0)) for i, p in enumerate(pair_list)
+                     if p.candidate in sel.fidelities and p.reference in sel.fidelities}
+    total = sum(c["aligned"] + c["missing_reference"] for c in aligned_pairs.values())
+    extra = {"engine": "spark",
+             "spark": {"master": spark.sparkContext.master, "rows": total, "rows_returned": len(back),
+                       "tracked": len(track), "rows_kept": "discrepancies and tracked fingerprints"}}
+    return finish(store, config, req, start, Selection(sel.targets, sel.counts, sel.coverage), pair_list,
+                  aligned_pairs, back, _comparisons(stats), extra)
 
 
 def _bound(fn: Any, ctx: Any) -> Any:

@@ -19,7 +19,7 @@ from typing import Any
 from xfid.config import Config
 from xfid.engine.contract import COVERAGE_COLUMNS
 from xfid.engine.opmap import COVERAGE_EXTRA, map_name
-from xfid.engine.selection import ADDITIVE, _check_fidelity
+from xfid.engine.selection import ADDITIVE, check_fidelity
 from xfid.errors import StoreError
 from xfid.schema import FLAG_NO_REFERENCE
 from xfid.store import Store
@@ -184,7 +184,7 @@ def select_spark(spark: Any, store: Store, config: Config, *, targets: Sequence[
     if not runs:
         return _empty(spark, config)
     for fid in sorted({r[0] for r in runs}):
-        _check_fidelity(fid)
+        check_fidelity(fid)
     ops = [(r[0], r[1], int(r[2])) for r in df.groupBy("source", "raw_op").count().collect()]
     coverage, renames = coverage_and_map(ops, config)
     ranks = spark.createDataFrame(run_ranks(runs, run), "fidelity string, run_key string, rank int")
