@@ -81,3 +81,31 @@ def test_check_asks_a_partial_engine_for_the_open_issues(xfid_cli, monkeypatch):
     assert seen[-1][1].track == ("fp1", "fp2")
     assert xfid_cli("check", "--engine", "local").exit_code == 0
     assert seen[-1][1].track == ()  # the local engine returns every row anyway
+
+
+def test_commands_are_one_api_call(xfid_cli, monkeypatch, tmp_path):
+    """doctor, roofline, store copy and calibrate's spread go through the API (the CLI parses and formats)."""
+    import json
+    from dataclasses import asdict
+
+    import xfid
+    from xfid.api import XfidStore
+
+    r = xfid_cli("roofline", "--target", "t100-a0", "--block", "omvm", "--shape", "1", "--format", "json", "--ingest")
+    assert r.exit_code == 0, r.output
+    with xfid.open_store(xfid_cli.store) as store:
+        bounds = store.roofline("t100-a0", block="omvm", shapes="1")
+        assert json.loads(r.stdout) == bounds.records and bounds.target == "t100-a0"
+        rep = store.doctor()
+    d = json.loads(xfid_cli("doctor", "--format", "json").stdout)
+    assert d == {**asdict(rep), "ok": rep.ok}
+    calls = []
+    for name in ("doctor", "rebuild_catalog", "copy_to"):
+        def fake(self, *a, _name=name, **k):
+            calls.append(_name)
+            raise xfid.errors.XfidError(f"stand-in {_name}")
+        monkeypatch.setattr(XfidStore, name, fake)
+    xfid_cli("doctor")
+    xfid_cli("doctor", "--rebuild-catalog")
+    xfid_cli("store", "copy", "--to-database", "postgresql://u@h/db")
+    assert calls == ["doctor", "rebuild_catalog", "copy_to"]

@@ -169,6 +169,26 @@ class KeyHistory:
                 "moves": self.moves}
 
 
+@dataclass
+class Bounds:
+    """`XfidStore.roofline()`: the bound records (xfid-records dicts), the target they are for,
+    and what ingesting them did (None when not ingested)."""
+
+    target: str
+    records: list[dict[str, Any]]
+    ingested: IngestReport | None = None
+
+
+@dataclass
+class RtlRun:
+    """`run_rtl()`: the run (rtl_hooks.runner.RunResult), its probe records (each with
+    `test_failed`), and the rows ingested (None when not ingested)."""
+
+    result: Any
+    records: list[dict[str, Any]]
+    ingested_rows: int | None = None
+
+
 class XfidStore:
     """A store and its configuration; every method is one operation of the `xfid` command line."""
 
@@ -762,6 +782,124 @@ class XfidStore:
 
         self.close()
         return rebuild_catalog(self.path, self.locations()["database"])
+
+    def reference_spread(self, reference: str, target: str) -> dict[str, Any] | None:
+        """The reference fidelity's run-to-run spread on `target` (said next to a calibration's error;
+        None when every key was measured once)."""
+        from xfid.profile.spread import reference_spread
+
+        return reference_spread(self.backend(), reference, target)
+
+    def roofline(self, target: str, *, workload: str | None = None, model_config: PathLike | None = None,
+                 gemms: str | Sequence[str] | None = None, gemm_file: PathLike | None = None, precision: str = "fp16",
+                 placement: str | None = None, block: str | None = None, params: Mapping[str, str] | None = None,
+                 shapes: str | Sequence[str] | None = None, output: PathLike | None = None, ingest: bool = False,
+                 run: str | None = None) -> Bounds:
+        """Roofline/limiter bounds (`xfid roofline`): of a T100 RTL `block` (its `shapes` and
+        `params`), of GEMM shapes (`gemms` "M,N,K", `gemm_file`), or of an LLM `workload`; written
+        to `output` (xfid-records) and ingested (`ingest`, run label `run`) when asked.
+
+        Raises:
+            XfidError: no mode or several, a placement with a block, a bad shape, workload or file.
+        """
+        from xfid.models import blocks, llm, roofline
+        from xfid.models.memory import parse_placement
+        from xfid.models.output import write_records
+
+        gemms, shapes = names(gemms, "gemms") or [], names(shapes, "shapes") or []
+        if block and (gemms or gemm_file):
+            raise XfidError("use one mode: {workload} (LLM), {gemms}/{gemm_file}, or {block}",
+                            params=("workload", "gemms", "gemm_file", "block"))
+        if not (block or gemms or gemm_file or workload):
+            raise XfidError("give {workload}, {gemms}, {gemm_file} or {block}",
+                            params=("workload", "gemms", "gemm_file", "block"))
+        tgt = self.config.target(target)
+        places = parse_placement(placement)
+        if places and block:
+            raise XfidError("{placement} is for a workload (and act=LEVEL for GEMMs), not a block",
+                            params=("placement",))
+        if block:
+            records = blocks.block_bounds(block, tgt, dict(params or {}), list(shapes))
+        elif gemms or gemm_file:
+            sh = [roofline.parse_triple(g) for g in gemms]
+            if gemm_file:
+                sh += roofline.read_gemm_file(gemm_file)
+            records = roofline.gemm_bounds(sh, tgt, precision, workload or roofline.DEFAULT_GEMM_WORKLOAD,
+                                           places).records()
+        else:
+            assert workload is not None
+            w = llm.parse_workload(workload)
+            records = roofline.workload_bounds(llm.resolve_model(w.model, model_config), w, tgt, places).records()
+        if output:
+            write_records(records, output)
+        out = Bounds(tgt.name, records)
+        if ingest:
+            out.ingested = self.ingest_bounds(records, target, output, run)
+        return out
+
+    def ingest_bounds(self, records: list[dict[str, Any]], target: str, output: PathLike | None = None,
+                      run: str | None = None) -> IngestReport:
+        """Ingest bound records (idempotent): from `output` when they were written there, else
+        from the store's own `generated/roofline-TARGET-WORKLOAD.csv`."""
+        import re
+
+        from xfid.models.output import ingest_records
+
+        def slug(text: str) -> str:
+            return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:120]
+
+        name = f"roofline-{slug(target)}-{slug(records[0]['workload'])}.csv"
+        return ingest_records(self.backend(create=True), records, output, run, name)
+
+    def run_rtl(self, block: str | PathLike, params: Mapping[str, str] | None = None, *, ingest: bool = False,
+                run: str | None = None, **options: Any) -> RtlRun:
+        """`run_rtl()`, then with `ingest` its probe records and results.xml into this store
+        (adapter cocotb, run label `run`, default rtl-BLOCK-<UTC time>)."""
+        res = run_rtl(block, params, **options)
+        if ingest:
+            import time
+
+            r = res.result
+            label = run or f"rtl-{r.block}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+            paths = [p for p in (r.out, r.results_xml) if p.is_file()]
+            opts = {} if r.out.parent == r.results_xml.parent else {"results": str(r.results_xml)}
+            res.ingested_rows = self.ingest(paths, adapter="cocotb", target=options.get("target"), run=label,
+                                            options=opts).rows
+        return res
+
+    def copy_to(self, database: str, records: str | None = None) -> Any:
+        """Copy this store (manifest, sources, parts, check rows, tracker) into the team store at
+        `database` (postgresql://...), its parts to `records` (default: where they are); see
+        xfid.storecopy.copy_store. Returns its CopyReport."""
+        from xfid.storecopy import copy_store
+
+        return copy_store(self.backend(create=False), database, records)
+
+
+def run_rtl(block: str | PathLike, params: Mapping[str, str] | None = None, *, sim: str | None = None,
+            out: PathLike | None = None, build_root: PathLike | None = None, seed: int | None = None,
+            target: str | None = None) -> RtlRun:
+    """Build (cached) and run a T100 RTL block's cocotb testbench (`xfid rtl run`): the run and its
+    probe records, each marked `test_failed` when its cocotb test failed."""
+    import json
+
+    from rtl_hooks.runner import run_block
+    from xfid.adapters.cocotb import read_results
+
+    res = run_block(block, dict(params or {}), sim=sim, out=out, build_root=build_root, seed=seed, target=target)
+    records = ([json.loads(line) for line in res.out.read_text().splitlines() if line.strip()]
+               if res.out.is_file() else [])
+    failed = {c.name for c in read_results(res.results_xml) if c.status in ("failed", "error")}
+    for r in records:
+        r["test_failed"] = r.get("test") in failed
+    return RtlRun(res, records)
+
+
+def rtl_inspect(file: PathLike, top: str | None = None) -> Any:
+    """A Verilog module's parameters and ports (`xfid rtl inspect`): rtl_hooks.inspect's module."""
+    from rtl_hooks.inspect import get_module
+
+    return get_module(file, top)
 
 
 def who_acts(explicit: str | None = None) -> str:
