@@ -26,13 +26,14 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from xfid.config import Config
-from xfid.engine.aggregate import AGGREGATE_COLUMNS, bound_columns
+from xfid.engine.aggregate import pack_comparisons
 from xfid.engine.contract import ROW_COLUMNS, Correlation
 from xfid.engine.pairrows import KINDS
 from xfid.engine.pairs import check_conversions, resolve_pairs
 from xfid.engine.request import Request
 from xfid.engine.result import Selection, Start, begin, finish
 from xfid.engine.rows import ROW_EXTRA
+from xfid.engine.schema import ROW_FIELDS
 from xfid.engine.scopes import SCOPE_NAMES
 from xfid.engine.spark.groups import (
     COUNT_KEYS,
@@ -46,13 +47,11 @@ from xfid.engine.spark.groups import (
 )
 from xfid.engine.spark.select import select_spark
 from xfid.engine.spark.session import SparkSettings, quiet
-from xfid.engine.stats import BOUND_STATS
 from xfid.errors import EngineError, XfidError
 from xfid.store import Store
 
-CATEGORICAL = ("target", "workload", "op", "metric", "stat", "candidate", "reference", "unit", "candidate_run",
-               "reference_run", "candidate_source_path", "reference_source_path", "candidate_config",
-               "reference_config")
+CATEGORICAL = tuple(f.name for f in ROW_FIELDS if f.category)
+"""The row fields collected as categories (few distinct values among millions of rows)."""
 
 
 def correlate(store: Store, config: Config, request: Request | None = None, *,
@@ -156,7 +155,7 @@ def _correlate(spark: Any, store: Store, config: Config, start: Start, req: Requ
              "spark": {"master": spark.sparkContext.master, "rows": total, "rows_returned": len(back),
                        "tracked": len(track), "rows_kept": "discrepancies and tracked fingerprints"}}
     return finish(store, config, req, start, Selection(sel.targets, sel.counts, sel.coverage), pair_list,
-                  aligned_pairs, back, _comparisons(stats), extra)
+                  aligned_pairs, back, pack_comparisons(stats), extra)
 
 
 def _bound(fn: Any, ctx: Any) -> Any:
@@ -258,25 +257,3 @@ def _local_rows(frames: list[pd.DataFrame]) -> pd.DataFrame:
     for c in ("fingerprint", "candidate_source_loc", "reference_source_loc", "note"):
         out[c] = out[c].astype(object).where(out[c].notna(), None)
     return pd.DataFrame(out)
-
-
-def _comparisons(stats: pd.DataFrame) -> pd.DataFrame:
-    """The comparisons table as the local engine's Aggregates.result() builds it."""
-    if not len(stats):
-        return pd.DataFrame({k: pd.Series(dtype=object) for k in AGGREGATE_COLUMNS})
-    out = stats.copy()
-    ci_ok = (out["n"] >= 3) & np.isfinite(out["mape_ci_low"])
-    out["mape_ci"] = [[float(a), float(b)] if k else None
-                      for a, b, k in zip(out["mape_ci_low"], out["mape_ci_high"], ci_ok, strict=True)]
-    out["bias_ci"] = [[float(a), float(b)] if k else None
-                      for a, b, k in zip(out["bias_ci_low"], out["bias_ci_high"], ci_ok, strict=True)]
-    for c in ("target", "workload", "candidate", "reference", "metric", "stat"):
-        out[c] = out[c].astype(object).where(out[c].notna(), None)
-    out["n"] = out["n"].astype(np.int64)
-    st = {k: out[k].to_numpy(np.float64) for k in BOUND_STATS}
-    for k, v in bound_columns({**st, "bound": out["bound"].to_numpy(bool)}).items():
-        out[k] = v
-    out["_lvl"] = out["workload"].notna()
-    out = out.sort_values(["_lvl", "target", "workload", "candidate", "reference", "metric", "stat"],
-                          kind="stable", na_position="first").drop(columns="_lvl").reset_index(drop=True)
-    return out[list(AGGREGATE_COLUMNS)]
