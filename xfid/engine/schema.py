@@ -91,6 +91,14 @@ COVERAGE_FIELDS: tuple[Field, ...] = (Field("source", S), Field("raw_op", S), Fi
                                       Field("records", I64))
 """Which raw op names the op maps matched, per source adapter."""
 
+DISCREPANCY_JSON_FIELDS = (
+    "fingerprint", "target", "workload", "op", "metric", "stat", "candidate", "reference",
+    "candidate_value", "reference_value", "unit", "rel_error", "log_ratio", "tolerance", "tolerance_abs",
+    "kind", "factor", "severity", "efficiency", "scope", "candidate_n", "reference_n", "candidate_run", "reference_run",
+    "candidate_source_path", "candidate_source_loc", "reference_source_path", "reference_source_loc", "note",
+)
+"""The row fields of a discrepancy in `--format json`, in the order it prints them."""
+
 SNAPSHOT_KEY_FIELDS = ("target", "workload", "op", "metric", "stat", "candidate", "reference", "candidate_value",
                        "reference_value", "unit", "rel_error", "log_ratio", "tolerance", "kind", "within")
 """The row fields a baseline snapshot keeps per fingerprint (xfid.drift.snapshot; in this order)."""
@@ -133,7 +141,8 @@ def ddl(fields: Iterable[Field]) -> str:
 def _check_subsets() -> None:
     rows, comps = set(names(ROW_FIELDS)), set(names(COMPARISON_FIELDS))
     stats = set(names(STAT_FIELDS))
-    missing = ([n for n in SNAPSHOT_KEY_FIELDS if n not in rows] + [n for n in SNAPSHOT_AGG_FIELDS if n not in comps]
+    rows |= set(names(ROW_EXTRA_FIELDS))
+    missing = ([n for n in (*SNAPSHOT_KEY_FIELDS, *DISCREPANCY_JSON_FIELDS) if n not in rows] + [n for n in SNAPSHOT_AGG_FIELDS if n not in comps]
                + [n for pair in CI_FIELDS.values() for n in pair if n not in stats] + [n for n in CI_FIELDS
                                                                                         if n not in comps])
     if missing:
