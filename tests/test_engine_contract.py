@@ -291,3 +291,21 @@ def test_the_snapshot_validation_covers_exactly_the_snapshot_fields():
     assert tuple(snapshot.KEY_TYPES) == snapshot.KEY_FIELDS and tuple(snapshot.AGG_TYPES) == snapshot.AGG_FIELDS
     assert set(snapshot.KEY_REQUIRED) <= set(snapshot.KEY_FIELDS)
     assert set(snapshot.AGG_REQUIRED) <= set(snapshot.AGG_FIELDS)
+
+
+def test_the_engine_steps_are_the_correlation(tmp_path):
+    """select -> align -> aggregate -> finish, called one by one through the Engine protocol,
+    give what correlate() gives."""
+    from xfid.engine import correlate
+    from xfid.engine.result import begin, finish
+
+    store, cfg = _schema_store(tmp_path), config()
+    req = Request.of(include_missing=True)
+    eng = get_engine(cfg, "local")
+    start = begin(cfg, req)
+    aligned = eng.align(eng.select(store, cfg, req, start))
+    got = finish(store, cfg, req, start, aligned, eng.aggregate(aligned))
+    want = correlate(store, cfg, req)
+    from xfid.engine.output import to_json
+
+    assert to_json(got) == to_json(want) and got.rows.equals(want.rows)

@@ -13,14 +13,18 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from xfid.config import Config
 from xfid.engine.contract import Correlation
 from xfid.engine.request import Request
+from xfid.engine.result import Aligned, Start
 from xfid.errors import ConfigError, EngineError
 from xfid.store import Store
 from xfid.sysmem import HEADROOM, available_memory
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 BYTES_PER_RECORD = 240
 """Peak memory of the local engine per record of the store (benchmarks/correlate.py at 10M
@@ -30,7 +34,8 @@ BASE_BYTES = 300 << 20
 
 
 class Engine(Protocol):
-    """What a correlation engine offers the API.
+    """What a correlation engine offers: its steps select -> align -> aggregate, then the shared
+    xfid.engine.result.finish(); `correlate` runs them (begin() first).
 
     `all_rows`: whether `Correlation.rows` holds every aligned row (local) or only the
     discrepancies plus the request's `track`/`keep` rows (Spark), so callers know when to ask
@@ -43,8 +48,20 @@ class Engine(Protocol):
         """Stop before reading when the engine cannot hold `store` (EngineError naming the way out)."""
         ...
 
+    def select(self, store: Store, config: Config, request: Request, start: Start) -> Any:
+        """The request's entries and pairs, ready to align."""
+        ...
+
+    def align(self, selected: Any) -> Aligned:
+        """The aligned rows (or those brought back) and every pair's counts."""
+        ...
+
+    def aggregate(self, aligned: Aligned) -> pd.DataFrame:
+        """The comparisons (xfid.engine.aggregate.pack_comparisons) of the aligned rows."""
+        ...
+
     def correlate(self, store: Store, config: Config, request: Request) -> Correlation:
-        """The correlation of `request` over `store` (xfid.engine.contract)."""
+        """begin -> select -> align -> aggregate -> finish: the correlation of `request` (xfid.engine.contract)."""
         ...
 
 
@@ -82,8 +99,23 @@ class LocalEngine:
     def check_fits(self, store: Store) -> None:
         check_local_fits(store, self.settings.available)
 
+    def select(self, store: Store, config: Config, request: Request, start: Start) -> Any:
+        from xfid.engine import pipeline
+
+        return pipeline.select(store, config, request, start)
+
+    def align(self, selected: Any) -> Aligned:
+        from xfid.engine import pipeline
+
+        return pipeline.align(selected)
+
+    def aggregate(self, aligned: Any) -> pd.DataFrame:
+        from xfid.engine import pipeline
+
+        return pipeline.aggregate(aligned)
+
     def correlate(self, store: Store, config: Config, request: Request) -> Correlation:
-        from xfid.engine.pipeline import correlate
+        from xfid.engine.pipeline import correlate  # the same steps
 
         self.check_fits(store)
         return correlate(store, config, request)
@@ -108,6 +140,22 @@ class SparkEngine:
 
     def check_fits(self, store: Store) -> None:
         """The cluster holds what it is given: nothing to check before it runs."""
+
+    def select(self, store: Store, config: Config, request: Request, start: Start) -> Any:
+        """On the session of this engine's settings (the active one, else a new one)."""
+        from xfid.engine.spark import engine
+
+        return engine.select(self.settings.spark(config), store, config, request, start)
+
+    def align(self, selected: Any) -> Aligned:
+        from xfid.engine.spark import engine
+
+        return engine.align(selected)
+
+    def aggregate(self, aligned: Any) -> pd.DataFrame:
+        from xfid.engine.spark import engine
+
+        return engine.aggregate(aligned)
 
     def correlate(self, store: Store, config: Config, request: Request) -> Correlation:
         from xfid.engine.spark import correlate as spark_correlate

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 from xfid.config import Config
@@ -19,12 +21,12 @@ from xfid.engine.pairrows import PairRows
 from xfid.engine.pairs import resolve_pairs
 from xfid.engine.partitions import select_store
 from xfid.engine.request import Request
-from xfid.engine.result import Selection, begin, engine_settings, finish
+from xfid.engine.result import Aligned, Selection, Start, begin, engine_settings, finish
 from xfid.engine.rows import Packer, entry_provenance, rows_frame
 from xfid.engine.scopes import DERIVED_UNITS, EntryScope, entry_scopes
 from xfid.store import Store
 
-__all__ = ["THREADS", "correlate", "engine_settings"]
+__all__ = ["THREADS", "aggregate", "align", "correlate", "engine_settings", "select"]
 
 THREADS = min(2, os.cpu_count() or 1)
 """Threads sharing the rows frame and the per-pair aggregates."""
@@ -32,6 +34,8 @@ THREADS = min(2, os.cpu_count() or 1)
 
 def correlate(store: Store, config: Config, request: Request | None = None, **fields: Any) -> Correlation:
     """Align the fidelities in `store` and compute errors, aggregates and discrepancies.
+
+    The local engine's steps (select -> align -> aggregate -> finish, xfid.engine.engines.Engine).
 
     Args:
         store: the store to read.
@@ -48,29 +52,63 @@ def correlate(store: Store, config: Config, request: Request | None = None, **fi
     """
     req = request if request is not None else Request.of(**fields)
     start = begin(config, req)
-    settings = start.settings
-    kendall, bootstrap, provenance = req.kendall, req.bootstrap, req.provenance
+    aligned = align(select(store, config, req, start))
+    return finish(store, config, req, start, aligned, aggregate(aligned))
+
+
+@dataclass
+class Selected:
+    """The local selection, ready to align: the entries (selection.Selected), the pairs, the
+    aligner with what it read of the records, the provenance and unit names the rows need."""
+
+    sel: Any
+    pairs: list[Any]
+    aligner: Aligner | None
+    prov: Any
+    unit_names: list[str]
+    req: Request
+    settings: dict[str, Any]
+
+
+def select(store: Store, config: Config, req: Request, start: Start) -> Selected:
+    """Read the chosen records and build the aligner; the records table is let go here (the
+    largest allocation: everything later works on entries)."""
     sel, keys, records = select_store(store, config, targets=list(req.targets) or None, run=start.runs,
-                                      source_loc=provenance, as_of=start.as_of_datetime)
+                                      source_loc=req.provenance, as_of=start.as_of_datetime)
     pair_list = resolve_pairs(config, req.pairs, sel.fidelities)
     plans: dict[Any, Any] = {}  # the chosen records' split by chunk, shared by every column read at them
     units, unit_names = _entry_units(records, sel.rep, plans)
-    prov = entry_provenance(records, sel.rep, provenance, plans)
-    aligner = Aligner(sel, keys, config, settings, units, unit_names,
+    prov = entry_provenance(records, sel.rep, req.provenance, plans)
+    aligner = Aligner(sel, keys, config, start.settings, units, unit_names,
                       MismatchChecker(records, config, sel.rep, plans),
                       _entry_scope(sel, records, units, unit_names, prov, plans))
-    # everything later works on entries: let the records table go (the largest allocation)
     del records, keys, units, plans
     pa.default_memory_pool().release_unused()
+    return Selected(sel, pair_list, aligner, prov, unit_names, req, start.settings)
+
+
+@dataclass
+class LocalAligned(Aligned):
+    """Aligned rows plus the aggregates still being computed on a worker thread."""
+
+    agg: Aggregates | None = None
+    pool: ThreadPoolExecutor | None = None
+    fut: Any = None
+
+
+def align(s: Selected) -> LocalAligned:
+    """Align every pair into one rows frame. The aggregates run on a worker thread, each pair as
+    soon as it is aligned here (numpy releases the GIL in its sorts and gathers); aggregate()
+    joins them."""
+    sel, pair_list, aligner = s.sel, s.pairs, s.aligner
+    assert aligner is not None, "a selection is aligned once"
+    s.aligner = None
     counts: dict[int, dict[str, int]] = {}
     # the rows columns are allocated once; each pair is copied in as soon as it is aligned
     pending = aligner.plan(pair_list)
     packer = Packer([pending[i].size if i in pending else 0 for i in range(len(pair_list))], len(sel.value),
-                    len(sel.dims["metric"]), len(unit_names))
-
-    # the aggregates run on a worker thread, each pair as soon as it is aligned here (numpy
-    # releases the GIL in its sorts and gathers); this thread joins them after the rows frame
-    agg = Aggregates(sel, settings, kendall, bootstrap)
+                    len(sel.dims["metric"]), len(s.unit_names))
+    agg = Aggregates(sel, s.settings, s.req.kendall, s.req.bootstrap)
     pool = ThreadPoolExecutor(THREADS - 1) if THREADS > 1 and pair_list else None
     fut = pool.submit(agg.work, True) if pool else None
     try:
@@ -88,15 +126,27 @@ def correlate(store: Store, config: Config, request: Request | None = None, **fi
         # what only the alignment needed: the per-fidelity sides, keys, reference values, units
         del aligner, pending
         packed = packer.finish(placed)
-        rows = rows_frame(sel, [pr for _, pr in placed], packed, prov, req.fingerprints, unit_names)
-        agg.work(wait=False)
-        if fut:
-            fut.result()
-    finally:
+        rows = rows_frame(sel, [pr for _, pr in placed], packed, s.prov, s.req.fingerprints, s.unit_names)
+    except BaseException:
         if pool:
             pool.shutdown()
+        raise
     selected = Selection(sorted(sel.dims["target"]), sel.counts, sel.coverage, sel.dims["target"])
-    return finish(store, config, req, start, selected, pair_list, counts, rows, agg.result())
+    return LocalAligned(selected, pair_list, counts, rows, agg=agg, pool=pool, fut=fut)
+
+
+def aggregate(a: LocalAligned) -> pd.DataFrame:
+    """The comparisons: join the worker thread's aggregates (this thread takes what is left)."""
+    assert a.agg is not None
+    try:
+        a.agg.work(wait=False)
+        if a.fut:
+            a.fut.result()
+    finally:
+        if a.pool:
+            a.pool.shutdown()
+    agg, a.agg, a.pool, a.fut = a.agg, None, None, None
+    return agg.result()
 
 
 def _entry_scope(sel: Any, records: pa.Table, units: np.ndarray, unit_names: list[str], prov: Any,

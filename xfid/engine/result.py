@@ -6,8 +6,8 @@ these, so a result's settings, per-pair info, discrepancies and violation ids ar
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -88,12 +88,25 @@ class Selection:
     clock_targets: Sequence[str] = ()
 
 
-def finish(store: Store, config: Config, req: Request, start: Start, sel: Selection, pairs: Sequence[Pair],
-           counts: Mapping[int, Mapping[str, int]], rows: pd.DataFrame, comparisons: pd.DataFrame,
-           extra: Mapping[str, Any] | None = None) -> Correlation:
-    """The Correlation of an engine's rows and comparisons: the discrepancies (sorted), the
-    bound aggregates' violation ids, per pair its info and counts (`counts[i]` for the pairs
-    that were aligned, the others skipped), the settings (plus `extra`) and the sources."""
+@dataclass
+class Aligned:
+    """What an engine's align step gives finish(): the selection's summary, the pairs, per pair
+    the alignment's counts (`counts[i]` for the pairs that were aligned, the others skipped), the
+    rows (every row, or those an engine brings back) and the engine's own settings entries."""
+
+    selection: Selection
+    pairs: list[Pair]
+    counts: dict[int, dict[str, int]]
+    rows: pd.DataFrame
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def finish(store: Store, config: Config, req: Request, start: Start, aligned: Aligned,
+           comparisons: pd.DataFrame) -> Correlation:
+    """The Correlation of an engine's aligned rows and comparisons: the discrepancies (sorted),
+    the bound aggregates' violation ids, per pair its info and counts, the settings (plus the
+    engine's `extra`) and the sources."""
+    sel, pairs, counts, rows = aligned.selection, aligned.pairs, aligned.counts, aligned.rows
     disc = discrepancies(rows, req.include_missing)
     info = []
     for i, p in enumerate(pairs):
@@ -106,7 +119,7 @@ def finish(store: Store, config: Config, req: Request, start: Start, sel: Select
     out_settings = result_settings(config, start, req, targets=list(req.targets) or sel.targets, pairs=pairs,
                                    pair_info=info, counts=sel.counts,
                                    clock_targets=sel.clock_targets or sel.targets)
-    out_settings.update(extra or {})
+    out_settings.update(aligned.extra)
     return Correlation(rows, with_violation_ids(comparisons, disc), disc, sel.coverage, result_sources(store),
                        config.hash(), out_settings)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,7 @@ from xfid.engine.contract import ROW_COLUMNS, Correlation
 from xfid.engine.pairrows import KINDS
 from xfid.engine.pairs import check_conversions, resolve_pairs
 from xfid.engine.request import Request
-from xfid.engine.result import Selection, Start, begin, finish
+from xfid.engine.result import Aligned, Selection, Start, begin, finish
 from xfid.engine.rows import ROW_EXTRA
 from xfid.engine.schema import ROW_FIELDS
 from xfid.engine.scopes import SCOPE_NAMES
@@ -107,44 +107,78 @@ def _cause(e: BaseException) -> str:
 
 
 def _correlate(spark: Any, store: Store, config: Config, start: Start, req: Request) -> Correlation:
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
+    """The Spark engine's steps: select -> align -> aggregate -> finish (xfid.engine.engines.Engine)."""
+    selected = select(spark, store, config, req, start)
+    try:
+        aligned = align(selected)
+        comparisons = aggregate(aligned)
+    finally:
+        selected.release()
+    return finish(store, config, req, start, aligned, comparisons)
 
-    settings, include_missing, keep = start.settings, req.include_missing, req.keep
-    track = sorted(set(req.track))
+
+@dataclass
+class SparkSelected:
+    """The Spark selection (xfid.engine.spark.select) and its pairs; `aligned`, once align ran,
+    the persisted rows and counts DataFrame the aggregates read too."""
+
+    spark: Any
+    config: Config
+    sel: Any
+    pairs: list[Any]
+    req: Request
+    settings: dict[str, Any]
+    aligned: Any = None
+
+    def release(self) -> None:
+        """Unpersist what the steps persisted."""
+        if self.aligned is not None:
+            self.aligned.unpersist()
+        if self.sel.persisted is not None:
+            self.sel.persisted.unpersist()
+
+
+@dataclass
+class SparkAligned(Aligned):
+    """Aligned rows brought back, plus the cluster's selection to aggregate."""
+
+    selected: SparkSelected | None = None
+
+
+def select(spark: Any, store: Store, config: Config, req: Request, start: Start) -> SparkSelected:
+    """The entries in Spark SQL (xfid.engine.spark.select) and the pairs (conversions checked)."""
     sel = select_spark(spark, store, config, targets=list(req.targets) or None, run=start.runs,
                        source_loc=req.provenance, as_of=start.as_of_datetime)
     pair_list = resolve_pairs(config, req.pairs, sel.fidelities)
     check_conversions(pair_list)
-    ctx = AlignContext(config, settings, pair_list, sel.fidelities)
-    aligned = (sel.entries.groupBy("target", "workload").applyInArrow(_bound(align_arrow, ctx), ROW_SCHEMA)
-               .persist(StorageLevel.MEMORY_AND_DISK))
-    try:
-        counts = _pair_counts(aligned.filter(F.col("counts").isNotNull()).select("pair_index", "counts").collect())
-        rows = aligned.filter(F.col("counts").isNull()).drop("counts")
-        kind = F.col("kind")
-        wanted = (kind != "ok") if include_missing else ((kind != "ok") & (kind != "missing_reference"))
-        if track:
-            tdf = spark.createDataFrame([(fp,) for fp in track], "fingerprint string").withColumn("_t", F.lit(True))
-            rows = rows.join(F.broadcast(tdf), "fingerprint", "left")
-            wanted = wanted | F.col("_t").isNotNull()
-        if keep:
-            also = F.lit(True)
-            for col, values in keep.items():
-                also = also & F.col(col).isin([str(v) for v in values])
-            wanted = wanted | also
-        back = _local_rows(_collect_chunks(rows.filter(wanted).drop("_t")))
-        finite = lambda c: F.col(c).isNotNull() & ~F.isnan(c) & (F.abs(F.col(c)) < float("inf"))  # noqa: E731
-        usable = (aligned.filter(F.col("counts").isNull() & (kind != "missing_reference") & finite("rel_error")
-                                 & finite("log_ratio"))
-                  .select(*STATS_GROUP, "workload", "op", "rel_error", "log_ratio", "candidate_value",
-                          "reference_value", "within", "efficiency", "kind"))
-        sctx = StatsContext.of(settings, req.kendall, req.bootstrap, pair_list)
-        stats = usable.groupBy(*STATS_GROUP).applyInArrow(_bound(stats_arrow, sctx), STATS_SCHEMA).toPandas()
-    finally:
-        aligned.unpersist()
-        if sel.persisted is not None:
-            sel.persisted.unpersist()
+    return SparkSelected(spark, config, sel, pair_list, req, start.settings)
+
+
+def align(s: SparkSelected) -> SparkAligned:
+    """Align per (target, workload) on the executors; bring back the discrepancies, the tracked
+    fingerprints' rows and the `keep` rows, and every pair's counts."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    spark, sel, pair_list, req = s.spark, s.sel, s.pairs, s.req
+    track = sorted(set(req.track))
+    ctx = AlignContext(s.config, s.settings, pair_list, sel.fidelities)
+    s.aligned = aligned = (sel.entries.groupBy("target", "workload").applyInArrow(_bound(align_arrow, ctx), ROW_SCHEMA)
+                           .persist(StorageLevel.MEMORY_AND_DISK))
+    counts = _pair_counts(aligned.filter(F.col("counts").isNotNull()).select("pair_index", "counts").collect())
+    rows = aligned.filter(F.col("counts").isNull()).drop("counts")
+    kind = F.col("kind")
+    wanted = (kind != "ok") if req.include_missing else ((kind != "ok") & (kind != "missing_reference"))
+    if track:
+        tdf = spark.createDataFrame([(fp,) for fp in track], "fingerprint string").withColumn("_t", F.lit(True))
+        rows = rows.join(F.broadcast(tdf), "fingerprint", "left")
+        wanted = wanted | F.col("_t").isNotNull()
+    if req.keep:
+        also = F.lit(True)
+        for col, values in req.keep.items():
+            also = also & F.col(col).isin([str(v) for v in values])
+        wanted = wanted | also
+    back = _local_rows(_collect_chunks(rows.filter(wanted).drop("_t")))
     if req.fingerprints != "all" and len(back):
         clean = back["kind"].isin(["ok", "missing_reference"]).to_numpy()
         back["fingerprint"] = np.where(clean, None, back["fingerprint"].to_numpy(dtype=object))
@@ -154,8 +188,26 @@ def _correlate(spark: Any, store: Store, config: Config, start: Start, req: Requ
     extra = {"engine": "spark",
              "spark": {"master": spark.sparkContext.master, "rows": total, "rows_returned": len(back),
                        "tracked": len(track), "rows_kept": "discrepancies and tracked fingerprints"}}
-    return finish(store, config, req, start, Selection(sel.targets, sel.counts, sel.coverage), pair_list,
-                  aligned_pairs, back, pack_comparisons(stats), extra)
+    return SparkAligned(Selection(sel.targets, sel.counts, sel.coverage), pair_list, aligned_pairs, back, extra,
+                        selected=s)
+
+
+def aggregate(a: SparkAligned) -> pd.DataFrame:
+    """The comparisons: grouped_stats per (target, pair, metric, stat) on the executors."""
+    from pyspark.sql import functions as F
+
+    s = a.selected
+    assert s is not None and s.aligned is not None
+    finite = lambda c: F.col(c).isNotNull() & ~F.isnan(c) & (F.abs(F.col(c)) < float("inf"))  # noqa: E731
+    kind = F.col("kind")
+    usable = (s.aligned.filter(F.col("counts").isNull() & (kind != "missing_reference") & finite("rel_error")
+                               & finite("log_ratio"))
+              .select(*STATS_GROUP, "workload", "op", "rel_error", "log_ratio", "candidate_value",
+                      "reference_value", "within", "efficiency", "kind"))
+    sctx = StatsContext.of(s.settings, s.req.kendall, s.req.bootstrap, s.pairs)
+    stats = usable.groupBy(*STATS_GROUP).applyInArrow(_bound(stats_arrow, sctx), STATS_SCHEMA).toPandas()
+    a.selected = None
+    return pack_comparisons(stats)
 
 
 def _bound(fn: Any, ctx: Any) -> Any:
