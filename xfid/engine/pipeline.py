@@ -73,7 +73,7 @@ class Selected:
 def select(store: Store, config: Config, req: Request, start: Start) -> Selected:
     """Read the chosen records and build the aligner; the records table is let go here (the
     largest allocation: everything later works on entries)."""
-    sel, keys, records = select_store(store, config, targets=list(req.targets) or None, run=start.runs,
+    sel, keys, records = select_store(store, config, targets=list(req.targets) or None, runs=start.runs,
                                       source_loc=req.provenance, as_of=start.as_of_datetime)
     pair_list = resolve_pairs(config, req.pairs, sel.fidelities)
     plans: dict[Any, Any] = {}  # the chosen records' split by chunk, shared by every column read at them

@@ -147,7 +147,7 @@ class SparkAligned(Aligned):
 
 def select(spark: Any, store: Store, config: Config, req: Request, start: Start) -> SparkSelected:
     """The entries in Spark SQL (xfid.engine.spark.select) and the pairs (conversions checked)."""
-    sel = select_spark(spark, store, config, targets=list(req.targets) or None, run=start.runs,
+    sel = select_spark(spark, store, config, targets=list(req.targets) or None, runs=start.runs,
                        source_loc=req.provenance, as_of=start.as_of_datetime)
     pair_list = resolve_pairs(config, req.pairs, sel.fidelities)
     check_conversions(pair_list)
