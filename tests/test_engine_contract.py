@@ -309,3 +309,6 @@ def test_the_engine_steps_are_the_correlation(tmp_path):
     from xfid.engine.output import to_json
 
     assert to_json(got) == to_json(want) and got.rows.equals(want.rows)
+    from xfid.engine.engines import correlate_with
+
+    assert to_json(correlate_with(store, cfg, "local", request=req)) == to_json(want)

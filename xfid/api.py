@@ -449,7 +449,7 @@ class XfidStore:
         req = request if request is not None else self.request(targets, run, as_of, pairs=pairs, track=track,
                                                                include_missing=include_missing,
                                                                fingerprints=fingerprints)
-        return CorrelationResult.of(correlate_with(self.backend(), self.config, req, engine))
+        return CorrelationResult.of(correlate_with(self.backend(), self.config, engine, request=req))
 
     @staticmethod
     def request(targets: str | Sequence[str] | None = None, run: Runs = None, as_of: Any = None, *,

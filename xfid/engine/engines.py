@@ -233,9 +233,9 @@ def open_fingerprints(tracker: Any) -> list[str]:
     return sorted({str(i["fingerprint"]) for i in tracker.issues() if i.get("state") in (*ACTIVE, "waived")})
 
 
-def correlate_with(store: Store, config: Config, request: Request | None = None,
-                   engine: str | EngineChoice | Engine | None = None, **fields: Any) -> Correlation:
-    """The correlation of `request` (or a Request of `fields`) on the chosen engine.
+def correlate_with(store: Store, config: Config, engine: str | EngineChoice | Engine | None = None, *,
+                   request: Request | None = None, **fields: Any) -> Correlation:
+    """The correlation of `request` (or a Request of `fields`) on the engine `get_engine` chooses.
 
     Raises:
         EngineError: pyspark missing, or the local engine's estimate does not fit in memory.

@@ -207,7 +207,7 @@ def select_spark(spark: Any, store: Store, config: Config, *, targets: Sequence[
     counts = {"records": n, "history_records": n - chosen_n, "null_records": sum(int(r[4] or 0) for r in per_run),
               "null_keys": sum(int(r[1] or 0) for r in per_target),
               "flagged_records": sum(int(r[5] or 0) for r in per_run)}
-    fids = sorted({r[0] for r in runs})
+    fids = sorted({r[0] for r in run_rows})
     entries = every.filter(~F.isnan("value")).drop("records")
     return SparkSelection(entries, fids, sorted(r[0] for r in per_target), coverage, counts, every)
 
