@@ -68,8 +68,8 @@ def test_latest_run_wins_and_duplicates_take_the_median(tmp_path):
     assert _row(c, "y", AM, ME)["candidate_run"] == "old"  # the latest run *that has the key*
     assert c.settings["counts"]["history_records"] == 1
     # --run prefers an older run; --as-of hides newer records
-    assert _row(correlate(store, config(), run="old"), "x", AM, ME)["candidate_value"] == 1.0
-    assert _row(correlate(store, config(), run=["archmodel=old"]), "x", AM, ME)["candidate_value"] == 1.0
+    assert _row(correlate(store, config(), runs="old"), "x", AM, ME)["candidate_value"] == 1.0
+    assert _row(correlate(store, config(), runs=["archmodel=old"]), "x", AM, ME)["candidate_value"] == 1.0
     assert _row(correlate(store, config(), as_of="2026-11-02"), "x", AM, ME)["candidate_value"] == 1.0
     assert _row(correlate(store, config(), as_of="2026-11-05"), "x", AM, ME)["candidate_value"] == 2.0
     with pytest.raises(EngineError, match="as_of"):

@@ -112,7 +112,7 @@ def random_options(rnd: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
         all_pairs = [f"{c}->{r}" for c, r in itertools.permutations(FIDELITIES, 2)]
         kw["pairs"] = rnd.sample(all_pairs, rnd.randint(1, 4))
     if rnd.random() < 0.3:
-        kw["run"] = rnd.choice(("r1", "r2", {"archmodel": "r1"}, {"measured": "r3", "roofline": "r1"}))
+        kw["runs"] = rnd.choice(("r1", "r2", {"archmodel": "r1"}, {"measured": "r3", "roofline": "r1"}))
     if rnd.random() < 0.2:
         kw["targets"] = [rnd.choice(TARGETS)]
     if rnd.random() < 0.25:
@@ -126,7 +126,7 @@ def _oracle(store, cfg, kw: dict[str, Any]) -> oracle.Result:
     pairs = None
     if "pairs" in kw:
         pairs = [oracle.OraclePair(*p.split("->")) for p in kw["pairs"]]
-    run = kw.get("run")
+    run = kw.get("runs")
     prefer = None if run is None else ({"*": run} if isinstance(run, str) else dict(run))
     return oracle.correlate(store, cfg, pairs=pairs, run=prefer, as_of=kw.get("as_of"),
                             include_missing=kw.get("include_missing", False), targets=kw.get("targets"))

@@ -206,7 +206,7 @@ def rule_store(tmp_path):
     return store, cfg
 
 
-@pytest.mark.parametrize("kw", [{}, {"run": {"archmodel": "a1"}, "include_missing": True}, {"as_of": "2026-11-02"}],
+@pytest.mark.parametrize("kw", [{}, {"runs": {"archmodel": "a1"}, "include_missing": True}, {"as_of": "2026-11-02"}],
                          ids=["default", "run-per-fidelity-include-missing", "as-of"])
 def test_spark_equals_local_on_every_rule(spark, tmp_path, kw):
     store, cfg = rule_store(tmp_path)

@@ -134,8 +134,8 @@ def _fake_engine(monkeypatch, results):
 
     calls = []
 
-    def correlate(store, config, *, run=None, as_of=None, targets=None, pairs=None, **options):
-        calls.append({"run": run, "as_of": as_of, "targets": targets})
+    def correlate(store, config, request):
+        calls.append({"runs": request.runs, "as_of": request.as_of, "targets": request.targets})
         return results.pop(0)
 
     # the local engine's entry point, which `correlate_with` calls for --engine local
@@ -156,7 +156,7 @@ def test_check_command_with_a_stand_in_engine(xfid_cli, monkeypatch, tmp_path):
         "  new            2  XF-1, XF-2", "  reopened       0", "  resolved       0", "  still open     0",
         "  waived         0", "  grouped by probable cause: xfid issues summaries --check 1",
         "  missing reference: 1 key(s) (counted, not filed)", "  active issues now: 2 (open, acknowledged or reopened)"]
-    assert calls == [{"run": ["r7"], "as_of": None, "targets": ["t100-a0"]}]
+    assert calls == [{"runs": ("r7",), "as_of": None, "targets": ("t100-a0",)}]
     assert json.loads(xfid_cli("--config", cfg, "check", "--format", "json").output)["counts"]["resolved"] == 0
     d = json.loads(xfid_cli("--config", cfg, "check", "--format", "json", "--actor", "nightly").output)
     assert (d["check_id"], d["resolved"], d["still_open"], d["counts"]["total_open"]) == (3, ["XF-1"], ["XF-2"], 1)
@@ -177,7 +177,7 @@ def test_check_as_of_goes_to_the_engine_and_a_bad_date_is_an_error(xfid_cli, mon
     calls = _fake_engine(monkeypatch, [corr(BAD), corr(BAD)])
     assert xfid_cli("check", "--as-of", "2026-11-15").exit_code == 0
     assert xfid_cli("check", "--as-of", "2026-11-15T12:30", "--run", "a", "--run", "rtl=b").exit_code == 0
-    assert [(c["as_of"], c["run"]) for c in calls] == [("2026-11-15", None), ("2026-11-15T12:30", ["a", "rtl=b"])]
+    assert [(c["as_of"], c["runs"]) for c in calls] == [("2026-11-15", None), ("2026-11-15T12:30", ("a", "rtl=b"))]
     monkeypatch.undo()  # the real engine parses --as-of, the same way for every command
     before = store_snapshot(xfid_cli.store)
     r = xfid_cli("check", "--as-of", "last week")

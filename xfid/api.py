@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from xfid.doctor import DoctorReport
     from xfid.drift.drift import DriftReport
     from xfid.engine import CalibrationResult, Correlation
+    from xfid.engine.engines import EngineChoice
+    from xfid.engine.request import Request
     from xfid.ingest import IngestReport
     from xfid.profile import Profile
     from xfid.rebuild import RebuildReport
@@ -93,7 +95,8 @@ def adapters() -> list[dict[str, Any]]:
 
 def compare(baseline: PathLike | dict[str, Any], current: PathLike | dict[str, Any] | Correlation | XfidStore, *,
             config: Config | None = None, fail_on: str | Sequence[str] = DEFAULT_FAIL_ON,
-            targets: str | Sequence[str] | None = None, run: Runs = None, as_of: Any = None) -> DriftReport:
+            targets: str | Sequence[str] | None = None, run: Runs = None, as_of: Any = None,
+            request: Request | None = None) -> DriftReport:
     """Compare `current` with a baseline snapshot: the drift result (its `exit_code` is the CI verdict).
 
     Args:
@@ -103,6 +106,7 @@ def compare(baseline: PathLike | dict[str, Any], current: PathLike | dict[str, A
         config: whose `[drift]` thresholds apply (default: the store's, else the effective xfid.toml).
         fail_on: categories that fail: new, regression, bound, drift, or any.
         targets: only these targets, on both sides.
+        request: the selection as one Request instead of targets, run and as_of.
 
     Raises:
         XfidError: an unreadable snapshot, unknown thresholds or categories.
@@ -112,7 +116,8 @@ def compare(baseline: PathLike | dict[str, Any], current: PathLike | dict[str, A
     from xfid.engine import Correlation
 
     fails = parse_fail_on(",".join(names(fail_on, "fail_on") or []))
-    targets = names(targets, "targets")
+    req = request if request is not None else XfidStore.request(targets, run, as_of)
+    targets = list(req.targets) or None
     base = baseline if isinstance(baseline, dict) else read_snapshot(baseline)
     if config is None:
         if isinstance(current, XfidStore):
@@ -123,7 +128,7 @@ def compare(baseline: PathLike | dict[str, Any], current: PathLike | dict[str, A
             config = load_config(None)
     th = Thresholds.from_config(config.section("drift"))
     if isinstance(current, XfidStore):
-        cur = make_snapshot(current.correlate(targets=targets, run=run, as_of=as_of))
+        cur = make_snapshot(current.correlate(request=req))
     elif isinstance(current, Correlation):
         cur = make_snapshot(current)
     else:
@@ -163,6 +168,26 @@ class KeyHistory:
     def to_dict(self) -> dict[str, Any]:
         return {"key": self.key, "series": self.series, "change_points": [c.to_dict() for c in self.change_points],
                 "moves": self.moves}
+
+
+@dataclass
+class Bounds:
+    """`XfidStore.roofline()`: the bound records (xfid-records dicts), the target they are for,
+    and what ingesting them did (None when not ingested)."""
+
+    target: str
+    records: list[dict[str, Any]]
+    ingested: IngestReport | None = None
+
+
+@dataclass
+class RtlRun:
+    """`run_rtl()`: the run (rtl_hooks.runner.RunResult), its probe records (each with
+    `test_failed`), and the rows ingested (None when not ingested)."""
+
+    result: Any
+    records: list[dict[str, Any]]
+    ingested_rows: int | None = None
 
 
 class XfidStore:
@@ -397,7 +422,8 @@ class XfidStore:
     # --- correlation ------------------------------------------------------------------
     def correlate(self, targets: str | Sequence[str] | None = None, pairs: str | Sequence[Any] | None = None,
                   run: Runs = None, as_of: Any = None, *, include_missing: bool = False, fingerprints: str = "all",
-                  engine: str | None = None, track: str | Sequence[str] | None = None) -> CorrelationResult:
+                  engine: str | EngineChoice | None = None, track: str | Sequence[str] | None = None,
+                  request: Request | None = None) -> CorrelationResult:
         """Align the fidelities and compute errors, aggregates and discrepancies.
 
         Args:
@@ -407,8 +433,10 @@ class XfidStore:
             as_of: ignore records newer than this date (the whole day) or ISO date-time.
             include_missing: list keys without a reference among the discrepancies.
             fingerprints: "all" rows, or only "discrepancies" (faster on huge stores).
-            engine: "local" or "spark" (default `[engine] name`, else local); Spark's rows are the
-                discrepancies and the rows of the fingerprints in `track`.
+            engine: "local" or "spark" (default `[engine] name`, else local), or an
+                `xfid.engine.engines.EngineChoice` with the engine's options (Spark's master);
+                Spark's rows are the discrepancies and the rows of the fingerprints in `track`.
+            request: the whole request (xfid.engine.request.Request) instead of the arguments above.
 
         Returns:
             The result: `.rows`, `.comparisons`, `.discrepancies`, `.coverage` DataFrames, `.to_json()`.
@@ -416,30 +444,31 @@ class XfidStore:
         Raises:
             EngineError, ConfigError: a malformed pair, run or date, an unknown target.
         """
-        return self._correlate(targets, pairs, run, as_of, include_missing=include_missing,
-                               fingerprints=fingerprints, engine=engine, track=track)
-
-    def _correlate(self, targets: Any, pairs: Any, run: Runs, as_of: Any, *, include_missing: bool = False,
-                   fingerprints: str = "all", engine: str | None = None, track: Any = None,
-                   exclude_keys: list[tuple[str, ...]] | None = None) -> CorrelationResult:
-        """`correlate()`, and `exclude_keys`: keys (target, workload, op, metric, stat, candidate,
-        reference) left out of the comparisons (`check()` passes those of the issues marked invalid)."""
+        from xfid.correlation import CorrelationResult
         from xfid.engine.engines import correlate_with
 
-        corr = correlate_with(self.backend(), self.config, engine, track=names(track, "track"), run=_runs(run),
-                              as_of=as_of, targets=names(targets, "targets"),
-                              pairs=names(pairs, "pairs", strings=False),
-                              include_missing=include_missing, fingerprints=fingerprints,
-                              **({"exclude_keys": exclude_keys} if exclude_keys else {}))
-        from xfid.correlation import CorrelationResult
+        req = request if request is not None else self.request(targets, run, as_of, pairs=pairs, track=track,
+                                                               include_missing=include_missing,
+                                                               fingerprints=fingerprints)
+        return CorrelationResult.of(correlate_with(self.backend(), self.config, engine, request=req))
 
-        return CorrelationResult.of(corr)
+    @staticmethod
+    def request(targets: str | Sequence[str] | None = None, run: Runs = None, as_of: Any = None, *,
+                pairs: str | Sequence[Any] | None = None, track: str | Sequence[str] | None = None,
+                **flags: Any) -> Request:
+        """The Request of this module's loose arguments (one string is one name; see `names`)."""
+        from xfid.engine.request import Request
+
+        return Request.of(targets=names(targets, "targets"), runs=run, as_of=as_of,
+                          pairs=names(pairs, "pairs", strings=False), track=names(track, "track"), **flags)
 
     def calibrate(self, candidate: str, reference: str, target: str, *, label: str | None = None, run: Runs = None,
-                  as_of: Any = None, engine: str | None = None) -> CalibrationResult:
+                  as_of: Any = None, engine: str | EngineChoice | None = None,
+                  request: Request | None = None) -> CalibrationResult:
         """Fit `candidate`'s efficiency factors against `reference` on one target (cross-validated).
 
         With engine "spark" the cluster aligns the pair and brings back only the rows the fit reads.
+        `request` gives the runs and as-of time instead of `run` and `as_of`.
 
         Raises:
             EngineError: a malformed pair or label, nothing to fit.
@@ -455,9 +484,10 @@ class XfidStore:
                               value=label)
         from xfid.engine.engines import calibration_rows
 
-        rows = calibration_rows(self.backend(), self.config, engine, candidate, reference, target, _runs(run), as_of)
-        return calibrate(self.backend(), self.config, candidate, reference, target, run=_runs(run),
-                         as_of=as_of, label=label, rows=rows)
+        req = request if request is not None else self.request(None, run, as_of)
+        rows = calibration_rows(self.backend(), self.config, engine, req, candidate, reference, target)
+        return calibrate(self.backend(), self.config, candidate, reference, target, run=req.runs,
+                         as_of=req.as_of, label=label, rows=rows)
 
     def write_back(self, result: CalibrationResult) -> IngestReport:
         """Ingest a calibration's predictions as their own fidelity label (idempotent)."""
@@ -469,7 +499,8 @@ class XfidStore:
     # --- the tracker ------------------------------------------------------------------
     def check(self, targets: str | Sequence[str] | None = None, run: Runs = None, as_of: Any = None, *,
               actor: str | None = None, label: str | None = None, resolve_after: int | None = None,
-              correlation: Correlation | None = None, engine: str | None = None) -> CheckSummary:
+              correlation: Correlation | None = None, engine: str | EngineChoice | None = None,
+              request: Request | None = None) -> CheckSummary:
         """Correlate (or take `correlation`) and update the tracker: file, reopen and resolve issues.
 
         Args:
@@ -479,6 +510,7 @@ class XfidStore:
             resolve_after: consecutive clean checks that resolve an issue (default `[tracker] resolve_after`, else 2).
             correlation: record this correlation instead of correlating now.
             engine: as for `correlate()`; Spark also brings back the rows of the open issues.
+            request: the selection as one Request instead of targets, run and as_of.
 
         Returns:
             The check summary: ids new, reopened, resolved, still open, waived; counts.
@@ -489,13 +521,17 @@ class XfidStore:
         k = self.resolve_after(resolve_after)
         tracker = self.tracker
         if correlation is None:
-            from xfid.engine.engines import engine_name, open_fingerprints
+            from xfid.engine.engines import get_engine, open_fingerprints
 
-            spark = engine_name(self.config, engine) == "spark"
+            eng = get_engine(self.config, engine)
+            req = request if request is not None else self.request(targets, run, as_of)
+            if not eng.all_rows:  # an engine that returns some rows brings back the open issues' too
+                req = req.but(track=tuple(open_fingerprints(tracker)))
             # the keys of issues marked invalid leave the statistics until their state changes
-            correlation = self._correlate(targets, None, run, as_of, engine=engine,
-                                          track=open_fingerprints(tracker) if spark else None,
-                                          exclude_keys=tracker.invalid_keys())
+            invalid = tracker.invalid_keys()
+            if invalid:
+                req = req.but(exclude_keys=tuple(sorted({tuple(str(x or "") for x in k) for k in invalid})))
+            correlation = self.correlate(request=req, engine=eng)
         corr = correlation
         from xfid.tracker import noise
 
@@ -660,16 +696,19 @@ class XfidStore:
 
     # --- baselines and reports --------------------------------------------------------
     def snapshot(self, output: PathLike | None = None, targets: str | Sequence[str] | None = None, run: Runs = None,
-                 as_of: Any = None, label: str | None = None, engine: str | None = None) -> dict[str, Any]:
+                 as_of: Any = None, label: str | None = None, engine: str | EngineChoice | None = None, *,
+                 request: Request | None = None) -> dict[str, Any]:
         """The current correlation as a baseline snapshot (written to `output` when given).
 
-        With engine "spark" the snapshot holds the aggregates and the discrepancies' keys."""
+        With engine "spark" the snapshot holds the aggregates and the discrepancies' keys.
+        `request` gives the selection instead of targets, run and as_of."""
         from xfid.drift.snapshot import make_snapshot, write_snapshot
         from xfid.outfile import guard
 
         if output is not None:
             guard(output)  # before the work: a path into the store is refused first
-        snap = make_snapshot(self.correlate(targets, None, run, as_of, engine=engine), label=label)
+        req = request if request is not None else self.request(targets, run, as_of)
+        snap = make_snapshot(self.correlate(request=req, engine=engine), label=label)
         if output is not None:
             write_snapshot(snap, output)
         return snap
@@ -815,6 +854,124 @@ class XfidStore:
         where = self.locations()
         return rebuild_catalog(self.path, where["database"], where["records"])
 
+    def reference_spread(self, reference: str, target: str) -> dict[str, Any] | None:
+        """The reference fidelity's run-to-run spread on `target` (said next to a calibration's error;
+        None when every key was measured once)."""
+        from xfid.profile.spread import reference_spread
+
+        return reference_spread(self.backend(), reference, target)
+
+    def roofline(self, target: str, *, workload: str | None = None, model_config: PathLike | None = None,
+                 gemms: str | Sequence[str] | None = None, gemm_file: PathLike | None = None, precision: str = "fp16",
+                 placement: str | None = None, block: str | None = None, params: Mapping[str, str] | None = None,
+                 shapes: str | Sequence[str] | None = None, output: PathLike | None = None, ingest: bool = False,
+                 run: str | None = None) -> Bounds:
+        """Roofline/limiter bounds (`xfid roofline`): of a T100 RTL `block` (its `shapes` and
+        `params`), of GEMM shapes (`gemms` "M,N,K", `gemm_file`), or of an LLM `workload`; written
+        to `output` (xfid-records) and ingested (`ingest`, run label `run`) when asked.
+
+        Raises:
+            XfidError: no mode or several, a placement with a block, a bad shape, workload or file.
+        """
+        from xfid.models import blocks, llm, roofline
+        from xfid.models.memory import parse_placement
+        from xfid.models.output import write_records
+
+        gemms, shapes = names(gemms, "gemms") or [], names(shapes, "shapes") or []
+        if block and (gemms or gemm_file):
+            raise XfidError("use one mode: {workload} (LLM), {gemms}/{gemm_file}, or {block}",
+                            params=("workload", "gemms", "gemm_file", "block"))
+        if not (block or gemms or gemm_file or workload):
+            raise XfidError("give {workload}, {gemms}, {gemm_file} or {block}",
+                            params=("workload", "gemms", "gemm_file", "block"))
+        tgt = self.config.target(target)
+        places = parse_placement(placement)
+        if places and block:
+            raise XfidError("{placement} is for a workload (and act=LEVEL for GEMMs), not a block",
+                            params=("placement",))
+        if block:
+            records = blocks.block_bounds(block, tgt, dict(params or {}), list(shapes))
+        elif gemms or gemm_file:
+            sh = [roofline.parse_triple(g) for g in gemms]
+            if gemm_file:
+                sh += roofline.read_gemm_file(gemm_file)
+            records = roofline.gemm_bounds(sh, tgt, precision, workload or roofline.DEFAULT_GEMM_WORKLOAD,
+                                           places).records()
+        else:
+            assert workload is not None
+            w = llm.parse_workload(workload)
+            records = roofline.workload_bounds(llm.resolve_model(w.model, model_config), w, tgt, places).records()
+        if output:
+            write_records(records, output)
+        out = Bounds(tgt.name, records)
+        if ingest:
+            out.ingested = self.ingest_bounds(records, target, output, run)
+        return out
+
+    def ingest_bounds(self, records: list[dict[str, Any]], target: str, output: PathLike | None = None,
+                      run: str | None = None) -> IngestReport:
+        """Ingest bound records (idempotent): from `output` when they were written there, else
+        from the store's own `generated/roofline-TARGET-WORKLOAD.csv`."""
+        import re
+
+        from xfid.models.output import ingest_records
+
+        def slug(text: str) -> str:
+            return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:120]
+
+        name = f"roofline-{slug(target)}-{slug(records[0]['workload'])}.csv"
+        return ingest_records(self.backend(create=True), records, output, run, name)
+
+    def run_rtl(self, block: str | PathLike, params: Mapping[str, str] | None = None, *, ingest: bool = False,
+                run: str | None = None, **options: Any) -> RtlRun:
+        """`run_rtl()`, then with `ingest` its probe records and results.xml into this store
+        (adapter cocotb, run label `run`, default rtl-BLOCK-<UTC time>)."""
+        res = run_rtl(block, params, **options)
+        if ingest:
+            import time
+
+            r = res.result
+            label = run or f"rtl-{r.block}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+            paths = [p for p in (r.out, r.results_xml) if p.is_file()]
+            opts = {} if r.out.parent == r.results_xml.parent else {"results": str(r.results_xml)}
+            res.ingested_rows = self.ingest(paths, adapter="cocotb", target=options.get("target"), run=label,
+                                            options=opts).rows
+        return res
+
+    def copy_to(self, database: str, records: str | None = None) -> Any:
+        """Copy this store (manifest, sources, parts, check rows, tracker) into the team store at
+        `database` (postgresql://...), its parts to `records` (default: where they are); see
+        xfid.storecopy.copy_store. Returns its CopyReport."""
+        from xfid.storecopy import copy_store
+
+        return copy_store(self.backend(create=False), database, records)
+
+
+def run_rtl(block: str | PathLike, params: Mapping[str, str] | None = None, *, sim: str | None = None,
+            out: PathLike | None = None, build_root: PathLike | None = None, seed: int | None = None,
+            target: str | None = None) -> RtlRun:
+    """Build (cached) and run a T100 RTL block's cocotb testbench (`xfid rtl run`): the run and its
+    probe records, each marked `test_failed` when its cocotb test failed."""
+    import json
+
+    from rtl_hooks.runner import run_block
+    from xfid.adapters.cocotb import read_results
+
+    res = run_block(block, dict(params or {}), sim=sim, out=out, build_root=build_root, seed=seed, target=target)
+    records = ([json.loads(line) for line in res.out.read_text().splitlines() if line.strip()]
+               if res.out.is_file() else [])
+    failed = {c.name for c in read_results(res.results_xml) if c.status in ("failed", "error")}
+    for r in records:
+        r["test_failed"] = r.get("test") in failed
+    return RtlRun(res, records)
+
+
+def rtl_inspect(file: PathLike, top: str | None = None) -> Any:
+    """A Verilog module's parameters and ports (`xfid rtl inspect`): rtl_hooks.inspect's module."""
+    from rtl_hooks.inspect import get_module
+
+    return get_module(file, top)
+
 
 def who_acts(explicit: str | None = None) -> str:
     """Who is acting: `explicit` (--actor), then env XFID_ACTOR, then the login name."""
@@ -857,12 +1014,6 @@ def _period(period: Period | str | None) -> Period:
         why = e.render(lambda p: PERIOD_PARTS.get(p, p))
         raise ReportError('{period} {text!r}: {why} (a period is "YYYY-Www", "YYYY-MM-DD..YYYY-MM-DD" or '
                           '"YYYY-MM-DD")', params=("period",), text=text, why=why) from None
-
-
-def _runs(run: Runs) -> Any:
-    if run is None or isinstance(run, (str, Mapping)):
-        return run
-    return list(run) or None
 
 
 def _warn_unmatched(store: Store, config: Config, filters: Mapping[str, Sequence[str]], got: Any) -> None:

@@ -121,10 +121,12 @@ class RemoteStore:
 
     def check(self, targets: Sequence[str] | None = None, run: Any = None, as_of: Any = None, *,
               actor: str | None = None, label: str | None = None, resolve_after: int | None = None,
-              engine: str | None = None) -> Any:
+              engine: Any = None, request: Any = None) -> Any:
         from xfid.tracker import CheckSummary
 
         _no_actor(actor)
+        if request is not None:  # the command line's Request (xfid.engine.request)
+            targets, run, as_of = request.targets, request.runs, request.as_of
         if engine:
             raise XfidError("--engine chooses how the server's store is correlated: the server's config decides; "
                             "leave --engine out with --server")
@@ -158,8 +160,12 @@ class RemoteStore:
         return self._request("POST", f"/api/issues/{quote(issue_id, safe='')}/link", {"url": url})
 
     def compare(self, baseline: Any, *, against: str | None, fmt: str, fail_on: str,
-                targets: Sequence[str] | None, run: Any, as_of: Any) -> tuple[str, int]:
-        """The server's `compare`: (the formatted report, the exit code)."""
+                targets: Sequence[str] | None = None, run: Any = None, as_of: Any = None,
+                request: Any = None) -> tuple[str, int]:
+        """The server's `compare`: (the formatted report, the exit code); `request` (a Request)
+        gives the selection instead of targets, run and as_of."""
+        if request is not None:
+            targets, run, as_of = request.targets, request.runs, request.as_of
         body: dict[str, Any] = {"format": fmt, "fail_on": fail_on, "target": list(targets or []),
                                 "run": list(run or [])}
         if against:

@@ -71,10 +71,9 @@ def cli(app: App, candidate, reference, target, label, runs, as_of, write_back, 
     before and after is cross-validated leave-one-workload-out (leave-one-op-out when there is
     a single workload), broken down by op class, limiter and size.
     """
-    from xfid.profile.spread import reference_spread
-
-    res = app.api.calibrate(candidate, reference, target, label=label, run=runs, as_of=as_of, engine=engine)
-    spread = reference_spread(app.store(create=False), reference, target)
+    res = app.api.calibrate(candidate, reference, target, label=label, engine=engine,
+                            request=options.request(runs=runs, as_of=as_of))
+    spread = app.api.reference_spread(reference, target)
     write_output(render_json(res, spread) if fmt == "json" else render_text(res, spread), output)
     if write_back:
         rep = app.api.write_back(res)

@@ -27,6 +27,6 @@ def cli(app: App, targets, runs, as_of, actor_opt, label, resolve_after, fmt, en
     """
     from xfid.tracker.render import check_text
 
-    summary = app.api.check(targets, runs, as_of, actor=actor_opt, label=label, resolve_after=resolve_after,
-                            engine=engine)
+    summary = app.api.check(request=options.request(targets, runs, as_of), actor=actor_opt, label=label,
+                            resolve_after=resolve_after, engine=engine)
     click.echo(json.dumps(summary.to_dict(), indent=2) if fmt == "json" else check_text(summary))

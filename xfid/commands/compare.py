@@ -40,19 +40,18 @@ def cli(app: App, baseline, against, current, fmt, output, fail_on, targets, run
         raise click.UsageError("give one baseline: --baseline FILE or --against LABEL" if baseline else
                                "a baseline is needed: --baseline FILE (from `xfid snapshot -o`) or --against LABEL "
                                "(from `xfid snapshot --label`)")
+    req = options.request(targets, runs, as_of)
     if app.server:
         if current:
             raise click.UsageError("--current compares two files here; with --server the server's store is compared")
-        text, code = app.api.compare(baseline, against=against, fmt=fmt, fail_on=fail_on, targets=targets,
-                                     run=runs, as_of=as_of)
+        text, code = app.api.compare(baseline, against=against, fmt=fmt, fail_on=fail_on, request=req)
         _emit(text, output)
         sys.exit(code)
     if against:
         baseline = app.api.labelled_snapshot(against)
     if current and (runs or as_of):
         raise click.UsageError("--run/--as-of choose the store's numbers; with --current there are none to choose")
-    rep = compare(baseline, current or app.api, config=app.config, fail_on=fail_on, targets=targets,
-                  run=runs, as_of=as_of)
+    rep = compare(baseline, current or app.api, config=app.config, fail_on=fail_on, request=req)
     _emit(FORMATTERS[fmt](rep), output)
     sys.exit(rep.exit_code)
 

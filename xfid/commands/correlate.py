@@ -49,8 +49,9 @@ def cli(app: App, fmt, output, targets, pairs, runs, as_of, include_missing, eng
     from xfid.engine.output import render_pieces
 
     # only the CSV lists every aligned row: the other formats show the discrepancies' fingerprints
-    corr = app.api.correlate(targets, pairs, runs, as_of, include_missing=include_missing,
-                             fingerprints="all" if fmt == "csv" else "discrepancies", engine=engine)
+    req = options.request(targets, runs, as_of, pairs=pairs, include_missing=include_missing,
+                          fingerprints="all" if fmt == "csv" else "discrepancies")
+    corr = app.api.correlate(request=req, engine=engine)
     write_output(render_pieces(corr, fmt, tracked_ids(app) if fmt != "csv" else None), output)
 
 

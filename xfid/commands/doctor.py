@@ -27,14 +27,12 @@ def cli(app: App, repair, rebuild, fmt) -> None:
 
     Exit 0 when the store is healthy (or was repaired), 1 when problems remain.
     """
-    from xfid.doctor import examine
-
     if rebuild:
         if repair:
             raise click.UsageError("--rebuild-catalog and --repair are separate steps: rebuild first")
         _rebuild(app, fmt)
         return
-    rep = examine(app.store_path, repair=repair, **app.api.locations())
+    rep = app.api.doctor(repair=repair)
     if fmt == "json":
         click.echo(json.dumps({**asdict(rep), "ok": rep.ok}, indent=2))
     else:
@@ -56,10 +54,9 @@ def cli(app: App, repair, rebuild, fmt) -> None:
 
 
 def _rebuild(app: App, fmt: str) -> None:
-    from xfid.rebuild import rebuild_catalog
     from xfid.store import DB_NAME
 
-    rep = rebuild_catalog(app.store_path, app.api.locations()["database"])
+    rep = app.api.rebuild_catalog()
     if fmt == "json":
         click.echo(json.dumps(asdict(rep), indent=2))
         return

@@ -8,6 +8,7 @@ are defined where they are used.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -39,22 +40,36 @@ def selection(f: F) -> F:
     return targets(runs(as_of(f)))
 
 
-def _master(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
-    if value:  # the flag beats env XFID_SPARK_MASTER, which beats [engine.spark] master
-        import os
+def request(targets: tuple[str, ...] = (), runs: tuple[str, ...] = (), as_of: str | None = None, *,
+            pairs: tuple[str, ...] = (), include_missing: bool = False, **flags: Any) -> Any:
+    """The engine's Request (xfid.engine.request) of the selection options, built once here and
+    passed whole to the API; `flags` are its other fields (fingerprints=, ...)."""
+    from xfid.engine.request import Request
 
-        os.environ["XFID_SPARK_MASTER"] = value
+    return Request.of(targets=targets, runs=runs, as_of=as_of, pairs=pairs, include_missing=include_missing,
+                      **flags)
 
 
 def engine(f: F) -> F:
-    """`--engine local|spark` -> `engine: str | None` (default `[engine] name`, else local), and
-    `--master URL` (Spark's master: local[2], spark://HOST:7077, yarn, ...; not passed on)."""
-    f = click.option("--master", metavar="URL", callback=_master, expose_value=False,
+    """`--engine local|spark` and `--master URL` -> `engine`: None when neither is given (the
+    configured engine), else an xfid.engine.engines.EngineChoice with the master among the
+    engine's own options (Spark's master: local[2], spark://HOST:7077, yarn, ...)."""
+
+    @functools.wraps(f)
+    def with_engine(*args: Any, engine: str | None = None, master: str | None = None, **kwargs: Any) -> Any:
+        choice = None
+        if engine is not None or master is not None:
+            from xfid.engine.engines import EngineChoice
+
+            choice = EngineChoice(engine, {"master": master} if master else {})
+        return f(*args, engine=choice, **kwargs)
+
+    g = click.option("--master", metavar="URL",
                      help="Spark master for --engine spark (default env XFID_SPARK_MASTER, else "
-                          "[engine.spark] master, else local[*]).")(f)
+                          "[engine.spark] master, else local[*]).")(with_engine)
     return click.option("--engine", type=click.Choice(["local", "spark"]), default=None,
                         help="Correlate in this process (local) or on Apache Spark (default [engine] name, "
-                             "else local; spark needs pip install 'xfid[spark]').")(f)
+                             "else local; spark needs pip install 'xfid[spark]').")(g)
 
 
 def actor(f: F) -> F:

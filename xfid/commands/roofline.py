@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import click
@@ -67,10 +66,6 @@ def _joules(j: float) -> str:
     return f"{j / 1e-12:.4g} pJ"
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:120]
-
-
 @click.command("roofline")
 @click.option("--target", required=True, help="Target from xfid.toml (e.g. h100-sxm, t100-a0).")
 @click.option("--workload", help="MODEL/PHASE/bsB/ctxC/PRECISION[/tpN] (LLM mode), or the workload id of a "
@@ -100,37 +95,27 @@ def cli(app: App, target, workload, model_config, gemms, gemm_file, precision, p
     `roofline`; a target with an [energy] table also gets energy, J/token, tokens/J and the power
     at the bound. --placement weights=hbm,kv=cxl puts data in the target's [memory] levels.
     """
-    from xfid.models import blocks, llm, roofline
-    from xfid.models.memory import parse_placement
-    from xfid.models.output import csv_text, ingest_records, write_records
+    from xfid.models.output import csv_text
 
-    modes = [m for m, on in (("--block", block), ("--gemm/--gemm-file", gemms or gemm_file)) if on]
-    if len(modes) > 1:
+    if block and (gemms or gemm_file):
         raise click.UsageError("use one mode: --workload (LLM), --gemm/--gemm-file, or --block")
-    tgt = app.config.target(target)
-    places = parse_placement(placement)
-    if places and block:
-        raise click.UsageError("--placement is for --workload (and act=LEVEL for GEMMs), not --block")
-    if block:
-        records = blocks.block_bounds(block, tgt, options.parse_kv(params, "--param"), list(shapes))
-    elif gemms or gemm_file:
-        sh = [roofline.parse_triple(g) for g in gemms]
-        if gemm_file:
-            sh += roofline.read_gemm_file(gemm_file)
-        records = roofline.gemm_bounds(sh, tgt, precision, workload or roofline.DEFAULT_GEMM_WORKLOAD,
-                                       places).records()
-    elif workload:
-        w = llm.parse_workload(workload)
-        records = roofline.workload_bounds(llm.resolve_model(w.model, model_config), w, tgt, places).records()
-    else:
-        raise click.UsageError("give --workload MODEL/PHASE/bsB/ctxC/PRECISION, --gemm M,N,K, --gemm-file FILE "
-                               "or --block NAME --shape ...")
-    if output:
-        write_records(records, output)
-    if do_ingest:
-        name = f"roofline-{_slug(target)}-{_slug(records[0]['workload'])}.csv"
-        report = ingest_records(app.store(), records, output, run, name)
-        f = report.files[0]
+    modeless = not (block or gemms or gemm_file or workload)
+    if (block and placement) or modeless:  # said in the order the bounds are computed: target, placement, mode
+        from xfid.models.memory import parse_placement
+
+        app.config.target(target)
+        if parse_placement(placement) and block:
+            raise click.UsageError("--placement is for --workload (and act=LEVEL for GEMMs), not --block")
+        if modeless:
+            raise click.UsageError("give --workload MODEL/PHASE/bsB/ctxC/PRECISION, --gemm M,N,K, --gemm-file FILE "
+                                   "or --block NAME --shape ...")
+    bounds = app.api.roofline(target, workload=workload, model_config=model_config, gemms=gemms, gemm_file=gemm_file,
+                              precision=precision, placement=placement, block=block,
+                              params=options.parse_kv(params, "--param") if block else None, shapes=shapes,
+                              output=output, ingest=do_ingest, run=run)
+    records = bounds.records
+    if bounds.ingested is not None:
+        f = bounds.ingested.files[0]
         state = "already ingested (same bounds)" if f.already else f"ingested {f.rows} records"
         click.echo(f"{state} into {app.store_path}", err=True)
     if fmt == "json":
@@ -138,6 +123,6 @@ def cli(app: App, target, workload, model_config, gemms, gemm_file, precision, p
     elif fmt == "csv":
         click.echo(csv_text(records), nl=False)
     else:
-        click.echo(f"target {tgt.name}  workload {records[0]['workload']}  fidelity roofline")
+        click.echo(f"target {bounds.target}  workload {records[0]['workload']}  fidelity roofline")
         for line in _table(records):
             click.echo(line)

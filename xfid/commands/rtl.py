@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import click
 
@@ -48,18 +47,19 @@ def run_cmd(ctx: click.Context, block, params, sim, out, build_dir, seed, target
     hdl/ and tests/test_<block>.py. Exits 1 when a cocotb test failed (its numbers are still
     written, and flagged failed_test when ingested).
     """
-    from rtl_hooks.runner import run_block
-
-    res = run_block(block, _params(params), sim=sim, out=out, build_root=build_dir, seed=seed, target=target)
-    from xfid.adapters.cocotb import read_results
-
-    records = [json.loads(line) for line in res.out.read_text().splitlines() if line.strip()] if res.out.is_file() else []
-    failed = {c.name for c in read_results(res.results_xml) if c.status in ("failed", "error")}
-    for r in records:
-        r["test_failed"] = r.get("test") in failed
-    ingested = None
+    opts = {"sim": sim, "out": out, "build_root": build_dir, "seed": seed, "target": target}
     if do_ingest:
-        ingested = _ingest(ctx, res, target, run_label or f"rtl-{res.block}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
+        from xfid.app import App
+        from xfid.commands.validate import warn_unknown_target
+
+        app = ctx.find_object(App) or App()
+        warn_unknown_target(app.config, target, app.store())
+        run = app.api.run_rtl(block, _params(params), ingest=True, run=run_label, **opts)
+    else:
+        from xfid.api import run_rtl
+
+        run = run_rtl(block, _params(params), **opts)
+    res, records, ingested = run.result, run.records, run.ingested_rows
     if fmt == "json":
         click.echo(json.dumps({"block": res.block, "simulator": res.simulator, "params": res.params,
                                "build_dir": str(res.build_dir), "rebuilt": res.rebuilt, "out": str(res.out),
@@ -69,18 +69,6 @@ def run_cmd(ctx: click.Context, block, params, sim, out, build_dir, seed, target
         _print_run(res, records, ingested)
     if res.failed:
         ctx.exit(1)
-
-
-def _ingest(ctx: click.Context, res, target: str | None, run_label: str) -> int:
-    from xfid.app import App
-
-    app = ctx.find_object(App) or App()
-    from xfid.commands.validate import warn_unknown_target
-
-    warn_unknown_target(app.config, target, app.store())
-    paths = [p for p in (res.out, res.results_xml) if p.is_file()]
-    options = {} if res.out.parent == res.results_xml.parent else {"results": str(res.results_xml)}
-    return app.api.ingest(paths, adapter="cocotb", target=target, run=run_label, options=options).rows
 
 
 def _print_run(res, records: list[dict], ingested: int | None) -> None:
@@ -116,9 +104,10 @@ def _n(v) -> str:
 @options.output_format("table", "json")
 def inspect_cmd(file, top, fmt) -> None:
     """Show a Verilog module's parameters (defaults, expressions) and ports (direction, width)."""
-    from rtl_hooks.inspect import format_table, get_module
+    from rtl_hooks.inspect import format_table
+    from xfid.api import rtl_inspect
 
-    mod = get_module(file, top)
+    mod = rtl_inspect(file, top)
     if fmt == "json":
         click.echo(json.dumps(mod.to_dict(), indent=2))
     else:

@@ -27,7 +27,7 @@ def cli(app: App, output, targets, runs, as_of, label, engine) -> None:
         from xfid.serve.labels import check_label
 
         check_label(label)  # before the correlation: a bad label costs nothing
-    snap = app.api.snapshot(output, targets, runs, as_of, label, engine=engine)
+    snap = app.api.snapshot(output, label=label, engine=engine, request=options.request(targets, runs, as_of))
     bad = sum(1 for k in snap["keys"].values() if k["kind"] not in ("ok", "missing_reference"))
     counts = f"{len(snap['keys'])} keys ({bad} discrepancies), {len(snap['comparisons'])} pair aggregates"
     if output:

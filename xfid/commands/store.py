@@ -31,9 +31,7 @@ def copy(app: App, database: str, records: str | None, fmt: str) -> None:
     Counts and checksums are compared on both sides afterwards; running it again copies only
     what is missing.
     """
-    from xfid.storecopy import copy_store
-
-    rep = copy_store(app.store(create=False), database, records)
+    rep = app.api.copy_to(database, records)
     if fmt == "json":
         click.echo(json.dumps(asdict(rep), indent=2))
         return

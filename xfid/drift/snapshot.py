@@ -11,16 +11,15 @@ from typing import Any
 
 from xfid.engine.contract import DISCREPANCY_KINDS, Correlation
 from xfid.engine.jsonout import clean
+from xfid.engine.schema import SNAPSHOT_AGG_FIELDS, SNAPSHOT_KEY_FIELDS
 from xfid.errors import XfidError
 from xfid.outfile import open_output
 from xfid.schema import is_valid_fidelity
 
 FORMAT_VERSION = 1
-KEY_FIELDS = ("target", "workload", "op", "metric", "stat", "candidate", "reference", "candidate_value",
-              "reference_value", "unit", "rel_error", "log_ratio", "tolerance", "kind", "within")
-AGG_FIELDS = ("target", "candidate", "reference", "metric", "stat", "n", "mape", "median_ape", "bias",
-              "log_rmse", "spearman", "kendall", "within_tolerance", "compared_as", "violations",
-              "violation_worst", "achieved_median", "achieved_q1", "achieved_q3")
+KEY_FIELDS = SNAPSHOT_KEY_FIELDS
+"""A key's fields (xfid.engine.schema)."""
+AGG_FIELDS = SNAPSHOT_AGG_FIELDS
 """A comparison's fields. A snapshot written before bounds were aggregated as bounds lacks the
 last six (read as null: such a comparison is an estimate, its bound statistics unknown)."""
 

@@ -12,8 +12,11 @@ from xfid.engine.align import NOT_BOUNDS
 from xfid.engine.contract import COMPARISON_COLUMNS
 from xfid.engine.keys import combine, run_starts
 from xfid.engine.pairrows import BOUND, MISSING, Pair, PairRows
+from xfid.engine.schema import BOUND_FLAG, CI_FIELDS, GROUP_FIELDS, STAT_FIELDS, names
 from xfid.engine.selection import Selected
-from xfid.engine.stats import global_order, grouped_stats
+from xfid.engine.stats import BOUND_STATS, global_order, grouped_stats
+
+STAT_NAMES = names(STAT_FIELDS)
 
 AGGREGATE_COLUMNS = tuple(c for c in COMPARISON_COLUMNS if c != "violation_ids")
 """What the statistics give; `violation_ids` comes from the discrepancies (with_violation_ids)."""
@@ -58,6 +61,30 @@ def with_violation_ids(comparisons: pd.DataFrame, discrepancies: pd.DataFrame) -
     out["violation_ids"] = [names.get(k, []) if c == BOUND_PAIR else None
                             for k, c in zip(keys, out["compared_as"].tolist(), strict=True)]
     return out[list(COMPARISON_COLUMNS)]
+
+
+def pack_comparisons(stats: pd.DataFrame | None) -> pd.DataFrame:
+    """The comparisons table (AGGREGATE_COLUMNS) of the groups' statistics, as both engines give
+    them (schema.GROUP_FIELDS, schema.STAT_FIELDS and the `bound` flag, one row per group): the
+    intervals packed as [low, high] (None when n < 3 or undefined), the bound columns, the group
+    names as str or None, target-level rows first, then per workload, sorted."""
+    if stats is None or not len(stats):
+        return pd.DataFrame({k: pd.Series(dtype=object) for k in AGGREGATE_COLUMNS})
+    out = stats.copy()
+    ci_ok = (out["n"] >= 3) & np.isfinite(out["mape_ci_low"])
+    for ci in ("mape_ci", "bias_ci"):
+        low, high = CI_FIELDS[ci]
+        out[ci] = [[float(a), float(b)] if k else None for a, b, k in zip(out[low], out[high], ci_ok, strict=True)]
+    for c in names(GROUP_FIELDS):
+        out[c] = out[c].astype(object).where(out[c].notna(), None)
+    out["n"] = out["n"].astype(np.int64)
+    st = {k: out[k].to_numpy(np.float64) for k in BOUND_STATS}
+    for k, v in bound_columns({**st, "bound": out["bound"].to_numpy(bool)}).items():
+        out[k] = v
+    out["_lvl"] = out["workload"].notna()
+    out = out.sort_values(["_lvl", *names(GROUP_FIELDS)], kind="stable",
+                          na_position="first").drop(columns="_lvl").reset_index(drop=True)
+    return out[list(AGGREGATE_COLUMNS)]
 
 
 def bound_columns(st: dict[str, Any]) -> dict[str, Any]:
@@ -175,14 +202,7 @@ class Aggregates:
         """All pairs' aggregates: target-level rows first, then per workload, sorted."""
         self.work()
         frames = [f for i in sorted(self.frames) for f in self.frames[i]]
-        if not frames:
-            return pd.DataFrame({k: pd.Series(dtype=object) for k in AGGREGATE_COLUMNS})
-        out = pd.concat(frames, ignore_index=True)
-        out["_lvl"] = out["workload"].notna()
-        out = out.sort_values(["_lvl", "target", "workload", "candidate", "reference", "metric", "stat"],
-                              kind="stable", na_position="first").drop(columns="_lvl").reset_index(drop=True)
-        out["workload"] = out["workload"].astype(object).where(out["workload"].notna(), None)
-        return out[list(AGGREGATE_COLUMNS)]
+        return pack_comparisons(pd.concat(frames, ignore_index=True) if frames else None)
 
 
 def _pair_frames(sel: Selected, r: PairRows, eo: _EntryOrders, settings: dict[str, Any], kendall: bool,
@@ -232,16 +252,8 @@ def _pair_frames(sel: Selected, r: PairRows, eo: _EntryOrders, settings: dict[st
             "candidate": r.pair.candidate, "reference": r.pair.reference,
             "metric": [sel.dims["metric"][x] for x in m[first]],
             "stat": [sel.dims["stat"][x] for x in s[first]],
-            **{k: st[k] for k in ("n", "mape", "median_ape", "bias", "log_rmse", "pearson_log",
-                                  "spearman", "kendall", "within_tolerance")},
+            **{k: st[k] for k in (*STAT_NAMES, BOUND_FLAG.name)},
         })
-        ci_ok = (st["n"] >= 3) & np.isfinite(st["mape_ci_low"])
-        for k, v in bound_columns(st).items():
-            f[k] = v
         f.loc[[unchecked(r.pair, settings, x) for x in f["metric"]], "within_tolerance"] = np.nan
-        f["mape_ci"] = [[float(a), float(b)] if k else None
-                        for a, b, k in zip(st["mape_ci_low"], st["mape_ci_high"], ci_ok, strict=True)]
-        f["bias_ci"] = [[float(a), float(b)] if k else None
-                        for a, b, k in zip(st["bias_ci_low"], st["bias_ci_high"], ci_ok, strict=True)]
         frames.append(f)
     return frames

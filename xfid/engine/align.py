@@ -12,7 +12,6 @@ from xfid.engine.keys import combine, dense_unique
 from xfid.engine.mismatch import MismatchChecker
 from xfid.engine.pairrows import (
     BOUND,
-    CONVERSIONS,
     MISMATCH,
     MISSING,
     OK,
@@ -21,9 +20,9 @@ from xfid.engine.pairrows import (
     Pair,
     PairRows,
 )
+from xfid.engine.pairs import conversion
 from xfid.engine.scopes import SCOPE_NAMES, EntryScope, derive, derived_note
 from xfid.engine.selection import AlignKeys, Selected
-from xfid.errors import ConfigError
 from xfid.scope import describe
 
 LOWER_BOUND = frozenset({"latency", "cycles", "ttft", "tpot", "itl", "e2e_latency", "duration", "energy",
@@ -179,12 +178,7 @@ class Aligner:
         sel = self.sel
         if pair.candidate not in sel.fidelities or pair.reference not in sel.fidelities:
             return None
-        conv = None
-        if pair.convert:
-            if pair.convert not in CONVERSIONS:
-                raise ConfigError(f"[[compare]] {pair.label}: convert = {pair.convert!r} is not known; "
-                                  f"use one of {', '.join(CONVERSIONS)}")
-            conv = CONVERSIONS[pair.convert]
+        conv = conversion(pair)
         cand = self._side(sel.fidelities.index(pair.candidate), conv)
         ref = self._side(sel.fidelities.index(pair.reference), conv)
         tc, wc = sel.codes["target"], sel.codes["workload"]

@@ -122,7 +122,7 @@ def calibrate(store: Store, config: Config, candidate: str, reference: str, targ
     config.target(target)
     label = label or f"{candidate.split('-', 1)[0]}-cal"
     if rows is None:
-        r = correlate(store, config, run=run, as_of=as_of, targets=[target], pairs=[f"{candidate}->{reference}"],
+        r = correlate(store, config, runs=run, as_of=as_of, targets=[target], pairs=[f"{candidate}->{reference}"],
                       kendall=False, bootstrap=False).rows
     else:
         r = rows[(rows["target"] == target) & (rows["candidate"] == candidate) & (rows["reference"] == reference)]

@@ -11,25 +11,17 @@ from typing import Any
 
 import pandas as pd
 
-# One row per aligned (candidate fidelity, reference fidelity, key).
-ROW_COLUMNS = (
-    "fingerprint", "target", "workload", "op", "metric", "stat", "candidate", "reference",
-    "candidate_value", "reference_value", "unit", "rel_error", "log_ratio",
-    "tolerance", "tolerance_abs", "within", "kind", "severity",
-    "candidate_n", "reference_n", "candidate_run", "reference_run",
-    "candidate_source_path", "candidate_source_loc", "reference_source_path", "reference_source_loc",
-    "candidate_config", "reference_config", "note",
-)
+from xfid.engine.schema import COMPARISON_FIELDS, COVERAGE_FIELDS, ROW_FIELDS, names, packed
+from xfid.engine.stats import BOUND_STATS, ESTIMATE_STATS
+
+# One row per aligned (candidate fidelity, reference fidelity, key); the fields and their types
+# are declared once, in xfid.engine.schema.
+ROW_COLUMNS = names(ROW_FIELDS)
 # kind: "ok" | "over_tolerance" | "bound_violation" | "config_mismatch" | "missing_reference"
 
 # Aggregates: one row per (target, pair, metric, stat) with workload = None, and one per
 # (target, workload, pair, metric, stat).
-COMPARISON_COLUMNS = (
-    "target", "workload", "candidate", "reference", "metric", "stat", "n", "mape", "median_ape", "bias",
-    "log_rmse", "pearson_log", "spearman", "kendall", "within_tolerance", "mape_ci", "bias_ci",
-    "compared_as", "violations", "violation_worst", "achieved_median", "achieved_q1", "achieved_q3", "achieved_ci",
-    "violation_ids",
-)
+COMPARISON_COLUMNS = names(COMPARISON_FIELDS)
 # mape_ci / bias_ci: [low, high] lists (seeded bootstrap 95%), or None when n < 3.
 # compared_as: "estimate" (the candidate estimates the reference: mape .. bias_ci are set) or
 # "bound" (a bound pair's bound metric, e.g. roofline latency: mape, median_ape, bias, log_rmse,
@@ -44,15 +36,14 @@ COMPARISON_COLUMNS = (
 #   violation_ids    the fingerprints of the violations, worst first ([] without; None for an
 #                    estimate). `--format json` names them by the tracker's XF id where it has one.
 COMPARED_AS = ("estimate", "bound")
-ESTIMATE_COLUMNS = ("mape", "median_ape", "bias", "log_rmse", "within_tolerance", "mape_ci", "bias_ci")
-BOUND_COLUMNS = ("violations", "violation_worst", "achieved_median", "achieved_q1", "achieved_q3", "achieved_ci",
-                 "violation_ids")
+ESTIMATE_COLUMNS = packed(ESTIMATE_STATS)
+BOUND_COLUMNS = (*packed(BOUND_STATS), "violation_ids")
 
 # The subset of rows that are discrepancies (kind != "ok"), same columns as ROW_COLUMNS.
 DISCREPANCY_KINDS = ("bound_violation", "config_mismatch", "over_tolerance", "missing_reference")
 
 # Coverage: which raw op names the op maps matched, per source adapter.
-COVERAGE_COLUMNS = ("source", "raw_op", "op", "matched", "records")
+COVERAGE_COLUMNS = names(COVERAGE_FIELDS)
 
 
 @dataclass

@@ -10,14 +10,10 @@ import pandas as pd
 
 from xfid.engine.contract import COMPARISON_COLUMNS, COVERAGE_COLUMNS, Correlation
 from xfid.engine.jsonout import clean, json_chunks
+from xfid.engine.schema import DISCREPANCY_JSON_FIELDS
 from xfid.textsafe import csv_safe_frame, terminal
 
-DISCREPANCY_FIELDS = (
-    "fingerprint", "target", "workload", "op", "metric", "stat", "candidate", "reference",
-    "candidate_value", "reference_value", "unit", "rel_error", "log_ratio", "tolerance", "tolerance_abs",
-    "kind", "factor", "severity", "efficiency", "scope", "candidate_n", "reference_n", "candidate_run", "reference_run",
-    "candidate_source_path", "candidate_source_loc", "reference_source_path", "reference_source_loc", "note",
-)
+DISCREPANCY_FIELDS = DISCREPANCY_JSON_FIELDS
 """Discrepancy keys in JSON (errors as fractions)."""
 FORMATS = ("table", "json", "markdown", "csv")
 CSV_FLOAT = "%.10g"

@@ -53,6 +53,30 @@ def _pair_error(where: str, params: tuple[str, ...], rest: str, **values: Any) -
     return EngineError(f"{where} {rest.format(**values)}")
 
 
+def check_convert(convert: Any, where: str) -> None:
+    """The one check of a pair's `convert` (a key of pairrows.CONVERSIONS); `where` names it.
+
+    Raises:
+        ConfigError: an unknown conversion, the known ones listed.
+    """
+    if convert not in CONVERSIONS:
+        raise ConfigError(f"{where} = {convert!r} is not known; use one of {', '.join(CONVERSIONS)}")
+
+
+def conversion(pair: Pair) -> tuple[str, str, str] | None:
+    """A pair's conversion (source metric, target metric, unit), None without one (check_convert)."""
+    if not pair.convert:
+        return None
+    check_convert(pair.convert, f"[[compare]] {pair.label}: convert")
+    return CONVERSIONS[pair.convert]
+
+
+def check_conversions(pairs: Iterable[Pair]) -> None:
+    """check_convert on every pair, before anything is aligned."""
+    for p in pairs:
+        conversion(p)
+
+
 def _from_config(config: Config) -> list[Pair]:
     raw = config.raw.get("compare", []) if isinstance(config.raw.get("compare"), list) else []
     out = []
@@ -61,8 +85,8 @@ def _from_config(config: Config) -> list[Pair]:
         where = f"{config.path or 'xfid.toml'}: compare[{i}]"
         p = parse_pair(f"{cp.candidate}->{cp.reference}", where, ())
         conv = opts.get("convert")
-        if conv is not None and conv not in CONVERSIONS:
-            raise ConfigError(f"{where}.convert = {conv!r} is not known; use one of {', '.join(CONVERSIONS)}")
+        if conv is not None:
+            check_convert(conv, f"{where}.convert")
         bounds = opts.get("bounds")
         if bounds is not None and bounds not in BOUND_MODES:
             raise ConfigError(f"{where}.bounds = {bounds!r} is not known; use one of {', '.join(BOUND_MODES)}")

@@ -70,8 +70,8 @@ def _part(picked: Selection) -> _Part:
 
 
 def select_store(store: Store, config: Config, *, targets: Sequence[str] | None = None, as_of: Any = None,
-                 run: Mapping[str, str] | None = None, source_loc: bool = True) -> Selection:
-    """`select(load(store, ...), config, run=run)`, one fidelity partition at a time.
+                 runs: Mapping[str, str] | None = None, source_loc: bool = True) -> Selection:
+    """`select(load(store, ...), config, runs=runs)`, one fidelity partition at a time.
 
     The returned Selection's `records` hold the KEPT columns of the chosen records only (entry i
     at row `rep[i]`).
@@ -82,7 +82,7 @@ def select_store(store: Store, config: Config, *, targets: Sequence[str] | None 
         return load(store, targets=targets, as_of=as_of, source_loc=source_loc, files=files, pad=False)
 
     def one(table: pa.Table) -> _Part | None:
-        return _part(select(table, config, run=run)) if table.num_rows else None
+        return _part(select(table, config, runs=runs)) if table.num_rows else None
 
     # one partition at a time, the next one read (Arrow, GIL released) while this one is selected
     found: list[_Part] = []
@@ -98,7 +98,7 @@ def select_store(store: Store, config: Config, *, targets: Sequence[str] | None 
                 found.append(part)
     if not found:  # nothing left after the filters: one empty selection
         empty = load(store, targets=targets, as_of=as_of, source_loc=True, files=[])
-        return select(empty, config, run=run)._replace(records=empty.select(list(KEPT)))
+        return select(empty, config, runs=runs)._replace(records=empty.select(list(KEPT)))
     if len(found) == 1:
         return _single(found[0])
     return _merge(found)

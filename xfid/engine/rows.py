@@ -13,13 +13,12 @@ from xfid.engine.contract import ROW_COLUMNS
 from xfid.engine.fingerprints import fingerprint_many
 from xfid.engine.keys import raw_codes_at
 from xfid.engine.pairrows import KINDS, MISSING, OK, PairRows
+from xfid.engine.schema import ROW_EXTRA_FIELDS, names
 from xfid.engine.scopes import SCOPE_NAMES
 from xfid.engine.selection import Selected
 
-ROW_EXTRA = ("efficiency", "factor", "scope")
-"""Added row columns: achieved fraction of a roofline bound (bound/ref for times, ref/bound for
-rates); how far off the row is (|rel_error| / tolerance, the kind is its own column: `severity`
-is only the sort key that ranks the kinds); what the candidate number is per (xfid.scope)."""
+ROW_EXTRA = names(ROW_EXTRA_FIELDS)
+"""Added row columns (xfid.engine.schema.ROW_EXTRA_FIELDS)."""
 
 
 def discrepancies(rows: pd.DataFrame, include_missing: bool) -> pd.DataFrame:

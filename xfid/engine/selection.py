@@ -103,7 +103,7 @@ def _dense(key: np.ndarray, card: int, n: int) -> tuple[np.ndarray, int]:
 
 
 def _run_rank(fid: np.ndarray, run: np.ndarray, run_names: list[Any], ts: np.ndarray,
-              prefer: Mapping[str, str] | None, fid_names: list[str]) -> np.ndarray:
+              runs: Mapping[str, str] | None, fid_names: list[str]) -> np.ndarray:
     """Rank of each record's run within its fidelity: by the run's latest timestamp, then name."""
     nr = max(len(run_names), 1)
     fr = run.astype(np.int64)  # (fidelity, run) code, built in place
@@ -119,9 +119,9 @@ def _run_rank(fid: np.ndarray, run: np.ndarray, run_names: list[Any], ts: np.nda
     names = [str(run_names[u % (nr + 1) - 1]) if u % (nr + 1) else "" for u in uniq]
     # rank over (preferred, timestamp, name): a --run choice beats every timestamp
     pref = np.zeros(len(uniq), np.int64)
-    if prefer:
+    if runs:
         for i, u in enumerate(uniq):
-            want = prefer.get(fid_names[u // (nr + 1)], prefer.get("*"))
+            want = runs.get(fid_names[u // (nr + 1)], runs.get("*"))
             pref[i] = int(want is not None and names[i] == want)
     name_rank = np.argsort(np.argsort(np.array(names, dtype=object), kind="stable"), kind="stable")
     rank_of_uniq = np.lexsort((name_rank, run_ts[uniq], pref)).argsort()
@@ -130,7 +130,7 @@ def _run_rank(fid: np.ndarray, run: np.ndarray, run_names: list[Any], ts: np.nda
     return dense[fr]
 
 
-def select(table: pa.Table, config: Config, *, run: Mapping[str, str] | None = None) -> Selection:
+def select(table: pa.Table, config: Config, *, runs: Mapping[str, str] | None = None) -> Selection:
     """Pick, per fidelity and key, the latest run that has the key and aggregate it.
 
     Duplicates within that run are aggregated by their median (NaN ignored), with the
@@ -155,7 +155,7 @@ def select(table: pa.Table, config: Config, *, run: Mapping[str, str] | None = N
     ts = pc.fill_null(table.column("timestamp").cast(pa.int64()), 0).to_numpy()
     value = table.column("value").to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
     flagged_rec = _no_reference(table.column("flags"))
-    rr = _run_rank(f, runc, run_names, ts, run, fid_names) if n else np.zeros(0, np.int32)
+    rr = _run_rank(f, runc, run_names, ts, runs, fid_names) if n else np.zeros(0, np.int32)
     del runc, ts
     dims = {"target": tn, "metric": mn, "stat": sn, "workload": wn, "op": on}
     cards = [len(tn), len(mn), len(sn), len(wn), len(on), len(fid_names)]
@@ -199,7 +199,7 @@ def select(table: pa.Table, config: Config, *, run: Mapping[str, str] | None = N
     val, ok_val, cnt, rep, anyflag, gk = (a[reorder] for a in (val, ok_val, cnt, rep, anyflag, gk))
     codes = {k: v[reorder] for k, v in code.items()}
     for name in fid_names:
-        _check_fidelity(name)
+        check_fidelity(name)
     key = gk // len(fid_names) if len(fid_names) else gk
     entries = Selected(dims, fid_names, codes, val, cnt, rep, anyflag, notes, coverage, counts)
     return Selection(entries, AlignKeys(key, ok_val), table)
@@ -224,7 +224,7 @@ def reorder_notes(notes: dict[int, str], reorder: np.ndarray) -> dict[int, str]:
     return {int(inv[k]): v for k, v in notes.items()}
 
 
-def _check_fidelity(name: str) -> None:
+def check_fidelity(name: str) -> None:
     from xfid.schema import fidelity_rank
 
     try:

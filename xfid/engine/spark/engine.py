@@ -17,7 +17,8 @@ rows only; `settings["spark"]["rows"]` says how many rows the cluster aligned.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -25,12 +26,14 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from xfid.config import Config
-from xfid.engine.aggregate import AGGREGATE_COLUMNS, bound_columns, with_violation_ids
+from xfid.engine.aggregate import pack_comparisons
 from xfid.engine.contract import ROW_COLUMNS, Correlation
-from xfid.engine.pairrows import CONVERSIONS, KINDS
-from xfid.engine.pairs import parse_as_of, parse_run, resolve_pairs
-from xfid.engine.pipeline import _pair_info, engine_settings, result_settings, result_sources
-from xfid.engine.rows import ROW_EXTRA, discrepancies
+from xfid.engine.pairrows import KINDS
+from xfid.engine.pairs import check_conversions, resolve_pairs
+from xfid.engine.request import Request
+from xfid.engine.result import Aligned, Selection, Start, begin, finish
+from xfid.engine.rows import ROW_EXTRA
+from xfid.engine.schema import ROW_FIELDS
 from xfid.engine.scopes import SCOPE_NAMES
 from xfid.engine.spark.groups import (
     COUNT_KEYS,
@@ -43,31 +46,25 @@ from xfid.engine.spark.groups import (
     stats_arrow,
 )
 from xfid.engine.spark.select import select_spark
-from xfid.engine.spark.session import quiet, spark_session
-from xfid.engine.stats import BOUND_STATS
-from xfid.errors import ConfigError, EngineError, XfidError
+from xfid.engine.spark.session import SparkSettings, quiet
+from xfid.errors import EngineError, XfidError
 from xfid.store import Store
 
-CATEGORICAL = ("target", "workload", "op", "metric", "stat", "candidate", "reference", "unit", "candidate_run",
-               "reference_run", "candidate_source_path", "reference_source_path", "candidate_config",
-               "reference_config")
+CATEGORICAL = tuple(f.name for f in ROW_FIELDS if f.category)
+"""The row fields collected as categories (few distinct values among millions of rows)."""
 
 
-def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Sequence[str] | None = None,
-              as_of: Any = None, targets: Iterable[str] | None = None, pairs: Iterable[Any] | None = None,
-              include_missing: bool = False, kendall: bool = True, bootstrap: bool = True,
-              fingerprints: str = "all", provenance: bool = True, track: Iterable[str] | None = None,
-              keep: Mapping[str, Sequence[str]] | None = None, master: str | None = None,
-              conf: Mapping[str, str] | None = None, spark: Any = None) -> Correlation:
-    """`xfid.engine.correlate` on Spark (same arguments, same result contract).
+def correlate(store: Store, config: Config, request: Request | None = None, *,
+              settings: SparkSettings | None = None, spark: Any = None, **fields: Any) -> Correlation:
+    """`xfid.engine.correlate` on Spark (same request, same result contract).
 
     Args:
-        track: fingerprints whose rows come back whatever their kind (the tracker's open issues).
-        keep: rows whose columns hold one of the given values come back too (`{"target": ["t"],
-            "candidate": ["roofline"], "reference": ["measured"], "metric": ["latency"]}`: the rows
-            a calibration fits).
-        master, conf: the Spark master and settings (default: `[engine.spark]`, env XFID_SPARK_MASTER).
-        spark: an existing SparkSession to use instead.
+        request: what to correlate (or a Request of `fields`); its `track` (fingerprints whose
+            rows come back whatever their kind: the tracker's open issues) and `keep` (rows
+            whose columns hold one of the given values: the rows a calibration fits) name the
+            rows that come back besides the discrepancies.
+        settings: the Spark master and conf (default: `[engine.spark]`, env XFID_SPARK_MASTER).
+        spark: an existing SparkSession to use instead (short for SparkSettings(session=...)).
 
     Returns:
         A Correlation whose rows are the discrepancies and the tracked rows (see the module docstring).
@@ -75,18 +72,15 @@ def correlate(store: Store, config: Config, *, run: str | Mapping[str, str] | Se
     Raises:
         EngineError: pyspark is not installed; ConfigError: a bad pair, run, date or target.
     """
-    targets = list(targets or [])
-    for t in targets:
-        if t not in config.targets:
-            config.target(t)
-    settings = engine_settings(config)
-    prefer = parse_run(run)
-    when = parse_as_of(as_of)
+    req = request if request is not None else Request.of(**fields)
+    opts = settings or SparkSettings()
+    if spark is not None:
+        opts = replace(opts, session=spark)
+    start = begin(config, req)
     with quiet():
-        session = spark or spark_session(config, master=master, conf=conf)
+        session = opts.spark(config)
         try:
-            return _correlate(session, store, config, settings, prefer, when, targets, pairs, include_missing,
-                              kendall, bootstrap, fingerprints, provenance, sorted(set(track or ())), keep)
+            return _correlate(session, store, config, start, req)
         except XfidError:
             raise
         except Exception as e:  # a failed Spark job: its cause in one line, not a JVM stack trace
@@ -112,72 +106,108 @@ def _cause(e: BaseException) -> str:
     return said
 
 
-def _correlate(spark: Any, store: Store, config: Config, settings: dict[str, Any], prefer: Any, when: Any,
-               targets: list[str], pairs: Any, include_missing: bool, kendall: bool, bootstrap: bool,
-               fingerprints: str, provenance: bool, track: list[str],
-               keep: Mapping[str, Sequence[str]] | None) -> Correlation:
+def _correlate(spark: Any, store: Store, config: Config, start: Start, req: Request) -> Correlation:
+    """The Spark engine's steps: select -> align -> aggregate -> finish (xfid.engine.engines.Engine)."""
+    selected = select(spark, store, config, req, start)
+    try:
+        aligned = align(selected)
+        comparisons = aggregate(aligned)
+    finally:
+        selected.release()
+    return finish(store, config, req, start, aligned, comparisons)
+
+
+@dataclass
+class SparkSelected:
+    """The Spark selection (xfid.engine.spark.select) and its pairs; `aligned`, once align ran,
+    the persisted rows and counts DataFrame the aggregates read too."""
+
+    spark: Any
+    config: Config
+    sel: Any
+    pairs: list[Any]
+    req: Request
+    settings: dict[str, Any]
+    aligned: Any = None
+
+    def release(self) -> None:
+        """Unpersist what the steps persisted."""
+        if self.aligned is not None:
+            self.aligned.unpersist()
+        if self.sel.persisted is not None:
+            self.sel.persisted.unpersist()
+
+
+@dataclass
+class SparkAligned(Aligned):
+    """Aligned rows brought back, plus the cluster's selection to aggregate."""
+
+    selected: SparkSelected | None = None
+
+
+def select(spark: Any, store: Store, config: Config, req: Request, start: Start) -> SparkSelected:
+    """The entries in Spark SQL (xfid.engine.spark.select) and the pairs (conversions checked)."""
+    sel = select_spark(spark, store, config, targets=list(req.targets) or None, runs=start.runs,
+                       source_loc=req.provenance, as_of=start.as_of_datetime)
+    pair_list = resolve_pairs(config, req.pairs, sel.fidelities)
+    check_conversions(pair_list)
+    return SparkSelected(spark, config, sel, pair_list, req, start.settings)
+
+
+def align(s: SparkSelected) -> SparkAligned:
+    """Align per (target, workload) on the executors; bring back the discrepancies, the tracked
+    fingerprints' rows and the `keep` rows, and every pair's counts."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    sel = select_spark(spark, store, config, targets=targets or None, run=prefer, source_loc=provenance,
-                       as_of=when.to_pydatetime() if when is not None else None)
-    pair_list = resolve_pairs(config, pairs, sel.fidelities)
-    for p in pair_list:
-        if p.convert and p.convert not in CONVERSIONS:
-            raise ConfigError(f"[[compare]] {p.label}: convert = {p.convert!r} is not known; "
-                              f"use one of {', '.join(CONVERSIONS)}")
-    ctx = AlignContext(config, settings, pair_list, sel.fidelities)
-    aligned = (sel.entries.groupBy("target", "workload").applyInArrow(_bound(align_arrow, ctx), ROW_SCHEMA)
-               .persist(StorageLevel.MEMORY_AND_DISK))
-    try:
-        counts = _pair_counts(aligned.filter(F.col("counts").isNotNull()).select("pair_index", "counts").collect())
-        rows = aligned.filter(F.col("counts").isNull()).drop("counts")
-        kind = F.col("kind")
-        wanted = (kind != "ok") if include_missing else ((kind != "ok") & (kind != "missing_reference"))
-        if track:
-            tdf = spark.createDataFrame([(fp,) for fp in track], "fingerprint string").withColumn("_t", F.lit(True))
-            rows = rows.join(F.broadcast(tdf), "fingerprint", "left")
-            wanted = wanted | F.col("_t").isNotNull()
-        if keep:
-            also = F.lit(True)
-            for col, values in keep.items():
-                also = also & F.col(col).isin([str(v) for v in values])
-            wanted = wanted | also
-        back = _local_rows(_collect_chunks(rows.filter(wanted).drop("_t")))
-        finite = lambda c: F.col(c).isNotNull() & ~F.isnan(c) & (F.abs(F.col(c)) < float("inf"))  # noqa: E731
-        usable = (aligned.filter(F.col("counts").isNull() & (kind != "missing_reference") & finite("rel_error")
-                                 & finite("log_ratio"))
-                  .select(*STATS_GROUP, "workload", "op", "rel_error", "log_ratio", "candidate_value",
-                          "reference_value", "within", "efficiency", "kind"))
-        sctx = StatsContext.of(settings, kendall, bootstrap, pair_list)
-        stats = usable.groupBy(*STATS_GROUP).applyInArrow(_bound(stats_arrow, sctx), STATS_SCHEMA).toPandas()
-    finally:
-        aligned.unpersist()
-        if sel.persisted is not None:
-            sel.persisted.unpersist()
-    if fingerprints != "all" and len(back):
+    spark, sel, pair_list, req = s.spark, s.sel, s.pairs, s.req
+    track = sorted(set(req.track))
+    ctx = AlignContext(s.config, s.settings, pair_list, sel.fidelities)
+    s.aligned = aligned = (sel.entries.groupBy("target", "workload").applyInArrow(_bound(align_arrow, ctx), ROW_SCHEMA)
+                           .persist(StorageLevel.MEMORY_AND_DISK))
+    counts = _pair_counts(aligned.filter(F.col("counts").isNotNull()).select("pair_index", "counts").collect())
+    rows = aligned.filter(F.col("counts").isNull()).drop("counts")
+    kind = F.col("kind")
+    wanted = (kind != "ok") if req.include_missing else ((kind != "ok") & (kind != "missing_reference"))
+    if track:
+        tdf = spark.createDataFrame([(fp,) for fp in track], "fingerprint string").withColumn("_t", F.lit(True))
+        rows = rows.join(F.broadcast(tdf), "fingerprint", "left")
+        wanted = wanted | F.col("_t").isNotNull()
+    if req.keep:
+        also = F.lit(True)
+        for col, values in req.keep.items():
+            also = also & F.col(col).isin([str(v) for v in values])
+        wanted = wanted | also
+    back = _local_rows(_collect_chunks(rows.filter(wanted).drop("_t")))
+    if req.fingerprints != "all" and len(back):
         clean = back["kind"].isin(["ok", "missing_reference"]).to_numpy()
         back["fingerprint"] = np.where(clean, None, back["fingerprint"].to_numpy(dtype=object))
-    disc = discrepancies(back, include_missing)
-    pair_info = []
-    total = 0
-    for i, p in enumerate(pair_list):
-        info = _pair_info(p, settings)
-        if p.candidate in sel.fidelities and p.reference in sel.fidelities:
-            info.update(counts.get(i, dict.fromkeys(COUNT_KEYS, 0)))
-            total += info["aligned"] + info["missing_reference"]
-        else:
-            info["skipped"] = "a fidelity of the pair has no records"
-        pair_info.append(info)
-    out_settings = result_settings(config, settings, prefer=prefer, when=when, targets=targets or sel.targets,
-                                   pairs=pair_list, pair_info=pair_info, counts=sel.counts, kendall=kendall,
-                                   bootstrap=bootstrap, fingerprints=fingerprints, provenance=provenance,
-                                   clock_targets=sel.targets)
-    out_settings["engine"] = "spark"
-    out_settings["spark"] = {"master": spark.sparkContext.master, "rows": total, "rows_returned": len(back),
-                             "tracked": len(track), "rows_kept": "discrepancies and tracked fingerprints"}
-    sources = result_sources(store)
-    return Correlation(back, with_violation_ids(_comparisons(stats), disc), disc, sel.coverage, sources, config.hash(), out_settings)
+    aligned_pairs = {i: counts.get(i, dict.fromkeys(COUNT_KEYS, 0)) for i, p in enumerate(pair_list)
+                     if p.candidate in sel.fidelities and p.reference in sel.fidelities}
+    total = sum(c["aligned"] + c["missing_reference"] for c in aligned_pairs.values())
+    extra = {"engine": "spark",
+             "spark": {"master": spark.sparkContext.master, "rows": total, "rows_returned": len(back),
+                       "tracked": len(track), "rows_kept": "discrepancies and tracked fingerprints"}}
+    return SparkAligned(Selection(sel.targets, sel.counts, sel.coverage), pair_list, aligned_pairs, back, extra,
+                        selected=s)
+
+
+def aggregate(a: SparkAligned) -> pd.DataFrame:
+    """The comparisons: grouped_stats per (target, pair, metric, stat) on the executors."""
+    from pyspark.sql import functions as F
+
+    s = a.selected
+    assert s is not None and s.aligned is not None
+    finite = lambda c: F.col(c).isNotNull() & ~F.isnan(c) & (F.abs(F.col(c)) < float("inf"))  # noqa: E731
+    kind = F.col("kind")
+    usable = (s.aligned.filter(F.col("counts").isNull() & (kind != "missing_reference") & finite("rel_error")
+                               & finite("log_ratio"))
+              .select(*STATS_GROUP, "workload", "op", "rel_error", "log_ratio", "candidate_value",
+                      "reference_value", "within", "efficiency", "kind"))
+    sctx = StatsContext.of(s.settings, s.req.kendall, s.req.bootstrap, s.pairs)
+    stats = usable.groupBy(*STATS_GROUP).applyInArrow(_bound(stats_arrow, sctx), STATS_SCHEMA).toPandas()
+    a.selected = None
+    return pack_comparisons(stats)
 
 
 def _bound(fn: Any, ctx: Any) -> Any:
@@ -279,25 +309,3 @@ def _local_rows(frames: list[pd.DataFrame]) -> pd.DataFrame:
     for c in ("fingerprint", "candidate_source_loc", "reference_source_loc", "note"):
         out[c] = out[c].astype(object).where(out[c].notna(), None)
     return pd.DataFrame(out)
-
-
-def _comparisons(stats: pd.DataFrame) -> pd.DataFrame:
-    """The comparisons table as the local engine's Aggregates.result() builds it."""
-    if not len(stats):
-        return pd.DataFrame({k: pd.Series(dtype=object) for k in AGGREGATE_COLUMNS})
-    out = stats.copy()
-    ci_ok = (out["n"] >= 3) & np.isfinite(out["mape_ci_low"])
-    out["mape_ci"] = [[float(a), float(b)] if k else None
-                      for a, b, k in zip(out["mape_ci_low"], out["mape_ci_high"], ci_ok, strict=True)]
-    out["bias_ci"] = [[float(a), float(b)] if k else None
-                      for a, b, k in zip(out["bias_ci_low"], out["bias_ci_high"], ci_ok, strict=True)]
-    for c in ("target", "workload", "candidate", "reference", "metric", "stat"):
-        out[c] = out[c].astype(object).where(out[c].notna(), None)
-    out["n"] = out["n"].astype(np.int64)
-    st = {k: out[k].to_numpy(np.float64) for k in BOUND_STATS}
-    for k, v in bound_columns({**st, "bound": out["bound"].to_numpy(bool)}).items():
-        out[k] = v
-    out["_lvl"] = out["workload"].notna()
-    out = out.sort_values(["_lvl", "target", "workload", "candidate", "reference", "metric", "stat"],
-                          kind="stable", na_position="first").drop(columns="_lvl").reset_index(drop=True)
-    return out[list(AGGREGATE_COLUMNS)]

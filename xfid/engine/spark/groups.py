@@ -14,6 +14,7 @@ Nothing here imports pyspark: the functions take and return Arrow tables (Spark'
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,29 +29,37 @@ from xfid.engine.fingerprints import fingerprint_many
 from xfid.engine.keys import combine
 from xfid.engine.mismatch import MismatchChecker
 from xfid.engine.pairrows import KINDS, Pair
+from xfid.engine.schema import (
+    BOUND_FLAG,
+    COUNT_FIELDS,
+    GROUP_FIELDS,
+    ROW_EXTRA_FIELDS,
+    ROW_FIELDS,
+    Field,
+    arrow_schema,
+    ddl,
+    names,
+)
+from xfid.engine.schema import STAT_FIELDS as SCHEMA_STATS
 from xfid.engine.scopes import DERIVED_UNITS, SCOPE_NAMES, EntryScope, entry_scopes, text_codes
 from xfid.engine.selection import CONVERTIBLE, AlignKeys, Selected
-from xfid.engine.stats import BOUND_STATS, grouped_stats
+from xfid.engine.stats import grouped_stats
 
 ENTRY_SCHEMA = ("fidelity string, target string, workload string, op string, metric string, stat string, "
                 "value double, ref_value double, n long, flagged boolean, note string, unit string, run string, "
                 "source string, source_path string, source_loc string, config string")
-ROW_SCHEMA = ("pair_index int, fingerprint string, target string, workload string, op string, metric string, "
-              "stat string, candidate string, reference string, candidate_value double, reference_value double, "
-              "unit string, rel_error double, log_ratio double, tolerance double, tolerance_abs double, "
-              "within boolean, kind string, severity double, candidate_n long, reference_n long, "
-              "candidate_run string, reference_run string, candidate_source_path string, "
-              "candidate_source_loc string, reference_source_path string, reference_source_loc string, "
-              "candidate_config string, reference_config string, note string, efficiency double, factor double, "
-              "scope string, counts string")
-STAT_FIELDS = ("n", "mape", "median_ape", "bias", "log_rmse", "pearson_log", "spearman", "kendall",
-               "within_tolerance", "mape_ci_low", "mape_ci_high", "bias_ci_low", "bias_ci_high",
-               *BOUND_STATS)
-STATS_SCHEMA = ("target string, workload string, candidate string, reference string, metric string, stat string, "
-                "n long, " + ", ".join(f"{k} double" for k in STAT_FIELDS[1:]) + ", bound boolean")
-STATS_GROUP = ("target", "candidate", "reference", "metric", "stat")
-COUNT_KEYS = ("candidate_keys", "outside_reference_workloads", "value_stat_fallback", "reference_only_keys",
-              "aligned", "missing_reference", "flagged_reference", "not_comparable", "derived")
+PAIR_INDEX, COUNTS = Field("pair_index", pa.int32()), Field("counts", pa.string())
+"""Spark's own row fields: the pair a row belongs to, and on a counts row (one per pair and
+group, every other field null) the alignment's counts as JSON."""
+ROW_FIELDS_SPARK = (PAIR_INDEX, *ROW_FIELDS, *ROW_EXTRA_FIELDS, COUNTS)
+ROW_SCHEMA = ddl(ROW_FIELDS_SPARK)
+ROW_SCHEMA_NAMES = names(ROW_FIELDS_SPARK)
+STAT_FIELDS = names(SCHEMA_STATS)
+STATS_FIELDS_SPARK = (*GROUP_FIELDS, *SCHEMA_STATS, BOUND_FLAG)
+STATS_SCHEMA = ddl(STATS_FIELDS_SPARK)
+STATS_SCHEMA_NAMES = names(STATS_FIELDS_SPARK)
+STATS_GROUP = tuple(k for k in names(GROUP_FIELDS) if k != "workload")
+COUNT_KEYS = names(COUNT_FIELDS)
 
 
 @dataclass
@@ -73,19 +82,9 @@ def _text(a: Any) -> np.ndarray:
     return out
 
 
-def _arrow_type(name: str) -> pa.DataType:
-    return {"string": pa.string(), "double": pa.float64(), "int": pa.int32(), "long": pa.int64(),
-            "boolean": pa.bool_()}[name]
-
-
-def arrow_schema(ddl: str) -> pa.Schema:
-    """The Arrow schema of a Spark DDL string like ROW_SCHEMA."""
-    return pa.schema([(p.split()[0], _arrow_type(p.split()[1])) for p in ddl.split(",")])
-
-
-def to_arrow(df: pd.DataFrame, ddl: str) -> pa.Table:
-    """`df` as an Arrow table of exactly the schema `ddl` (None and NaN in text columns are null)."""
-    schema = arrow_schema(ddl)
+def to_arrow(df: pd.DataFrame, fields: Sequence[Field]) -> pa.Table:
+    """`df` as an Arrow table of exactly the schema of `fields` (None and NaN in text columns are null)."""
+    schema = arrow_schema(fields)
     cols = []
     for f in schema:
         if f.name not in df.columns:
@@ -121,7 +120,7 @@ def from_arrow(table: pa.Table) -> pd.DataFrame:
 
 def align_arrow(table: pa.Table, ctx: AlignContext) -> pa.Table:
     """align_group on Arrow tables (ENTRY_SCHEMA in, ROW_SCHEMA out)."""
-    return to_arrow(align_group(from_arrow(table), ctx), ROW_SCHEMA)
+    return to_arrow(align_group(from_arrow(table), ctx), ROW_FIELDS_SPARK)
 
 
 def align_group(pdf: pd.DataFrame, ctx: AlignContext) -> pd.DataFrame:
@@ -246,7 +245,7 @@ class StatsContext:
 
 def stats_arrow(table: pa.Table, ctx: StatsContext) -> pa.Table:
     """stats_group on Arrow tables (STATS_SCHEMA out)."""
-    return to_arrow(stats_group(from_arrow(table), ctx), STATS_SCHEMA)
+    return to_arrow(stats_group(from_arrow(table), ctx), STATS_FIELDS_SPARK)
 
 
 def stats_group(pdf: pd.DataFrame, ctx: StatsContext) -> pd.DataFrame:
@@ -268,18 +267,10 @@ def stats_group(pdf: pd.DataFrame, ctx: StatsContext) -> pd.DataFrame:
     levels = ((np.zeros(len(rel), np.int64), 1, [None]), (gid, int(first.sum()), list(wl[first])))
     head = {k: pdf[k].iloc[0] for k in STATS_GROUP}
     frames = []
-    for g, ng, names in levels:
+    for g, ng, workloads in levels:
         st = grouped_stats(g, ng, rel, lr, cv, rv, within, achieved=achieved, violated=violated, **kw)
         if str(head["metric"]) in NOT_BOUNDS and bound_pair:  # shown, not checked (aggregate.unchecked)
             st["within_tolerance"] = np.full(ng, np.nan)
-        frames.append(pd.DataFrame({**head, "workload": names, **{k: st[k] for k in (*STAT_FIELDS, "bound")}}))
+        frames.append(pd.DataFrame({**head, "workload": workloads, **{k: st[k] for k in (*STAT_FIELDS, "bound")}}))
     out = pd.concat(frames, ignore_index=True)
     return _plain(out[list(STATS_SCHEMA_NAMES)])
-
-
-def _names(ddl: str) -> tuple[str, ...]:
-    return tuple(part.strip().split(" ")[0] for part in ddl.split(","))
-
-
-ROW_SCHEMA_NAMES = _names(ROW_SCHEMA)
-STATS_SCHEMA_NAMES = _names(STATS_SCHEMA)

@@ -19,7 +19,7 @@ from typing import Any
 from xfid.config import Config
 from xfid.engine.contract import COVERAGE_COLUMNS
 from xfid.engine.opmap import COVERAGE_EXTRA, map_name
-from xfid.engine.selection import ADDITIVE, _check_fidelity
+from xfid.engine.selection import ADDITIVE, check_fidelity
 from xfid.errors import StoreError
 from xfid.schema import FLAG_NO_REFERENCE
 from xfid.store import Store
@@ -113,13 +113,13 @@ def _micros(t: datetime) -> int:
     return (d.days * 86400 + d.seconds) * 1_000_000 + d.microseconds
 
 
-def run_ranks(rows: list[tuple[str, str, int]], prefer: Mapping[str, str] | None) -> list[tuple[str, str, int]]:
+def run_ranks(rows: list[tuple[str, str, int]], preferred: Mapping[str, str] | None) -> list[tuple[str, str, int]]:
     """(fidelity, run, rank) from (fidelity, run, latest timestamp): a --run choice first, then
     the timestamp, then the name (the highest rank is the run a key takes)."""
     out = []
     for fid in sorted({r[0] for r in rows}):
         mine = [r for r in rows if r[0] == fid]
-        want = None if not prefer else prefer.get(fid, prefer.get("*"))
+        want = None if not preferred else preferred.get(fid, preferred.get("*"))
         mine.sort(key=lambda r: (int(want is not None and r[1] == want), r[2], r[1]))
         out += [(fid, r[1], i) for i, r in enumerate(mine)]
     return out
@@ -158,7 +158,7 @@ def _flag_expr(col: Any) -> Any:
 
 
 def select_spark(spark: Any, store: Store, config: Config, *, targets: Sequence[str] | None = None,
-                 as_of: datetime | None = None, run: Mapping[str, str] | None = None,
+                 as_of: datetime | None = None, runs: Mapping[str, str] | None = None,
                  source_loc: bool = True) -> SparkSelection:
     """Per fidelity and key the number that represents it (see the module docstring)."""
     from pyspark import StorageLevel
@@ -180,14 +180,14 @@ def select_spark(spark: Any, store: Store, config: Config, *, targets: Sequence[
     # the driver's share: one row per (fidelity, run) and per (source, raw op)
     per_run = df.groupBy("fidelity", "run_key").agg(F.max("ts"), F.count(F.lit(1)), F.sum(F.col("vnan").cast("long")),
                                                 F.sum(F.col("flagged").cast("long"))).collect()
-    runs = [(r[0], r[1], int(r[2])) for r in per_run]
-    if not runs:
+    run_rows = [(r[0], r[1], int(r[2])) for r in per_run]
+    if not run_rows:
         return _empty(spark, config)
-    for fid in sorted({r[0] for r in runs}):
-        _check_fidelity(fid)
+    for fid in sorted({r[0] for r in run_rows}):
+        check_fidelity(fid)
     ops = [(r[0], r[1], int(r[2])) for r in df.groupBy("source", "raw_op").count().collect()]
     coverage, renames = coverage_and_map(ops, config)
-    ranks = spark.createDataFrame(run_ranks(runs, run), "fidelity string, run_key string, rank int")
+    ranks = spark.createDataFrame(run_ranks(run_rows, runs), "fidelity string, run_key string, rank int")
     df = with_file_index(spark, df, store, files).join(F.broadcast(ranks), ["fidelity", "run_key"])
     if renames:
         ren = spark.createDataFrame(renames, "source string, raw_op string, op string")
@@ -207,7 +207,7 @@ def select_spark(spark: Any, store: Store, config: Config, *, targets: Sequence[
     counts = {"records": n, "history_records": n - chosen_n, "null_records": sum(int(r[4] or 0) for r in per_run),
               "null_keys": sum(int(r[1] or 0) for r in per_target),
               "flagged_records": sum(int(r[5] or 0) for r in per_run)}
-    fids = sorted({r[0] for r in runs})
+    fids = sorted({r[0] for r in run_rows})
     entries = every.filter(~F.isnan("value")).drop("records")
     return SparkSelection(entries, fids, sorted(r[0] for r in per_target), coverage, counts, every)
 

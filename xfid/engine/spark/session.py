@@ -7,6 +7,7 @@ import os
 import sys
 import warnings
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,23 @@ DEFAULTS = {
 }
 
 
+@dataclass(frozen=True)
+class SparkSettings:
+    """The Spark engine's own settings (what `--master` gives, or an API caller):
+
+    master: the Spark master (None: env XFID_SPARK_MASTER, else `[engine.spark] master`, else
+        local[*] or spark-submit's); conf: Spark settings over `[engine.spark] conf`; session: an
+        existing SparkSession to use instead of building one."""
+
+    master: str | None = None
+    conf: Mapping[str, Any] = field(default_factory=dict)
+    session: Any = None
+
+    def spark(self, config: Config | None) -> Any:
+        """The session these settings name (xfid.engine.spark.session.spark_session)."""
+        return self.session or spark_session(config, master=self.master, conf=self.conf)
+
+
 def require_pyspark() -> None:
     """An EngineError naming the install command when pyspark is missing."""
     try:
@@ -37,8 +55,8 @@ def require_pyspark() -> None:
 
 def spark_settings(config: Config | None, master: str | None = None,
                    conf: Mapping[str, Any] | None = None) -> tuple[str | None, dict[str, str]]:
-    """(master, conf): `master` over env XFID_SPARK_MASTER over `[engine.spark] master` (the
-    --master flag sets the env); `conf` over `[engine.spark] conf` over DEFAULTS."""
+    """(master, conf): `master` (--master, SparkSettings.master) over env XFID_SPARK_MASTER over
+    `[engine.spark] master`; `conf` over `[engine.spark] conf` over DEFAULTS."""
     section = ((config.raw.get("engine") or {}).get("spark") or {}) if config is not None else {}
     chosen = master or os.environ.get("XFID_SPARK_MASTER") or section.get("master")
     out = dict(DEFAULTS)
