@@ -56,16 +56,19 @@ def test_the_demo_prints_next_commands_for_its_own_store_baseline_and_period(dem
 
 
 def test_correlate_as_printed_shows_the_demos_discrepancies(demo):
-    active = int(demo.line(r"check #\d+: .*?(\d+) active issues").group(1))
+    active = int(demo.line(r"check #\d+: \d+ new, \d+ reopened.*?(\d+) active issues").group(1))  # the last check
     r = run(demo.cwd, _command(demo, "correlate"))
     assert r.returncode == 0, r.stderr
     found = _discrepancies(r.stdout)
-    assert int(re.search(r"^discrepancies: (\d+)", r.stdout, re.M).group(1)) == len(found) == active == 7
+    assert int(re.search(r"^discrepancies: (\d+)", r.stdout, re.M).group(1)) == len(found) == active == 13
     listed = run(demo.cwd, _command(demo, "issues list"))
     assert listed.returncode == 0, listed.stderr
     assert set(_issues(listed.stdout).values()) == found  # the same keys the tracker holds
     shown = run(demo.cwd, _command(demo, "issues show"))
-    assert shown.returncode == 0 and shown.stdout.startswith("XF-1"), shown.stdout + shown.stderr
+    first = shlex.split(_command(demo, "issues show"))[-1]  # the first issue the last check filed (XF-8: the re-measure's)
+    assert shown.returncode == 0 and shown.stdout.startswith(first + " "), shown.stdout + shown.stderr
+    assert "moved: reference — measured run nsys-2026-11-27 -> nsys-2026-12-01" in shown.stdout  # which side moved
+    assert "summary S-2-1: reference run nsys-2026-12-01 (measured)" in shown.stdout
 
 
 def test_compare_as_printed_says_no_drift_like_the_demo(demo):
@@ -84,7 +87,7 @@ def test_report_as_printed_covers_the_demos_checks_with_their_xf_ids(demo):
     assert m, r.stdout
     assert (demo.cwd / m[1]).read_bytes().startswith(b"%PDF")
     ids = sorted(_issues(run(demo.cwd, _command(demo, "issues list")).stdout), key=lambda s: int(s[3:]))
-    assert int(m[3]) == len(ids) == 7
+    assert int(m[3]) == len(ids) == 13
     html = run(demo.cwd, [*shlex.split(cmd), "--html", "-o", "same.html"])
     assert html.returncode == 0, html.stderr
     text = (demo.cwd / "same.html").read_text()

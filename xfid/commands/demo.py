@@ -37,7 +37,7 @@ def cli(app: App, out_dir) -> None:
     steps = iter(range(1, 99))
 
     def progress(label: str) -> None:
-        click.echo(f"[{next(steps)}/7] {label} ...", err=True)
+        click.echo(f"[{next(steps)}/8] {label} ...", err=True)
 
     with store:
         res = run_demo(store, Path(out_dir), progress=progress)
@@ -48,6 +48,10 @@ def cli(app: App, out_dir) -> None:
         click.echo(f"  RTL {line}")
     click.echo(f"  ingest: {res.new_rows} new rows; {res.sources} sources in the store "
                f"({res.sources - res.sources_before} new, {res.sources_before} already there)")
+    f = res.first_check
+    if f:
+        click.echo(f"  check #{f.get('check_id')}: {len(f.get('new', []))} new, {len(f.get('resolved', []))} resolved, "
+                   f"{f.get('total_open', 0)} active issues; then the H100 decode ops re-measured on a newer vLLM:")
     click.echo(f"  check #{c.get('check_id')}: {len(c.get('new', []))} new, {len(c.get('reopened', []))} reopened, "
                f"{len(c.get('resolved', []))} resolved, {c.get('total_open', 0)} active issues "
                f"(open, acknowledged or reopened; {c.get('rows', 0)} aligned keys, "

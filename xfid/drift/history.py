@@ -108,11 +108,16 @@ def describe_move(m: dict[str, Any]) -> str:
     for side, d in m["sides"].items():
         what = [f"{d['fidelity']} run {d['run'][0]} -> {d['run'][1]}" if d["run"][0] != d["run"][1]
                 else f"{d['fidelity']} value {_g(d['value'][0])} -> {_g(d['value'][1])} (same run {d['run'][1]})"]
-        what += [f"{k} {v[0]} -> {v[1]}" for k, v in list(d["config"].items())[:3]]
+        what += [f"{k} {_shown(v[0])} -> {_shown(v[1])}" for k, v in list(d["config"].items())[:3]]
         parts.append((f"{side}: " if m["side"] == "both" else "") + ", ".join(what))
     if not parts:
         return "moved: neither value changed (the tolerance or the alignment did)"
     return f"moved: {m['side']} — " + "; ".join(parts)
+
+
+def _shown(v: Any) -> str:
+    """A config value as a reader sees it: a key the side's config did not have is "(unset)"."""
+    return "(unset)" if v is None else str(v)
 
 
 def _config(v: Any) -> dict[str, Any]:
