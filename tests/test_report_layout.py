@@ -99,6 +99,31 @@ def test_no_text_outside_the_content_box(demo):
     assert not bad, f"text outside the content box (page, axis, from, to, word): {bad[:20]}"
 
 
+def overlapping_words(words: list[tuple[float, float, float, float, str]]) -> list[tuple[str, str, float]]:
+    """Pairs of words whose boxes overlap (by more than half a pt across and half the smaller
+    height down): text drawn over text, as a too-narrow table column does."""
+    ws = sorted((w for w in words if w[2] > w[0] and w[3] > w[1]), key=lambda w: w[0])
+    bad = []
+    for i, a in enumerate(ws):
+        for b in ws[i + 1:]:
+            if b[0] >= a[2]:
+                break  # sorted by left edge: no later word starts inside `a`
+            ix, iy = min(a[2], b[2]) - max(a[0], b[0]), min(a[3], b[3]) - max(a[1], b[1])
+            if ix > 0.5 and iy > 0.5 * min(a[3] - a[1], b[3] - b[1]):
+                bad.append((a[4], b[4], round(ix, 1)))
+    return bad
+
+
+def test_no_text_drawn_over_text(demo):
+    bad = [(n, o) for n, (_w, _h, words) in enumerate(_pages(demo), start=1) for o in overlapping_words(words)]
+    assert not bad, f"words drawn over each other (page, (word, word, overlap pt)): {bad[:20]}"
+
+
+def test_the_overlap_check_sees_text_over_text():
+    assert overlapping_words([(10, 10, 40, 18, "3.44e+10"), (38, 10, 60, 18, "FLOP6.95e+10")])
+    assert not overlapping_words([(10, 10, 40, 18, "a"), (40.2, 10, 60, 18, "b"), (10, 19, 40, 27, "c")])
+
+
 def test_no_python_repr_in_the_text(demo):
     text = subprocess.run(["pdftotext", str(demo), "-"], capture_output=True, text=True, check=True).stdout
     for bad in ("['", "{'", "': "):
