@@ -82,7 +82,7 @@ def test_commented_vllm_console_and_settings(xfid_cli):
 
 
 def test_sglang_console_log_with_namespace(xfid_cli):
-    recs, out = _recs(xfid_cli, M / "serving-console" / "dlora_sglang_lora_bench_console.md")
+    recs, _out = _recs(xfid_cli, M / "serving-console" / "dlora_sglang_lora_bench_console.md")
     b1 = [r for r in recs if r["run"].endswith("-block1")]
     assert _one(b1, metric="duration")["value"] == 262.38
     assert _one(b1, metric="sglang:output_tokens_retokenized")["value"] == 100838

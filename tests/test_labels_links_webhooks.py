@@ -87,7 +87,7 @@ class Receiver:
         outer = self
 
         class H(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - the stdlib's name
+            def do_POST(self):
                 n = int(self.headers.get("Content-Length", 0))
                 outer.bodies.append(json.loads(self.rfile.read(n)))
                 outer.paths.append(self.path)

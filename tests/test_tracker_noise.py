@@ -50,7 +50,7 @@ def run(tmp_path, *, noisy: bool, seed: int = 27) -> tuple[Tracker, list]:
         c = corr(*(r for r, _, _ in rows))
         if noisy:
             reps = {r["op"]: (cv, rv) for r, cv, rv in rows}
-            attach(c, lambda r: reps[str(r["op"])], settings)
+            attach(c, lambda r, reps=reps: reps[str(r["op"])], settings)
         summaries.append(tr.record_check(c, actor="ci", now=T0 + timedelta(days=i), noise=settings,
                                          clean_checks_to_resolve=k))
     return tr, summaries

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from xfid.adapters import jsonutil
-from xfid.adapters.base import Adapter, Columns, ReadContext, head_text, read_text
 from xfid.adapters.aiperf_detect import is_aiperf  # the sniff, shared with genai-perf
+from xfid.adapters.base import Adapter, Columns, ReadContext, read_text
 from xfid.adapters.genai_perf import _csv_number, _flat
 from xfid.schema import canonical_json
 

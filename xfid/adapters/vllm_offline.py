@@ -82,7 +82,7 @@ class VllmLatencyAdapter(Adapter):
         if avg is None:
             raise ctx.error("$.avg_latency", "is null; a latency run always writes it")
         out.add("latency", "mean", avg, "s", "$.avg_latency", **base)
-        for key, v in pct.items():
+        for key in pct:
             try:
                 p = float(key)
             except ValueError:

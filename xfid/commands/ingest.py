@@ -7,8 +7,8 @@ import sys
 
 import click
 
-from xfid.app import App, interactive
 from xfid import textsafe
+from xfid.app import App, interactive
 from xfid.commands import options
 
 
