@@ -381,3 +381,8 @@ def _as_text(col: pa.ChunkedArray, name: str, source_path: str | None) -> pa.Chu
         f"{source_path or '<records>'}: column {name!r} must hold text, got {t}"
         " (quote the values, e.g. workload \"NA\" or op \"1\")"
     )
+
+
+STACK_HINTS = ("version", "vllm", "sglang", "trtllm", "driver", "cuda", "model", "precision", "dtype", "clock",
+               "engine", "gpu", "commit")
+"""Config keys shown first when a side's config changed (the software stack and the conditions)."""

@@ -354,12 +354,14 @@ def _config_in_use() -> Any:
     """The xfid.toml in use: the running command's (--config), else XFID_CONFIG or ./xfid.toml."""
     import click
 
-    from xfid.app import App
     from xfid.config import load_config
 
+    # the command line keeps its App (xfid.app) as the root context's obj; read it by name, not
+    # by class, so this adapter does not import the command layer (which imports the API)
     cctx = click.get_current_context(silent=True)
-    app = cctx.find_object(App) if cctx is not None else None
-    return app.config if app is not None else load_config()
+    app = cctx.find_root().obj if cctx is not None else None
+    config = getattr(app, "config", None) if app is not None and type(app).__name__ == "App" else None
+    return config if config is not None else load_config()
 
 
 def block_energy_tables(target: str) -> dict[str, dict[str, float]]:

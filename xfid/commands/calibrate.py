@@ -10,7 +10,6 @@ from xfid.app import App
 from xfid.commands import options
 from xfid.commands.correlate import write_output
 from xfid.textsafe import terminal
-from xfid.tracker.stack import window_text
 
 
 def _pct(v) -> str:
@@ -27,6 +26,9 @@ def spread_text(spread) -> str:
 
 def render_text(res, spread=None) -> str:
     """Terminal text: summary, factors, cross-validated error by op class, limiter and size."""
+    # imported here, not at the top: `xfid --help` imports no tracker (nor pandas)
+    from xfid.tracker.stack import window_text
+
     s = res.summary
     lines = [f"calibration {s['candidate']} -> {s['reference']} on {s['target']}: {s['n']} numbers, "
              f"{s['n_workloads']} workload(s)",

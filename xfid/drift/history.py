@@ -8,6 +8,7 @@ from typing import Any
 
 from xfid.engine.jsonout import clean
 from xfid.errors import TrackerError
+from xfid.schema import STACK_HINTS
 from xfid.store import Store
 
 
@@ -57,9 +58,6 @@ MIN_CHANGE = 0.05
 """A key's error moving by more than this (absolute, 5 percentage points, as `[drift] error_abs`) is a move."""
 VALUE_EPS = 1e-9
 """A value whose relative change is below this did not move."""
-STACK_HINTS = ("version", "vllm", "sglang", "trtllm", "driver", "cuda", "model", "precision", "dtype", "clock",
-               "engine", "gpu", "commit")
-"""Config keys shown first when a side's config changed (the software stack and the conditions)."""
 
 
 def moves(series: list[dict[str, Any]], min_change: float = MIN_CHANGE) -> list[dict[str, Any]]:

@@ -89,7 +89,7 @@ def op_class(op: str | None) -> str:
 
 def stack_of(config: Any) -> tuple[tuple[str, str], ...]:
     """The software-stack keys of a side's config (versions, driver, CUDA, model, precision...), sorted."""
-    from xfid.drift.history import STACK_HINTS
+    from xfid.schema import STACK_HINTS
 
     if isinstance(config, str) and config.strip().startswith("{"):
         try:
