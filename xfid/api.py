@@ -530,7 +530,9 @@ class XfidStore:
             # the keys of issues marked invalid leave the statistics until their state changes
             invalid = tracker.invalid_keys()
             if invalid:
-                req = req.but(exclude_keys=tuple(sorted({tuple(str(x or "") for x in k) for k in invalid})))
+                from xfid.engine.request import key_set
+
+                req = req.but(exclude_keys=key_set(invalid))
             correlation = self.correlate(request=req, engine=eng)
         corr = correlation
         from xfid.tracker import noise

@@ -57,11 +57,17 @@ class Request:
         """A request from loose arguments (lists, None for "not given"); `flags` are the other fields."""
         return cls(targets=tuple(targets or ()), runs=_runs(runs), as_of=as_of, pairs=tuple(pairs or ()),
                    track=tuple(track or ()), keep={str(k): tuple(str(x) for x in v) for k, v in (keep or {}).items()},
-                   exclude_keys=tuple(sorted({tuple(str(x or "") for x in k) for k in exclude_keys or ()})), **flags)
+                   exclude_keys=key_set(exclude_keys), **flags)
 
     def but(self, **changes: Any) -> Request:
         """This request with some fields changed (a frozen copy)."""
         return replace(self, **changes)
+
+
+def key_set(keys: Iterable[Sequence[Any]] | None) -> tuple[tuple[str, ...], ...]:
+    """Keys (target, workload, op, metric, stat, candidate, reference) in one form: text (None as
+    ""), distinct, sorted — what `Request.exclude_keys` holds."""
+    return tuple(sorted({tuple(str(x or "") for x in k) for k in keys or ()}))
 
 
 def _runs(runs: Runs) -> Runs:
