@@ -120,7 +120,7 @@ def routes(served: Served) -> list[Any]:
     async def act(request: Request) -> Response:
         form = await _form(request, served)
         action = str(form.get("action", ""))
-        fields = {k: form.get(k) for k in views.ACTIONS.get(action, ()) if form.get(k) not in (None, "")}
+        fields = _action_fields(form, action)
 
         def run() -> Response:
             with served.session(request, "writer", f"{action} an issue") as (api, who):
@@ -138,7 +138,7 @@ def routes(served: Served) -> list[Any]:
     async def act_summary(request: Request) -> Response:
         form = await _form(request, served)
         action = str(form.get("action", ""))
-        fields = {k: form.get(k) for k in views.ACTIONS.get(action, ()) if form.get(k) not in (None, "")}
+        fields = _action_fields(form, action)
 
         def run() -> Response:
             with served.session(request, "writer", f"{action} a summary's issues") as (api, who):
@@ -222,3 +222,8 @@ async def _form(request: Request, served: Served) -> Any:
         if not session or not hmac.compare_digest(expected, str(form.get("csrf", ""))):
             raise auth.AuthError("the form's CSRF value is missing or wrong: reload the page and submit it again", 403)
     return form
+
+
+def _action_fields(form: Any, action: str) -> dict[str, Any]:
+    """The filled-in form fields an action takes (views.ACTIONS); empty ones left out."""
+    return {k: form.get(k) for k in views.ACTIONS.get(action, ()) if form.get(k) not in (None, "")}
