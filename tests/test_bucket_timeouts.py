@@ -97,3 +97,30 @@ def test_a_call_that_blocks_is_given_up_with_an_error_naming_the_location(monkey
     assert bounded("x", "y", lambda a: a + 1, 1) == 2
     with pytest.raises(OSError, match="boom"):
         bounded("x", "y", lambda: (_ for _ in ()).throw(OSError("boom")))
+
+
+def test_a_read_of_parts_from_a_bucket_that_never_answers_is_an_error(tmp_path, silent_port, monkeypatch):
+    """The engine's read (selection.load → Store.open_parts) starts with a bounded request: a GCS
+    client alone would wait for its ~120 s stall timeout per request (measured), whatever the retry limit."""
+    from pathlib import PurePosixPath
+
+    import pyarrow.fs as pafs
+
+    from xfid import records as recloc
+    from xfid.engine import selection
+    from xfid.errors import StoreError
+    from xfid.store import Store
+
+    monkeypatch.setenv("XFID_OBJECT_TIMEOUT_S", "2")
+    monkeypatch.delenv("XFID_DATABASE_URL", raising=False)
+    monkeypatch.delenv("XFID_RECORDS_URL", raising=False)
+    with Store(tmp_path / "s") as store:
+        gcs = pafs.GcsFileSystem(anonymous=True, endpoint_override=f"127.0.0.1:{silent_port}", scheme="http")
+        store.location = recloc.Location(PurePosixPath("xfid-bkt/records"), recloc.with_timeouts(gcs),
+                                         "gs://xfid-bkt/records")
+        store.fs, store.records = store.location.fs, store.location.base
+        part = PurePosixPath("xfid-bkt/records/fidelity=measured/part-0.parquet")
+        t = time.monotonic()
+        with pytest.raises(StoreError, match=r"^gs://xfid-bkt/records: no answer within 2 s when asked to read "):
+            selection.load(store, files=[part])
+        assert time.monotonic() - t < 15

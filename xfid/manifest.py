@@ -67,7 +67,12 @@ def read_part_meta(path: Path, location: Location | None = None) -> dict[str, An
     import pyarrow.parquet as pq
 
     try:
-        kv = pq.ParquetFile(path if location is None else location.open_input(path)).metadata.metadata or {}
+        if location is None:
+            with pq.ParquetFile(path) as pf:
+                kv = pf.metadata.metadata or {}
+        else:  # a bucket's reader is closed too (a ParquetFile does not close what it was handed)
+            with location.reading(path) as src, pq.ParquetFile(src) as pf:
+                kv = pf.metadata.metadata or {}
         doc = json.loads(kv.get(PART_META.encode(), b"{}"))
     except (pa.ArrowInvalid, OSError, ValueError):
         return {}

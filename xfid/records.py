@@ -165,16 +165,13 @@ class Location:
 
     @contextlib.contextmanager
     def reading(self, path: Path | PurePosixPath) -> Iterator[Any]:
-        """open_input, closed afterwards (a ParquetFile does not close a reader it was handed)."""
+        """A readable file for pyarrow (a local path as it is; a bucket's reader closed afterwards:
+        a ParquetFile does not close a reader it was handed)."""
         if self.fs is None:
             yield path
             return
         with self.fs.open_input_file(str(path)) as f:
             yield f
-
-    def open_input(self, path: Path | PurePosixPath) -> Any:
-        """A readable file for pyarrow (a local path as it is)."""
-        return path if self.fs is None else self.fs.open_input_file(str(path))
 
     def exists(self, path: Path | PurePosixPath) -> bool:
         if self.fs is None:

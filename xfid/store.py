@@ -853,6 +853,11 @@ class Store:
         Raises:
             StoreError: a part whose footer does not hold the rows the manifest registered.
         """
+        if self.fs is not None and files:
+            # the first request of every read, bounded (xfid.records.bounded): a bucket that never
+            # answers is an error here, not a hang; a stall later in a read ends at the client's own
+            # transfer timeout (S3: request_timeout; GCS: its stall timeout, ~120 s: docs/reliability.md)
+            self.location.bounded(f"read {files[0]}", self.fs.get_file_info, str(files[0]))
         # a fresh partitioning factory per dataset: discovery mutates it (threads sharing one crash)
         dset = ds.dataset([str(f) for f in files], format=fmt, filesystem=self.fs,
                           partitioning=ds.HivePartitioning.discover(infer_dictionary=True),
