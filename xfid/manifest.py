@@ -7,6 +7,7 @@ are defined once for the store, `--rebuild-catalog` and `store copy`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -67,12 +68,10 @@ def read_part_meta(path: Path, location: Location | None = None) -> dict[str, An
     import pyarrow.parquet as pq
 
     try:
-        if location is None:
-            with pq.ParquetFile(path) as pf:
-                kv = pf.metadata.metadata or {}
-        else:  # a bucket's reader is closed too (a ParquetFile does not close what it was handed)
-            with location.reading(path) as src, pq.ParquetFile(src) as pf:
-                kv = pf.metadata.metadata or {}
+        # a bucket's reader is closed too (a ParquetFile does not close what it was handed)
+        with (contextlib.nullcontext(path) if location is None else location.reading(path)) as src, \
+                pq.ParquetFile(src) as pf:
+            kv = pf.metadata.metadata or {}
         doc = json.loads(kv.get(PART_META.encode(), b"{}"))
     except (pa.ArrowInvalid, OSError, ValueError):
         return {}
