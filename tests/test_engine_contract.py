@@ -244,8 +244,7 @@ OUTPUT_MODULES = ("contract", "rows", "aggregate", "pipeline", "result", "engine
 NOT_FIELD_LISTS = {("rows", "PACKED"): "PairRows' own arrays, which Packer keeps",
                    ("output", "COMP_HEAD"): "table headers", ("output", "BOUND_HEAD"): "table headers",
                    ("output", "DISC_HEAD"): "table headers",
-                   ("../drift/snapshot", "KEY_TYPES"): "validation rules, checked against KEY_FIELDS below",
-                   ("../drift/snapshot", "AGG_TYPES"): "validation rules, checked against AGG_FIELDS below",
+                   ("../drift/snapshot", "NARROWER"): "value ranges narrower than the declared types",
                    ("../drift/snapshot", "KEY_REQUIRED"): "checked against KEY_FIELDS below",
                    ("../drift/snapshot", "AGG_REQUIRED"): "checked against AGG_FIELDS below"}
 
@@ -289,6 +288,7 @@ def test_the_snapshot_validation_covers_exactly_the_snapshot_fields():
     from xfid.drift import snapshot
 
     assert tuple(snapshot.KEY_TYPES) == snapshot.KEY_FIELDS and tuple(snapshot.AGG_TYPES) == snapshot.AGG_FIELDS
+    assert set(snapshot.NARROWER) <= set(snapshot.KEY_FIELDS) | set(snapshot.AGG_FIELDS)
     assert set(snapshot.KEY_REQUIRED) <= set(snapshot.KEY_FIELDS)
     assert set(snapshot.AGG_REQUIRED) <= set(snapshot.AGG_FIELDS)
 
@@ -312,3 +312,24 @@ def test_the_engine_steps_are_the_correlation(tmp_path):
     from xfid.engine.engines import correlate_with
 
     assert to_json(correlate_with(store, cfg, "local", request=req)) == to_json(want)
+
+
+def test_the_snapshot_validation_derived_from_the_schema_is_the_one_it_replaced():
+    """The tables the snapshot validation once wrote out by hand equal those it now derives from
+    the schema's types (plus its narrower ranges)."""
+    from xfid.drift import snapshot as s
+
+    written = {
+        "keys": {"target": s.TEXT, "workload": s.TEXT, "op": s.TEXT, "metric": s.TEXT, "stat": s.TEXT,
+                 "candidate": s.FIDELITY, "reference": s.FIDELITY, "candidate_value": s.NUMBER,
+                 "reference_value": s.NUMBER, "unit": s.TEXT, "rel_error": s.NUMBER, "log_ratio": s.NUMBER,
+                 "tolerance": s.NONNEG, "kind": s.TEXT, "within": s.FLAG},
+        "comparisons": {"target": s.TEXT, "candidate": s.FIDELITY, "reference": s.FIDELITY, "metric": s.TEXT,
+                        "stat": s.TEXT, "n": s.COUNT, "mape": s.NUMBER, "median_ape": s.NUMBER, "bias": s.POSITIVE,
+                        "log_rmse": s.NUMBER, "spearman": s.NUMBER, "kendall": s.NUMBER,
+                        "within_tolerance": s.NUMBER, "compared_as": s.TEXT, "violations": s.COUNT,
+                        "violation_worst": s.NUMBER, "achieved_median": s.NUMBER, "achieved_q1": s.NUMBER,
+                        "achieved_q3": s.NUMBER},
+    }
+    assert list(s.KEY_TYPES.items()) == list(written["keys"].items())
+    assert list(s.AGG_TYPES.items()) == list(written["comparisons"].items())

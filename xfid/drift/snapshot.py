@@ -9,9 +9,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from xfid.engine.contract import DISCREPANCY_KINDS, Correlation
 from xfid.engine.jsonout import clean
-from xfid.engine.schema import SNAPSHOT_AGG_FIELDS, SNAPSHOT_KEY_FIELDS
+from xfid.engine.schema import (
+    COMPARISON_FIELDS,
+    ROW_EXTRA_FIELDS,
+    ROW_FIELDS,
+    SNAPSHOT_AGG_FIELDS,
+    SNAPSHOT_KEY_FIELDS,
+    Field,
+)
 from xfid.errors import XfidError
 from xfid.outfile import open_output
 from xfid.schema import is_valid_fidelity
@@ -123,15 +132,22 @@ def read_snapshot(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 TEXT, NUMBER, POSITIVE, COUNT, FLAG = "text", "a number", "a positive number", "a whole number >= 0", "true or false"
 NONNEG, FIDELITY = "a number >= 0", "a fidelity (roofline, archmodel, rtl, measured or a derived one)"
-KEY_TYPES = {"target": TEXT, "workload": TEXT, "op": TEXT, "metric": TEXT, "stat": TEXT, "candidate": FIDELITY,
-             "reference": FIDELITY, "candidate_value": NUMBER, "reference_value": NUMBER, "unit": TEXT,
-             "rel_error": NUMBER, "log_ratio": NUMBER, "tolerance": NONNEG, "kind": TEXT, "within": FLAG}
+BY_TYPE = {pa.string(): TEXT, pa.float64(): NUMBER, pa.int64(): COUNT, pa.bool_(): FLAG}
+"""What a snapshot field may hold, by its Arrow type in xfid.engine.schema."""
+NARROWER = {"candidate": FIDELITY, "reference": FIDELITY, "tolerance": NONNEG, "bias": POSITIVE}
+"""Fields whose values lie in a narrower range than their type allows (a rule, not a field list)."""
+
+
+def _types(fields: tuple[str, ...], declared: tuple[Field, ...]) -> dict[str, str]:
+    """Per snapshot field, in order, what it may hold: from its declaration in the schema."""
+    types = {f.name: f.type for f in declared}
+    return {name: NARROWER.get(name, BY_TYPE[types[name]]) for name in fields}
+
+
+KEY_TYPES = _types(KEY_FIELDS, (*ROW_FIELDS, *ROW_EXTRA_FIELDS))
 """What each field of a snapshot key may hold (or null, unless it is in KEY_REQUIRED)."""
 KEY_REQUIRED = ("target", "metric", "candidate", "reference", "kind")
-AGG_TYPES = {"target": TEXT, "candidate": FIDELITY, "reference": FIDELITY, "metric": TEXT, "stat": TEXT, "n": COUNT,
-             "mape": NUMBER, "median_ape": NUMBER, "bias": POSITIVE, "log_rmse": NUMBER, "spearman": NUMBER,
-             "kendall": NUMBER, "within_tolerance": NUMBER, "compared_as": TEXT, "violations": COUNT,
-             "violation_worst": NUMBER, "achieved_median": NUMBER, "achieved_q1": NUMBER, "achieved_q3": NUMBER}
+AGG_TYPES = _types(AGG_FIELDS, COMPARISON_FIELDS)
 """What each field of a snapshot comparison may hold (or null, unless it is in AGG_REQUIRED)."""
 AGG_REQUIRED = ("target", "candidate", "reference", "metric")
 SOURCE_TYPES = {"path": TEXT, "adapter": TEXT, "content_hash": TEXT}
