@@ -134,3 +134,71 @@ def test_grouped_stats_bound_ci_with_nan_and_inf_rows():
         idx = stats._resample_index(stats.BOOTSTRAP_SEED, len(vals), stats.BOOTSTRAP_RESAMPLES)
         q = np.percentile(np.median(vals[idx], axis=1), [2.5, 97.5])
         assert (out["achieved_ci_low"][g], out["achieved_ci_high"][g]) == (q[0], q[1])
+
+
+def _plain_grouped_inversions(gs, y, ng):
+    """The merge count grouped_inversions replaced: one stable sort per level from blocks of 1."""
+    n = len(y)
+    inv = np.zeros(ng)
+    if n < 2:
+        return inv
+    starts = run_starts(gs)
+    sizes = np.diff(np.r_[starts, n])
+    idx = np.arange(n)
+    local = idx - np.repeat(starts, sizes)
+    a = np.asarray(y, dtype=np.int64).copy()
+    big = int(a.max()) + 1
+    pos = np.empty(n, np.int64)
+    w = 1
+    while w < int(sizes.max()):
+        m = local & (2 * w - 1)
+        right = m >= w
+        block = np.cumsum(m == 0)
+        order = np.argsort(block * big + a, kind="stable")
+        pos[order] = idx
+        moved = (idx - pos) * right
+        inv[gs[starts]] += np.add.reduceat(moved, starts)
+        a = a[order]
+        w *= 2
+    return inv
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_grouped_inversions_equal_the_plain_merge_and_a_direct_count(seed):
+    """The first blocks counted by comparison give the plain merge's counts, bit for bit, for
+    groups smaller than, equal to and larger than the block, with and without ties."""
+    rng = np.random.default_rng(seed)
+    sizes = np.r_[[1, 2, 3, 15, 16, 17, 31, 32, 33, 64, 100], rng.integers(1, 300, 40)]
+    rng.shuffle(sizes)
+    gs = np.repeat(np.arange(len(sizes)), sizes)
+    top = [3, 40, 2 * len(gs)][seed % 3]  # many ties, some, almost none
+    y = rng.integers(0, top, len(gs))
+    got = stats.grouped_inversions(gs, y, len(sizes))
+    assert np.array_equal(got, _plain_grouped_inversions(gs, y, len(sizes)))
+    for g in rng.choice(len(sizes), 8, replace=False):
+        v = y[gs == g]
+        assert got[g] == sum(int((v[i] > v[i + 1:]).sum()) for i in range(len(v)))
+    one = np.zeros(9, np.int64)  # only groups below the block size, and a single group
+    assert np.array_equal(stats.grouped_inversions(one, y[:9], 1), _plain_grouped_inversions(one, y[:9], 1))
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_kendall_from_the_x_order_equals_the_sort_from_scratch(ties):
+    """_kendall given grouped_ranks' order by (group, x) gives the tau of the plain full sort of
+    its keys, bit for bit (and scipy's tau-b)."""
+    from scipy.stats import kendalltau
+
+    rng = np.random.default_rng(5)
+    sizes = rng.integers(1, 120, 50)
+    gid = np.repeat(np.arange(len(sizes)), sizes)
+    x = rng.integers(0, 6, len(gid)).astype(float) if ties else rng.normal(0, 1, len(gid))
+    y = np.round(x + rng.normal(0, 1, len(gid)), 0 if ties else 12)
+    n = np.bincount(gid, minlength=len(sizes)).astype(float)
+    rx, ox, nrx = stats.grouped_ranks(gid, x)
+    ry, oy, nry = stats.grouped_ranks(gid, y)
+    args = (gid, x, ry, n, len(sizes), gid[ox], nrx, gid[oy], nry, rx)
+    got = stats._kendall(*args, x_order=ox)
+    assert np.array_equal(got, stats._kendall(*args), equal_nan=True)
+    for g in np.flatnonzero(sizes >= 2)[:20]:
+        want = kendalltau(x[gid == g], y[gid == g]).statistic
+        assert got[g] == pytest.approx(want, abs=1e-12) or (np.isnan(got[g]) and np.isnan(want))

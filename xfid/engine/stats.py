@@ -117,14 +117,21 @@ def _tie_pairs(gid_sorted: np.ndarray, new_run: np.ndarray, ng: int) -> np.ndarr
     return np.bincount(gid_sorted[rs], weights=t * (t - 1) / 2, minlength=ng)
 
 
+INVERSION_BLOCK = 16
+"""Rows per first block of grouped_inversions: counted by direct comparison, then sorted at once."""
+
+
 def grouped_inversions(gs: np.ndarray, y: np.ndarray, ng: int) -> np.ndarray:
     """Per group, the pairs i<j with y[i] > y[j] (strict), by a bottom-up merge count.
 
     Rows of a group are contiguous (`gs` sorted) and `y` are non-negative integers. Blocks are
     aligned at each group's start, so a group of size s takes ceil(log2 s) levels, whatever
-    the other groups. At each level every block of 2w rows is two sorted halves; one stable
-    sort by (block, y) merges them all (Timsort finds the runs), and a right-half element
-    moved left by exactly the number of left-half elements greater than it.
+    the other groups. The first blocks (INVERSION_BLOCK rows) count their inversions by direct
+    comparison of each row with the next INVERSION_BLOCK - 1 rows and are sorted by one stable
+    sort (the merge's first levels cost a sort each). Then at each level every block of 2w rows
+    is two sorted halves; one stable sort by (block, y) merges them all (Timsort finds the
+    runs), and a right-half element moved left by exactly the number of left-half elements
+    greater than it.
     """
     n = len(y)
     inv = np.zeros(ng)
@@ -136,8 +143,14 @@ def grouped_inversions(gs: np.ndarray, y: np.ndarray, ng: int) -> np.ndarray:
     local = idx - np.repeat(starts, sizes)  # position within the group
     a = np.asarray(y, dtype=np.int64).copy()
     big = int(a.max()) + 1
+    w = min(INVERSION_BLOCK, 1 << max(int(sizes.max()) - 1, 0).bit_length())
+    block = np.cumsum((local & (w - 1)) == 0)
+    within = np.zeros(n, np.int64)  # per row, the rows after it in its block that are smaller
+    for d in range(1, w):
+        within[:-d] += (block[d:] == block[:-d]) & (a[:-d] > a[d:])
+    inv[gs[starts]] += np.add.reduceat(within, starts)
+    a = a[np.argsort(block * big + a, kind="stable")]
     pos = np.empty(n, np.int64)
-    w = 1
     while w < int(sizes.max()):
         m = local & (2 * w - 1)  # offset within the block of 2w
         right = m >= w
@@ -363,7 +376,7 @@ def _estimate_stats(gid: np.ndarray, ng: int, rel: np.ndarray, lr: np.ndarray, c
         ry, oy, nry = grouped_ranks(gid, ly, r_y, seg)
         out["spearman"] = _pearson(gid, rx, ry, n, ng, seg, rank_means=True)
         gx, gy = (gid[ox], gid[oy]) if seg is None else (gid, gid)
-        out["kendall"] = _kendall(gid, lx, ry, n, ng, gx, nrx, gy, nry, rx) if kendall else np.full(ng, np.nan)
+        out["kendall"] = _kendall(gid, lx, ry, n, ng, gx, nrx, gy, nry, rx, ox) if kendall else np.full(ng, np.nan)
     small = n < 2
     for k in ("pearson_log", "spearman", "kendall"):
         out[k] = np.where(small, np.nan, out[k])
@@ -393,15 +406,20 @@ def _pearson(gid: np.ndarray, x: np.ndarray, y: np.ndarray, n: np.ndarray, ng: i
 
 def _kendall(gid: np.ndarray, x: np.ndarray, ry: np.ndarray, n: np.ndarray, ng: int, gx_sorted: np.ndarray,
              new_run_x: np.ndarray, gy_sorted: np.ndarray, new_run_y: np.ndarray,
-             rx: np.ndarray | None = None) -> np.ndarray:
-    """Kendall tau-b per group (ties handled as scipy.stats.kendalltau does)."""
+             rx: np.ndarray | None = None, x_order: np.ndarray | None = None) -> np.ndarray:
+    """Kendall tau-b per group (ties handled as scipy.stats.kendalltau does).
+
+    `x_order` may pass an order by (group, x) (grouped_ranks' order): the rows are then in order
+    but for ties in x, and a stable sort of their keys in that order (Timsort: nearly sorted
+    runs) takes the place of a sort from scratch. Rows with equal keys are equal in every
+    value read below, so either order gives the same result."""
     m = len(gid)
     # order by (group, x, y rank): one integer sort on (group, 2 * x rank, 2 * y rank) where it
     # fits in int64 (average ranks are half-integers: twice them are exact integers), else lexsort
     k = 2 * max(m, 1) + 2
     if rx is not None and max(ng, 1) * k * k < 1 << 62:
         key = (gid.astype(np.int64) * k + np.rint(2 * rx).astype(np.int64)) * k + np.rint(2 * ry).astype(np.int64)
-        order = np.argsort(key)
+        order = np.argsort(key) if x_order is None else x_order[np.argsort(key[x_order], kind="stable")]
     else:
         order = np.lexsort((ry, x, gid))
     gs = gid[order]
