@@ -235,7 +235,7 @@ def bound_stats(gid: np.ndarray, ng: int, achieved: np.ndarray, violated: np.nda
     out["violation_worst"] = worst
     idx = np.flatnonzero(fin)
     g, a = gid[idx], achieved[idx]
-    order = np.lexsort((a, g))
+    order = _group_sort(g, a)  # ties within a group in any order: only values and groups are read
     gs, xs = g[order], a[order]
     starts = run_starts(gs)
     sizes = np.diff(np.r_[starts, len(gs)])
