@@ -32,6 +32,7 @@ Peak RSS is each child's VmHWM. Today's figures and what they mean: docs/engine.
     python benchmarks/correlate.py --records 10000000 --repeat 3
     git archive HEAD~3 | tar -x -C /tmp/before   # then, before and after in the same rounds:
     python benchmarks/correlate.py --records 4000000 --repeat 3 --tree before=/tmp/before
+    python benchmarks/correlate.py --records 10000000 --engines xfid-full --stages   # CPU per step
 
 Each child reports wall time and CPU time (user + system of the whole process, every thread)
 of the job alone (imports and interpreter start excluded); on a shared machine CPU time is the
@@ -138,6 +139,52 @@ def run_xfid(store_dir: str, full: bool) -> dict:
             "discrepancies": len(c.discrepancies)}
 
 
+def run_stages(store_dir: str) -> dict:
+    """The full default step by step (xfid.engine.pipeline: select -> align -> aggregate ->
+    finish), wall and CPU time of each; the aggregates on this thread (pipeline.THREADS = 1), so
+    each step's CPU time is its own. `fingerprints` is the part of `align` spent hashing."""
+    from xfid.config import load_config
+    from xfid.engine import pipeline, rows
+    from xfid.engine.request import Request
+    from xfid.engine.result import begin, finish
+    from xfid.store import Store
+
+    pipeline.THREADS = 1
+    spent = {"fingerprints": (0.0, 0.0)}
+    plain = rows.fingerprint_many
+
+    def timed(*a):
+        t = _clock()
+        try:
+            return plain(*a)
+        finally:
+            w, c = _since(t)
+            spent["fingerprints"] = (spent["fingerprints"][0] + w, spent["fingerprints"][1] + c)
+
+    rows.fingerprint_many = timed
+    store, cfg = Store(store_dir), load_config(None)
+    req = Request.of(kendall=True, bootstrap=True, fingerprints="all", provenance=True)
+    t0 = t = _clock()
+    start = begin(cfg, req)
+    sel = pipeline.select(store, cfg, req, start)
+    spent["select"], t = _since(t), _clock()
+    aligned = pipeline.align(sel)
+    spent["align"], t = _since(t), _clock()
+    comps = pipeline.aggregate(aligned)
+    spent["aggregate"], t = _since(t), _clock()
+    c = finish(store, cfg, req, start, aligned, comps)
+    spent["finish"] = _since(t)
+    wall, cpu = _since(t0)
+    out = {"wall_s": wall, "cpu_s": cpu, "rows": len(c.rows), "comparisons": len(c.comparisons),
+           "discrepancies": len(c.discrepancies)}
+    for k, (w, cp) in spent.items():
+        out[f"{k}_wall_s"], out[f"{k}_cpu_s"] = w, cp
+    return out
+
+
+STAGES = ("select", "align", "fingerprints", "aggregate", "finish")
+
+
 def _clock() -> tuple[float, float]:
     """(wall, CPU) now; CPU is the whole process's (every thread), steadier than wall time on a
     shared machine and the measure of the work done."""
@@ -236,7 +283,7 @@ def run_duckdb(store_dir: str) -> dict:
 
 def child(engine: str, store_dir: str) -> None:
     fn = {"xfid-full": lambda s: run_xfid(s, True), "xfid": lambda s: run_xfid(s, False),
-          "pandas": run_pandas, "duckdb": run_duckdb}[engine]
+          "xfid-stages": run_stages, "pandas": run_pandas, "duckdb": run_duckdb}[engine]
     out = fn(store_dir)
     out["peak_rss_mb"] = _peak_rss_mb()
     print(json.dumps(out))
@@ -291,6 +338,9 @@ def measure(n: int, workdir: Path, engines: list[str], repeat: int = 1, trees: d
         res[e] = r = {**rs[-1], **{k: float(np.median([x[k] for x in rs])) for k in ("wall_s", "cpu_s", "peak_rss_mb")}}
         print(f"  {e:<16} median of {len(rs)}: {r['wall_s']:7.2f} s  CPU {r['cpu_s']:7.2f} s  "
               f"peak RSS {r['peak_rss_mb']:7.0f} MB  rows {r['rows']:,}  comparisons {r['comparisons']:,}")
+        if e.partition("@")[0] == "xfid-stages":
+            print("    " + ", ".join(f"{k} {np.median([x[f'{k}_cpu_s'] for x in rs]):.2f}" for k in STAGES)
+                  + " s CPU (medians; fingerprints is within align; one thread)")
     for x in ("xfid", "xfid-full"):
         for e in ("pandas", "duckdb"):
             if x in res and e in res:
@@ -312,6 +362,8 @@ def main() -> None:
     ap.add_argument("--ten-million", action="store_true", help="also run 10M records (takes minutes)")
     ap.add_argument("--records", type=int, nargs="*", help="record counts to run (default 1M)")
     ap.add_argument("--engines", default="xfid,xfid-full,pandas,duckdb")
+    ap.add_argument("--stages", action="store_true",
+                    help="also run the full default step by step on one thread and print each step's CPU time")
     ap.add_argument("--repeat", type=int, default=1, help="runs per engine (median reported), order rotated")
     ap.add_argument("--tree", action="append", default=[], metavar="NAME=DIR",
                     help="another xfid source tree (e.g. a `git archive` of the commit before a change): "
@@ -322,6 +374,8 @@ def main() -> None:
         return
     trees = dict(t.split("=", 1) for t in args.tree)
     engines = args.engines.split(",") + [f"{e}@{name}" for name in trees for e in ("xfid", "xfid-full")]
+    if args.stages:
+        engines += ["xfid-stages"] + [f"xfid-stages@{name}" for name in trees]
     sizes = args.records or [1_000_000] + ([10_000_000] if args.ten_million else [])
     with tempfile.TemporaryDirectory(prefix="xfid-bench-") as d:
         for n in sizes:
