@@ -374,8 +374,8 @@ def main() -> None:
         return
     trees = dict(t.split("=", 1) for t in args.tree)
     engines = args.engines.split(",") + [f"{e}@{name}" for name in trees for e in ("xfid", "xfid-full")]
-    if args.stages:
-        engines += ["xfid-stages"] + [f"xfid-stages@{name}" for name in trees]
+    if args.stages:  # step by step for each xfid that runs its full default
+        engines += [e.replace("xfid-full", "xfid-stages") for e in engines if e.partition("@")[0] == "xfid-full"]
     sizes = args.records or [1_000_000] + ([10_000_000] if args.ten_million else [])
     with tempfile.TemporaryDirectory(prefix="xfid-bench-") as d:
         for n in sizes:
