@@ -341,10 +341,11 @@ def measure(n: int, workdir: Path, engines: list[str], repeat: int = 1, trees: d
         if e.partition("@")[0] == "xfid-stages":
             print("    " + ", ".join(f"{k} {np.median([x[f'{k}_cpu_s'] for x in rs]):.2f}" for k in STAGES)
                   + " s CPU (medians; fingerprints is within align; one thread)")
-    for x in ("xfid", "xfid-full"):
+    for x in (e for e in res if e.partition("@")[0] in ("xfid", "xfid-full")):  # also xfid@TREE
         for e in ("pandas", "duckdb"):
-            if x in res and e in res:
-                print(f"  {x} / {e} (the same job{', xfid doing its full default' if x == 'xfid-full' else ''}): "
+            if e in res:
+                full = x.partition("@")[0] == "xfid-full"
+                print(f"  {x} / {e} (the same job{', xfid doing its full default' if full else ''}): "
                       f"wall {res[x]['wall_s'] / res[e]['wall_s']:.2f}, CPU {res[x]['cpu_s'] / res[e]['cpu_s']:.2f}")
     for e in res:
         base, _, tree = e.partition("@")
