@@ -116,7 +116,12 @@ class RecordsAdapter(Adapter):
 
     def _parquet(self, ctx: ReadContext) -> Iterator[pa.Table]:
         try:
-            pf = pq.ParquetFile(ctx.path)
+            schema = pq.read_schema(ctx.path)
+            # key-like text is read straight into dictionaries (what the schema stores), from the
+            # file's own dictionary pages where it has them: no string per row is built, and
+            # the normalizer has nothing left to encode
+            text = [f.name for f in schema if f.name in _DICT_COLUMNS and pa.types.is_string(f.type)]
+            pf = pq.ParquetFile(ctx.path, read_dictionary=text)
         except (OSError, pa.ArrowInvalid) as e:
             raise ctx.error(None, f"not a readable Parquet file: {e}") from None
         self._check_columns(ctx, pf.schema_arrow.names, "schema")
