@@ -192,3 +192,18 @@ def test_each_part_carries_its_provenance_in_the_footer(tmp_path):
             assert part.name == f"part-{doc['part']}.parquet" and doc["rows"] == rows[rel]["rows"]
             assert {k: v["rows"] for k, v in doc["parts"].items()} == {r["fidelity"]: r["rows"] for r in rows.values()}
             assert doc["source"] == src
+
+
+@pytest.mark.parametrize("start", [1, 2**31 - 50])
+def test_lazy_source_locs_are_the_plain_strings(start):
+    """_locs builds "row N" from int32 numbers where they fit (int64 past 2**31): the same
+    strings as formatting each row's number, in the sorted order."""
+    t = pa.table({"v": np.arange(100)})
+    rng = np.random.default_rng(5)
+    idx = [np.sort(rng.choice(100, 40, replace=False)), None]
+    pieces = [parts._Piece(parts._Batch(t, ("row", start + 100 * k), {}), i) for k, i in enumerate(idx)]
+    nums = [start + 100 * k + (np.arange(100) if i is None else i) for k, i in enumerate(idx)]
+    plain = [f"row {n}" for n in np.concatenate(nums).tolist()]
+    order = rng.permutation(len(plain))
+    assert parts._locs(pieces, None).to_pylist() == plain
+    assert parts._locs(pieces, order).to_pylist() == [plain[i] for i in order]

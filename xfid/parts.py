@@ -174,7 +174,10 @@ def _locs(pieces: Sequence[_Piece], order: np.ndarray | None) -> pa.Array:
     rows = [p.idx if p.idx is not None else np.arange(len(p)) for p in pieces]
     locs = [p.batch.loc for p in pieces]
     if all(locs) and len({w for w, _ in locs}) == 1:
-        nums = np.concatenate([s + r for (_, s), r in zip(locs, rows, strict=True)])
+        # int32 numbers where they fit: half the bytes to gather, and Arrow formats them faster
+        top = max(s + p.batch.table.num_rows for (_, s), p in zip(locs, pieces, strict=True))
+        kind = np.int32 if top < 2**31 else np.int64
+        nums = np.concatenate([np.add(r, s, dtype=kind) for (_, s), r in zip(locs, rows, strict=True)])
         return loc_strings(locs[0][0], nums if order is None else nums[order])
     parts = [loc_strings(lz[0], lz[1] + r) if lz else p.batch.table.column("source_loc").take(r).combine_chunks()
              for p, lz, r in zip(pieces, locs, rows, strict=True)]
