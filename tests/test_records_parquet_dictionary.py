@@ -98,3 +98,51 @@ def test_bad_text_is_still_named_with_its_row(tmp_path, column, values, match):
         for b in iter_batches(RecordsAdapter().read(ctx)):
             normalize(b, source_path=str(f), defaults={"source": "xfid-records", "source_path": str(f),
                                                        "source_id": "s" * 64, "run": "src"})
+
+
+def test_read_ahead_gives_the_items_in_order_one_ahead_at_most():
+    import time
+
+    from xfid.adapters.records import read_ahead
+
+    made = []
+
+    def items():
+        for i in range(6):
+            made.append(i)
+            yield i
+
+    got = []
+    for x in read_ahead(items()):
+        time.sleep(0.02)  # the thread has time to run ahead, if it would
+        assert len(made) <= x + 2  # this one and at most the next
+        got.append(x)
+    assert got == list(range(6))
+
+
+def test_read_ahead_raises_the_error_after_the_items_before_it_and_stops_when_closed():
+    import threading
+
+    from xfid.adapters.records import read_ahead
+
+    def failing():
+        yield 1
+        yield 2
+        raise ValueError("bad page")
+
+    got = []
+    with pytest.raises(ValueError, match="bad page"):
+        for x in read_ahead(failing()):
+            got.append(x)
+    assert got == [1, 2]
+
+    def endless():
+        i = 0
+        while True:
+            i += 1
+            yield i
+
+    it = read_ahead(endless())
+    assert next(it) == 1
+    it.close()  # the caller stopped: the thread ends
+    assert not [t for t in threading.enumerate() if t.name == "xfid-read-ahead"]
