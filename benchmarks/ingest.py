@@ -40,6 +40,29 @@ A rerun at the end of the session: parquet 1M 0.73, csv 1M 1.43, parquet 10M 1.0
 
 Before this round: 2.46 / 3.06 (1M) and 2.75 / 1.90 (10M); the 1.73x peak RSS reported then
 was the parent's peak (ru_maxrss survives fork + exec), not the ingest's.
+
+Measured 2026-12-07, 4M rows Parquet (`--rows 4000000 --format parquet --repeat 5`), the code
+before this day's ingest changes (main 08312b4) and after, run alternately from their own trees
+with this script, while other sessions kept the 2-core VM at load average 12-22. The CPU
+columns (user + system seconds of every thread of the child) move less with the load than
+the wall times, which spread widely at this load:
+
+    code      xfid s  bare s  ratio  xfid cpu  bare cpu  cpu ratio  peak RSS
+    before      8.42    6.15   1.29      2.56      1.50       1.72    712 MB
+    after       8.64    9.12   1.10      2.36      1.49       1.40    714 MB
+    before      6.81    3.79   1.76      2.38      1.30       1.83    717 MB
+    after       4.14    3.11   1.33      1.94      1.41       1.45    696 MB
+
+In one run of 7 alternating triples (bare, before, after; load 15-16) the median ratios were
+1.65 wall / 1.54 CPU before and 1.34 / 1.26 after; CSV 4M (5 triples, load 14-23): 1.03 /
+1.05 before, 0.80 / 0.93 after. What changed: text key columns are read from the file's
+dictionary pages (no string per row, nothing to re-encode), the next batch is decoded while
+this one is normalized, the parts are written 64K values per column-writer call (Arrow's
+1,024 cost a tenth of each write), and the sort's radix digits and the source_loc numbers
+are cut into contiguous (int32) arrays. A CPU profile at 4M (same load) puts what is left of
+xfid's ~2 s beyond the bare job's work in the sort and gathers per fidelity (`parts.assemble`,
+~0.5 s with the source_loc strings) and the 10 columns and source_loc strings the bare job
+does not write (~0.35 s): xfid's own data, not overhead.
 """
 
 from __future__ import annotations
@@ -66,7 +89,10 @@ if mode != "bare":
     from xfid.ingest import IngestOptions, ingest
     from xfid.store import Store
     all_adapters()
-t0 = time.perf_counter()
+def cpu():  # user + system seconds of this process, every thread
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+c0, t0 = cpu(), time.perf_counter()
 if mode == "bare":
     t = pq.read_table(path) if path.suffix == ".parquet" else pcsv.read_csv(path)
     pq.write_table(t, out / "bare.parquet", compression="zstd")
@@ -74,11 +100,11 @@ if mode == "bare":
 else:
     with Store(out / "store") as s:
         rows = ingest(s, [path], IngestOptions()).rows
-dt = time.perf_counter() - t0
+dt, dcpu = time.perf_counter() - t0, cpu() - c0
 # peak RSS of this process: VmHWM (ru_maxrss would carry over the parent's peak across fork+exec)
 hwm = [ln for ln in Path("/proc/self/status").read_text().splitlines() if ln.startswith("VmHWM:")]
 rss = int(hwm[0].split()[1]) / 1024 if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps({"s": dt, "rows": rows, "rss_mb": rss}))
+print(json.dumps({"s": dt, "cpu": dcpu, "rows": rows, "rss_mb": rss}))
 """
 
 
@@ -162,40 +188,52 @@ def run_team(path: Path, repeat: int, database: str) -> tuple[float, float, floa
     return statistics.median(sq), statistics.median(pg), ratio
 
 
-def run(path: Path, repeat: int) -> tuple[dict, dict, float]:
+def run(path: Path, repeat: int) -> tuple[dict, dict, dict[str, float]]:
     """Bare and xfid alternately, `repeat` times each (other load on the machine hits both
-    sides alike); medians, and the median of the per-pair time ratios."""
+    sides alike); medians, and the medians of the per-pair ratios of wall time ("s") and of
+    CPU time ("cpu": user + system seconds of all the child's threads)."""
     bare, xfid = [], []
     for i in range(repeat):
         pair = ("bare", "xfid") if i % 2 == 0 else ("xfid", "bare")
         for mode in pair:
             (bare if mode == "bare" else xfid).append(once(mode, path))
-    ratio = statistics.median(x["s"] / b["s"] for x, b in zip(xfid, bare, strict=True))
-    med = [{"s": statistics.median(r["s"] for r in rs), "rss_mb": statistics.median(r["rss_mb"] for r in rs),
-            "rows": rs[0]["rows"]} for rs in (bare, xfid)]
+    ratio = {k: statistics.median(x[k] / b[k] for x, b in zip(xfid, bare, strict=True)) for k in ("s", "cpu")}
+    med = [{"s": statistics.median(r["s"] for r in rs), "cpu": statistics.median(r["cpu"] for r in rs),
+            "rss_mb": statistics.median(r["rss_mb"] for r in rs), "rows": rs[0]["rows"]} for rs in (bare, xfid)]
     return med[0], med[1], ratio
+
+
+def load() -> str:
+    """The load averages (1, 5, 15 min): other work on the machine moves every figure."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, action="append", help="row counts (default 1000000)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--format", choices=("parquet", "csv"), action="append",
+                    help="input formats to measure (default both)")
     ap.add_argument("--database", metavar="URL", help="also ingest into a PostgreSQL catalog on this server")
     a = ap.parse_args()
-    print(f"{'data':<22} {'xfid s':>8} {'rows/s':>12} {'bare s':>8} {'ratio':>6} {'RSS MB':>8} {'arrow MB':>9} {'RSS/arrow':>9}")
+    formats = a.format or ["parquet", "csv"]
+    print(f"load average {load()}")
+    print(f"{'data':<22} {'xfid s':>8} {'rows/s':>12} {'bare s':>8} {'ratio':>6} {'xfid cpu':>9} {'bare cpu':>9} "
+          f"{'cpu ratio':>9} {'RSS MB':>8} {'arrow MB':>9} {'RSS/arrow':>9}")
     with tempfile.TemporaryDirectory() as d:
         for rows in a.rows or [1_000_000]:
             pqf, csvf, arrow_mb = make_data(rows, Path(d))
-            for f in (pqf, csvf):
+            for f in [pqf, csvf] if len(formats) == 2 else [pqf if formats[0] == "parquet" else csvf]:
                 bare, x, ratio = run(f, a.repeat)
                 assert x["rows"] == rows, x
                 print(f"{f.suffix[1:] + ' ' + format(rows, ','):<22} {x['s']:>8.2f} {rows / x['s']:>12,.0f} {bare['s']:>8.2f} "
-                      f"{ratio:>6.2f} {x['rss_mb']:>8.0f} {arrow_mb:>9.0f} {x['rss_mb'] / arrow_mb:>9.2f}", flush=True)
+                      f"{ratio['s']:>6.2f} {x['cpu']:>9.2f} {bare['cpu']:>9.2f} {ratio['cpu']:>9.2f} "
+                      f"{x['rss_mb']:>8.0f} {arrow_mb:>9.0f} {x['rss_mb'] / arrow_mb:>9.2f}", flush=True)
                 if a.database:
                     sq, pg, r = run_team(f, a.repeat, a.database)
                     print(f"  catalog on PostgreSQL: {pg:.2f} s vs SQLite {sq:.2f} s, ratio {r:.2f} "
                           f"(median of {a.repeat} alternating pairs)", flush=True)
-
+    print(f"load average {load()}")
 
 if __name__ == "__main__":
     main()

@@ -94,10 +94,42 @@ def test_one_batch_one_fidelity_already_sorted_is_written_as_is(tmp_path):
 
 def test_order_of_matches_lexsort_and_sees_sorted_input():
     rng = np.random.default_rng(3)
-    for card in ([3, 5], [2, 200, 500, 6], [70_000, 70_000, 5], [2**20, 2**20, 2**20]):
+    # keys of 3, 16, 21, 32, 35, 47 and 60 bits: one byte, one 16-bit digit, a 16-bit digit and
+    # a byte, two and three 16-bit digits (the radix passes), and past 48 bits (numpy's sort)
+    for card in ([3, 5], [7], [300, 200], [2, 200, 500, 6], [4096, 4096, 256], [70_000, 70_000, 5],
+                 [2**16, 2**16, 2**15], [2**20, 2**20, 2**20], [2, 2]):
         codes = [rng.integers(0, c, 20_000).astype(np.int32) for c in card]
         assert np.array_equal(parts.order_of(codes), np.lexsort(list(reversed(codes))))
     assert parts.order_of([np.array([0, 0, 1, 2], dtype=np.int32)]) is None
+
+
+def test_the_part_writer_options_write_what_arrows_defaults_write(tmp_path):
+    """WRITE_BATCH (values handed to the column writers at a time; Arrow's default is 1,024)
+    changes how fast a part is written, not what: the same rows, row groups and statistics."""
+    src = records(300_000, fids=1)  # a row group of several write batches
+    f = tmp_path / "r.parquet"
+    pq.write_table(src, f)
+    with Store(tmp_path / "s") as s:
+        ingest(s, [f], IngestOptions())
+        (part,) = s.part_files()
+    table = pq.read_table(part, schema=parts.FILE_SCHEMA)
+    plain = {k: v for k, v in parts.WRITE_OPTIONS.items() if k != "write_batch_size"}
+    files = []
+    for name, opts in (("fast", parts.WRITE_OPTIONS), ("plain", plain)):
+        out = tmp_path / f"{name}.parquet"
+        with pq.ParquetWriter(out, parts.FILE_SCHEMA, **opts) as w:
+            w.write_table(table, row_group_size=parts.ROW_GROUP)
+        files.append(pq.ParquetFile(out))
+    assert parts.WRITE_OPTIONS["write_batch_size"] > 1024
+    fast, ref = files
+    assert fast.read().equals(ref.read()) and fast.read().equals(table)
+    assert fast.metadata.num_row_groups == ref.metadata.num_row_groups
+    for g in range(ref.metadata.num_row_groups):
+        for i in range(ref.metadata.num_columns):
+            a, b = fast.metadata.row_group(g).column(i), ref.metadata.row_group(g).column(i)
+            assert (a.path_in_schema, a.is_stats_set) == (b.path_in_schema, b.is_stats_set)
+            if b.is_stats_set:
+                assert a.statistics.equals(b.statistics), a.path_in_schema
 
 
 def test_constant_and_null_columns_survive_the_sort(tmp_path):
@@ -160,3 +192,18 @@ def test_each_part_carries_its_provenance_in_the_footer(tmp_path):
             assert part.name == f"part-{doc['part']}.parquet" and doc["rows"] == rows[rel]["rows"]
             assert {k: v["rows"] for k, v in doc["parts"].items()} == {r["fidelity"]: r["rows"] for r in rows.values()}
             assert doc["source"] == src
+
+
+@pytest.mark.parametrize("start", [1, 2**31 - 50])
+def test_lazy_source_locs_are_the_plain_strings(start):
+    """_locs builds "row N" from int32 numbers where they fit (int64 past 2**31): the same
+    strings as formatting each row's number, in the sorted order."""
+    t = pa.table({"v": np.arange(100)})
+    rng = np.random.default_rng(5)
+    idx = [np.sort(rng.choice(100, 40, replace=False)), None]
+    pieces = [parts._Piece(parts._Batch(t, ("row", start + 100 * k), {}), i) for k, i in enumerate(idx)]
+    nums = [start + 100 * k + (np.arange(100) if i is None else i) for k, i in enumerate(idx)]
+    plain = [f"row {n}" for n in np.concatenate(nums).tolist()]
+    order = rng.permutation(len(plain))
+    assert parts._locs(pieces, None).to_pylist() == plain
+    assert parts._locs(pieces, order).to_pylist() == [plain[i] for i in order]

@@ -118,7 +118,8 @@ def lazy_loc(table: pa.Table) -> tuple[str, int] | None:
 
 def loc_strings(word: str, numbers: np.ndarray) -> pa.Array:
     """The source_loc strings f"{word} {n}" for an array of numbers."""
-    nums = pc.cast(pa.array(np.asarray(numbers, dtype=np.int64)), pa.string())
+    numbers = np.asarray(numbers)
+    nums = pc.cast(pa.array(numbers if numbers.dtype in (np.int32, np.int64) else numbers.astype(np.int64)), pa.string())
     return pc.binary_replace_slice(nums, 0, 0, f"{word} ")  # a prefix: one pass over the bytes
 
 

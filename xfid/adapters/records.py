@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import queue
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -45,6 +47,52 @@ def _regroup(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Table]
             acc, n = [], 0
     if acc:
         yield pa.Table.from_batches(acc)
+
+
+_END = object()
+
+
+def read_ahead(items: Iterator[Any]) -> Iterator[Any]:
+    """The items of `items`, the next one produced on a thread while the caller works on this one.
+
+    At most one item waits ahead (the thread starts the next only once the caller has taken
+    the one before), so memory grows by one item. An error of `items` is raised here, after
+    the items before it; closing this generator (the caller stopped, e.g. on an error of its
+    own) stops the thread once the item it is producing is done.
+    """
+    box: queue.SimpleQueue[tuple[Any, BaseException | None]] = queue.SimpleQueue()
+    room = threading.Semaphore(1)  # released when the caller takes an item
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            while True:
+                while not room.acquire(timeout=0.05):
+                    if stop.is_set():
+                        return
+                if stop.is_set():
+                    return
+                item = next(items, _END)
+                box.put((item, None))
+                if item is _END:
+                    return
+        except BaseException as e:  # handed to the caller, in order
+            box.put((None, e))
+
+    worker = threading.Thread(target=produce, name="xfid-read-ahead", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item, error = box.get()
+            room.release()
+            if error is not None:
+                raise error
+            if item is _END:
+                return
+            yield item
+    finally:
+        stop.set()
+        worker.join()
 
 
 def _fill_empty(col: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -116,16 +164,27 @@ class RecordsAdapter(Adapter):
 
     def _parquet(self, ctx: ReadContext) -> Iterator[pa.Table]:
         try:
-            pf = pq.ParquetFile(ctx.path)
+            schema = pq.read_schema(ctx.path)
+            # key-like text is read straight into dictionaries (what the schema stores), from the
+            # file's own dictionary pages where it has them: no string per row is built, and
+            # the normalizer has nothing left to encode
+            text = [f.name for f in schema if f.name in _DICT_COLUMNS and pa.types.is_string(f.type)]
+            pf = pq.ParquetFile(ctx.path, read_dictionary=text)
         except (OSError, pa.ArrowInvalid) as e:
             raise ctx.error(None, f"not a readable Parquet file: {e}") from None
         self._check_columns(ctx, pf.schema_arrow.names, "schema")
-        row = 0
-        for t in _regroup(pf.iter_batches(batch_size=BATCH_ROWS), BATCH_ROWS):
-            if "source_loc" not in t.column_names:  # "row N", built by the store after sorting
-                t = with_lazy_loc(t, "row", row + 1)
-            row += t.num_rows
-            yield t
+
+        def tables() -> Iterator[pa.Table]:
+            row = 0
+            for t in _regroup(pf.iter_batches(batch_size=BATCH_ROWS), BATCH_ROWS):
+                if "source_loc" not in t.column_names:  # "row N", built by the store after sorting
+                    t = with_lazy_loc(t, "row", row + 1)
+                row += t.num_rows
+                yield t
+
+        # the next batch is decoded while the caller normalizes this one (Arrow decodes on
+        # demand, so without this its threads would wait for the normalizer and it for them)
+        yield from read_ahead(tables())
 
     def _csv(self, ctx: ReadContext) -> Iterator[pa.Table]:
         with ctx.path.open("rb") as f:
