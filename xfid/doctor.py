@@ -27,7 +27,6 @@ from xfid.committed import LEGACY_WRITTEN as LEGACY_TEMP_NAME
 from xfid.committed import WRITTEN as TEMP_NAME
 from xfid.committed import temp_grace_s
 from xfid.errors import StoreError
-from xfid.locations import resolve_database
 from xfid.manifest import PART_META
 from xfid.partfiles import OBJECT_PART_NAME, committing_part
 from xfid.records import Location
@@ -41,6 +40,7 @@ from xfid.store import (
     Store,
     connect_readonly,
     created_tables,
+    resolve_database,
     write_tx,
 )
 

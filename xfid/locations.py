@@ -35,7 +35,7 @@ RECORDS_ENV = "XFID_RECORDS_URL"
 def env_database_url() -> str | None:
     """The catalog's URL from the environment (XFID_DATABASE_URL), None when unset or empty.
 
-    The one place this variable is read; `resolve_database` validates it."""
+    The one place this variable is read; xfid.store.resolve_database validates it."""
     return os.environ.get(DATABASE_ENV) or None
 
 
@@ -44,23 +44,6 @@ def env_records_url() -> str | None:
 
     The one place this variable is read; callers resolve it (xfid.records.resolve)."""
     return os.environ.get(RECORDS_ENV) or None
-
-
-def resolve_database(explicit: str | None = None) -> str | None:
-    """The catalog's database URL: the argument, then env XFID_DATABASE_URL; None: the store's own SQLite file.
-
-    Raises:
-        StoreError: a URL that is not PostgreSQL's (masked in the message).
-    """
-    from xfid import sqlbackend
-
-    url = explicit or env_database_url()
-    sqlbackend.remember_secrets(url)
-    if url and not sqlbackend.is_postgres(url):
-        raise StoreError(f"database {sqlbackend.mask(url)!r}: not a PostgreSQL URL; write "
-                         "postgresql://USER@HOST[:PORT]/DBNAME (the password from PGPASSWORD or ~/.pgpass), or "
-                         "leave it unset for the SQLite file inside the store")
-    return url
 
 
 def env_urls() -> tuple[str, str]:
@@ -152,4 +135,4 @@ def _adoptable(store: Store, recorded: str | None) -> bool:
 
 
 __all__ = ["DATABASE_ENV", "ID_FILE", "RECORDS_ENV", "env_database_url", "env_records_url", "env_urls", "here",
-           "problem", "read_id", "resolve_database", "write_id"]
+           "problem", "read_id", "write_id"]

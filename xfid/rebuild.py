@@ -27,7 +27,6 @@ from xfid import committed, locations
 from xfid import records as recloc
 from xfid.doctor import quarantine
 from xfid.errors import StoreError
-from xfid.locations import resolve_database
 from xfid.manifest import PART_META, read_part_meta
 from xfid.partfiles import OBJECT_PART_NAME, committing_part
 from xfid.store import (
@@ -38,6 +37,7 @@ from xfid.store import (
     connect,
     connect_readonly,
     migrate,
+    resolve_database,
     write_tx,
 )
 

@@ -82,6 +82,22 @@ def migrate(conn: Database, component: str, migrations: Sequence[sqlbackend.Migr
     sqlbackend.migrate(conn, component, migrations)
 
 
+def resolve_database(explicit: str | None = None) -> str | None:
+    """The catalog's database URL: the argument, then env XFID_DATABASE_URL (read by xfid.locations);
+    None: the store's own SQLite file.
+
+    Raises:
+        StoreError: a URL that is not PostgreSQL's (masked in the message).
+    """
+    url = explicit or locations.env_database_url()
+    sqlbackend.remember_secrets(url)
+    if url and not sqlbackend.is_postgres(url):
+        raise StoreError(f"database {sqlbackend.mask(url)!r}: not a PostgreSQL URL; write "
+                         "postgresql://USER@HOST[:PORT]/DBNAME (the password from PGPASSWORD or ~/.pgpass), or "
+                         "leave it unset for the SQLite file inside the store")
+    return url
+
+
 class Store:
     """A store directory: `records/fidelity=F/part-*.parquet` + `xfid.db`.
 
@@ -109,7 +125,7 @@ class Store:
     def __init__(self, root: str | os.PathLike[str], *, create: bool = True, check: bool = True,
                  database: str | None = None, records: str | os.PathLike[str] | None = None):
         self.root = Path(root)
-        self.database_url = locations.resolve_database(database)
+        self.database_url = resolve_database(database)
         self.team = self.database_url is not None
         self.db_path = self.root / DB_NAME
         self.db_label = sqlbackend.mask(self.database_url) if self.database_url else str(self.db_path)
