@@ -106,6 +106,7 @@ def test_a_read_of_parts_from_a_bucket_that_never_answers_is_an_error(tmp_path, 
 
     import pyarrow.fs as pafs
 
+    from xfid import partfiles
     from xfid import records as recloc
     from xfid.engine import selection
     from xfid.errors import StoreError
@@ -119,6 +120,7 @@ def test_a_read_of_parts_from_a_bucket_that_never_answers_is_an_error(tmp_path, 
         store.location = recloc.Location(PurePosixPath("xfid-bkt/records"), recloc.with_timeouts(gcs),
                                          "gs://xfid-bkt/records")
         store.fs, store.records = store.location.fs, store.location.base
+        store.parts = partfiles.for_store(store)  # the bucket's way of reading parts (xfid.partfiles)
         part = PurePosixPath("xfid-bkt/records/fidelity=measured/part-0.parquet")
         t = time.monotonic()
         with pytest.raises(StoreError, match=r"^gs://xfid-bkt/records: no answer within 2 s when asked to read "):

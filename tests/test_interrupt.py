@@ -7,19 +7,19 @@ from __future__ import annotations
 
 import pytest
 
-import xfid.store
+import xfid.partwrite
 from tests.test_engine_helpers import rec, write_csv
 
 
 def _interrupt_at(monkeypatch, point: str) -> None:
-    real = xfid.store.fault_point
+    real = xfid.partwrite.fault_point  # the commit's fault points (xfid.partwrite)
 
     def fault(name: str) -> None:
         if name == point:
             raise KeyboardInterrupt
         real(name)
 
-    monkeypatch.setattr(xfid.store, "fault_point", fault)
+    monkeypatch.setattr(xfid.partwrite, "fault_point", fault)
 
 
 def _temps(store_dir):

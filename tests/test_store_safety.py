@@ -282,3 +282,80 @@ def test_an_unfinished_commit_is_removed_only_once_provably_abandoned(tmp_path, 
     assert sorted(f.name for f in (store / "quarantine").rglob("*.committing.parquet")) == sorted(f.name for f in left)
     assert "healthy" in cli("doctor").output
     assert len(cli("export").output.splitlines()) == 2 * (4 + 3)
+
+
+def _as_an_older_xfid_left_them(url: str, parts: list[str], *, unmark: bool) -> None:
+    """Make bucket parts look uploaded by an xfid from before the commit marks (its footer said
+    `"commit_protocol": 2` and it left no mark nor journal entry): the footer rewritten, the mark removed."""
+    import json
+
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+
+    fs, base = pafs.FileSystem.from_uri(url)
+    for path in parts:
+        with fs.open_input_file(path) as f:
+            table = pq.ParquetFile(f).read()
+        meta = dict(table.schema.metadata)
+        doc = json.loads(meta[b"xfid.part"])
+        assert doc["commit_protocol"] == 3
+        meta[b"xfid.part"] = json.dumps({**doc, "commit_protocol": 2}, sort_keys=True).encode()
+        with fs.open_output_stream(path) as f:
+            pq.write_table(table.replace_schema_metadata(meta), f)
+        if unmark:
+            fs.delete_file(f"{base}/_committing/{path[len(base) + 1:]}")
+
+
+def test_an_older_xfids_bucket_parts_are_marked_or_kept_never_swept(tmp_path, catalog, monkeypatch, request):
+    """Bucket parts of an xfid from before the commit marks (footer protocol 2, no mark, no journal
+    entry), by the one rule (xfid.committed): a registered one is given its `committed` mark by the next
+    writer (its "rename"), so an older database restored later is judged by it; an unregistered one
+    cannot be proven abandoned by the database (it may be committed), so no sweep deletes it, past the
+    grace period too, and doctor reports it as kept. `--rebuild-catalog` brings every row back."""
+    url = request.getfixturevalue("s3_records")
+    monkeypatch.setenv("XFID_RECORDS_URL", url)
+    store = tmp_path / "s"
+    cli = Cli(store, tmp_path)
+
+    def parts() -> set[str]:
+        return {k for k in _objects(url) if "/fidelity=" in k and "/_committing/" not in k}
+
+    assert cli("ingest", write(tmp_path / "z.csv", 2, "z")).exit_code == 0
+    pg = request.getfixturevalue("pg_server") if catalog else None
+    older = backup(store, catalog, pg)
+    seen = parts()
+    assert cli("ingest", write(tmp_path / "a.csv", 6, "a")).exit_code == 0
+    registered = sorted(parts() - seen)
+    p = xfid(store, "ingest", str(write(tmp_path / "k.csv", 4, "k")), XFID_FAULT="store.before_attempt")
+    assert p.returncode == -signal.SIGKILL, p.stderr  # uploaded, never committed, never marked
+    uploaded = sorted(parts() - seen - set(registered))
+    assert len(registered) == 2 and len(uploaded) == 2
+    _as_an_older_xfid_left_them(url, registered, unmark=True)
+    _as_an_older_xfid_left_them(url, uploaded, unmark=False)
+    base = url.split("://", 1)[1].split("?", 1)[0]
+    marks = {k: v for k, v in _objects(url).items() if "/_committing/" in k}
+    assert not any(k.replace("/_committing", "") in registered for k in marks)
+
+    monkeypatch.setenv("XFID_TEMP_GRACE_S", "0")  # the grace period is long past
+    r = cli("ingest", write(tmp_path / "b.csv", 3, "b"))
+    assert r.exit_code == 0, r.output
+    now = _objects(url)
+    assert all(k in now for k in uploaded)  # never swept
+    for k in registered:  # marked committed by the writer's settle
+        assert now[f"{base}/_committing/{k[len(base) + 1:]}"] == len(b"committed\n"), k
+    r = cli("doctor")
+    assert "kept_temp" in r.output and "Traceback" not in r.output, r.output
+    r = cli("doctor", "--repair")
+    assert "Traceback" not in r.output and all(k in _objects(url) for k in uploaded), r.output
+
+    restore(store, older, monkeypatch)  # knows z.csv only: a.csv's parts are judged by their marks now
+    for cmd in (("ingest", str(write(tmp_path / "c.csv", 3, "c"))), ("export",), ("doctor", "--repair")):
+        r = cli(*cmd)
+        assert r.exit_code in (1, 2) and "older" in r.output and "Traceback" not in r.output, (cmd, r.output)
+    assert all(k in _objects(url) for k in registered + uploaded)
+    r = cli("doctor", "--rebuild-catalog")
+    assert r.exit_code == 0, r.output
+    rows = cli("export")
+    assert rows.exit_code == 0, rows.output
+    # z's, a's and b's rows, none lost; k's upload is registered too (it may have been committed)
+    assert len(rows.output.splitlines()) == 2 * (2 + 6 + 3 + 4)

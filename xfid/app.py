@@ -52,21 +52,21 @@ class App:
         from urllib.parse import urlsplit
 
         from xfid.errors import XfidError
-        from xfid.outfile import StoreArea
+        from xfid.locations import env_records_url
+        from xfid.outfile import store_area
         from xfid.records import OBJECT_SCHEMES
         from xfid.store import resolve_store_path
 
         try:
             root, records = self.api.path, self.api.locations()["records"]
         except XfidError:  # a broken config: the command says so; the store's folder is still known
-            root, records = resolve_store_path(self.store_opt), os.environ.get("XFID_RECORDS_URL") or None
+            root, records = resolve_store_path(self.store_opt), env_records_url()
         if records is None:
-            return [StoreArea(str(root), (root, root / "records", root / "checks"))]
+            return [store_area(root)]
         url = urlsplit(str(records))
         if url.scheme.lower() in OBJECT_SCHEMES:
-            return [StoreArea(str(root), (root, root / "checks"), urls=(f"{url.scheme}://{url.hostname or ''}{url.path}",))]
-        base = Path(url.path) if url.scheme.lower() == "file" else Path(str(records))
-        return [StoreArea(str(root), (root, base, base.parent / "checks"))]
+            return [store_area(root, url=f"{url.scheme}://{url.hostname or ''}{url.path}")]
+        return [store_area(root, Path(url.path) if url.scheme.lower() == "file" else Path(str(records)))]
 
     def close(self) -> None:
         from xfid import outfile

@@ -35,9 +35,15 @@ size the bucket's listing reports:
 3. a mark holding `committed`: rewritten after COMMIT (as the final rename). A part with it
    that the catalog does not register means the database is older than the part.
 
-An unmarked part whose footer does not say protocol 3 is an older xfid's (it may be
-committed): never deleted. Marks are kept as long as their part (a restored database is
-judged by them).
+An unmarked part whose footer does not say protocol 3 is an older xfid's (protocol 2 wrote
+bucket parts without marks or journal entries). Registered, the next writer's sweep gives it
+its `committed` mark (its "rename"), so from then on a restored older database is judged by
+it. Not registered, the database cannot prove it abandoned (it may be committed, and the
+database older): never deleted; `doctor` reports it (`kept_temp`) and `--rebuild-catalog`
+registers it. Marks are kept as long as their part (a restored database is judged by them).
+
+The names, their globs (`find_temps`) and the sweep of a folder's temps (`settle_temps`) are
+written here only: parts (xfid.partfiles) and check files (xfid.tracker.checkfiles) call them.
 
 An unfinished commit (a committing file or mark whose attempt is recorded, not registered)
 may be removed by `xfid doctor --repair` only when `abandoned` says so: see its docstring.
@@ -50,11 +56,13 @@ import json
 import os
 import re
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from xfid.sqlbackend import Database
+if TYPE_CHECKING:
+    from xfid.sqlbackend import Database
 
 TMP_PREFIX = ".tmp-"
 COMMITTING = ".committing.parquet"
@@ -75,6 +83,14 @@ MARKS = "_committing"
 COMMITTED_MARK = b"committed\n"
 
 _COMMITTING = re.compile(r"\.tmp-([0-9a-f]{32})-(.+)\.committing\.parquet")
+WRITTEN = re.compile(r"\.tmp-([0-9a-f]{32})-([0-9a-f]{32})\.parquet")
+"""A written temp, `.tmp-<store id>-<key>.parquet` (a part's or a check's rows): never committed."""
+LEGACY_WRITTEN = re.compile(r"\.tmp-([0-9a-f]{32})\.parquet")
+"""A temp part of a store from before store ids (whose store cannot be proven)."""
+CHECK_STAGED = re.compile(r"\.tmp-([0-9a-f]{32})-check-(\d+)\.parquet")
+"""An older xfid's rows of check N, renamed to `check-N.parquet` after its COMMIT."""
+CHECK_COMMITTING = re.compile(r"\.tmp-([0-9a-f]{32})-check-(\d+)-([0-9a-f]{32})\.committing\.parquet")
+"""The rows of check N, their commit attempt recorded; renamed to `check-N.parquet` after COMMIT."""
 
 
 def temp_grace_s() -> float:
@@ -82,6 +98,35 @@ def temp_grace_s() -> float:
         return float(os.environ.get("XFID_TEMP_GRACE_S", TEMP_GRACE_S))
     except ValueError:
         return TEMP_GRACE_S
+
+
+def written_name(folder: Path, store_id: str, key: str | None = None) -> Path:
+    """A written temp in `folder`: `.tmp-<store id>-<key>.parquet` (default: a new random key)."""
+    return Path(folder) / f"{TMP_PREFIX}{store_id}-{key or uuid.uuid4().hex}.parquet"
+
+
+def check_staged_name(store_id: str, check_id: int) -> str:
+    """An older xfid's name for check N's rows between its COMMIT and the rename."""
+    return f"{TMP_PREFIX}{store_id}-check-{check_id}.parquet"
+
+
+def check_committing_name(folder: Path, store_id: str, check_id: int, key: str) -> Path:
+    """The committing name of check N's rows (`key`: the written temp's random part)."""
+    return Path(folder) / f"{TMP_PREFIX}{store_id}-check-{check_id}-{key}{COMMITTING}"
+
+
+def scratch_name(folder: Path, what: str, suffix: str = "") -> Path:
+    """A private temp that takes part in no commit (a download, the store id file being written):
+    `.tmp-<what>-<random><suffix>`, renamed into place by its writer; no sweep ever matches it."""
+    return Path(folder) / f"{TMP_PREFIX}{what}-{uuid.uuid4().hex}{suffix}"
+
+
+def find_temps(folder: Path, store_id: str | None = None, *, sub: str = "", middle: str = "",
+               suffix: str = ".parquet") -> list[Path]:
+    """The temps in `folder` (`sub`: a glob of subfolders, e.g. `fidelity=*/`), sorted: of any store,
+    or of `store_id`; `middle`/`suffix` narrow the name (e.g. middle="check-3-", suffix=COMMITTING)."""
+    mine = f"{store_id}-" if store_id else ""
+    return sorted(Path(folder).glob(f"{sub}{TMP_PREFIX}{mine}{middle}*{suffix}"))
 
 
 def committing_name(written: Path) -> Path:
@@ -169,6 +214,42 @@ def deletable(path: Path, footer_key: str, *, now: float | None = None) -> bool:
     return doc is None or doc.get("commit_protocol") == PROTOCOL
 
 
+def settle_temps(temps: Iterable[Path], final_of: Callable[[Path], Path | None],
+                 registered: Callable[[Path], bool], footer_key: str,
+                 keep: set[Path] | frozenset[Path] = frozenset()) -> dict[str, list[Path]]:
+    """The one sweep of a folder's temps, for parts and check files alike (under the write lock).
+
+    A temp whose final file the catalog registers is renamed to it (its COMMIT happened, the
+    rename did not); any other goes only when `deletable` says so: never a committing file,
+    never a written one inside the grace period or whose footer may say it was committed.
+
+    Args:
+        temps: this store's temps of the caller's names (no other file is ever passed).
+        final_of: the final file a temp becomes (None: a written temp named for no file yet).
+        registered: whether the catalog registers that final file.
+        footer_key: the footer's metadata key (PART_META, CHECK_META).
+        keep: temps of the commit calling it (never removed, however old).
+
+    Returns:
+        {"renamed": [final files], "removed": [temps]}: what was done.
+    """
+    done: dict[str, list[Path]] = {"renamed": [], "removed": []}
+    now = time.time()
+    for tmp in temps:
+        if tmp in keep:
+            continue
+        final = final_of(tmp)
+        if final is not None and registered(final):
+            if not final.exists() and rename(tmp, final):
+                done["renamed"].append(final)
+            continue
+        if deletable(tmp, footer_key, now=now):
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+                done["removed"].append(tmp)
+    return done
+
+
 def mark_path(records: Any, rel: str) -> Any:
     """Where a bucket part's commit mark is (`rel`: the part, records-relative)."""
     return records / MARKS / rel
@@ -220,6 +301,8 @@ def rename(src: Path, dest: Path) -> bool:
     return False
 
 
-__all__ = ["ATTEMPTS_DDL", "COMMITTED_MARK", "COMMITTING", "MARKS", "OBJECT_PROTOCOL", "PROTOCOL", "TEMP_GRACE_S",
-           "TMP_PREFIX", "abandoned", "attempt_key", "attempted", "committing", "committing_name", "deletable",
-           "footer", "mark_path", "object_deletable", "record_attempts", "rename", "temp_grace_s"]
+__all__ = ["ATTEMPTS_DDL", "CHECK_COMMITTING", "CHECK_STAGED", "COMMITTED_MARK", "COMMITTING", "LEGACY_WRITTEN", "MARKS",
+           "OBJECT_PROTOCOL", "PROTOCOL", "TEMP_GRACE_S", "TMP_PREFIX", "WRITTEN", "abandoned", "attempt_key",
+           "attempted", "check_committing_name", "check_staged_name", "committing", "committing_name", "deletable",
+           "find_temps", "footer", "mark_path", "object_deletable", "record_attempts", "rename", "scratch_name",
+           "settle_temps", "temp_grace_s", "written_name"]

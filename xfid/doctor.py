@@ -22,7 +22,13 @@ import pyarrow.parquet as pq
 
 from xfid import committed, sqlbackend
 from xfid import records as recloc
+from xfid.catalog import CatalogMismatch
+from xfid.committed import LEGACY_WRITTEN as LEGACY_TEMP_NAME
+from xfid.committed import WRITTEN as TEMP_NAME
+from xfid.committed import temp_grace_s
 from xfid.errors import StoreError
+from xfid.manifest import PART_META
+from xfid.partfiles import OBJECT_PART_NAME, committing_part
 from xfid.records import Location
 from xfid.sqlbackend import UrlError
 from xfid.sqlbackend import errors as sqlbackend_errors
@@ -30,19 +36,11 @@ from xfid.store import (
     _MANIFEST_MIGRATIONS,
     COMMITTED_GLOB,
     DB_NAME,
-    LEGACY_TEMP_NAME,
-    OBJECT_PART_NAME,
-    PART_META,
     RECORDS,
-    TEMP_NAME,
-    TMP_PREFIX,
-    CatalogMismatch,
     Store,
-    committing_part,
     connect_readonly,
     created_tables,
     resolve_database,
-    temp_grace_s,
     write_tx,
 )
 
@@ -352,7 +350,7 @@ def part_problem(f: Path, rows: int, location: Location | None = None) -> tuple[
 def _check_temps(store: Store, rep: DoctorReport) -> None:
     """Temps judged by the one rule of xfid.committed: a committing part is never called stale."""
     now = time.time()
-    for f in sorted(store.records.glob(f"fidelity=*/{TMP_PREFIX}*")):
+    for f in committed.find_temps(store.records, sub="fidelity=*/", suffix=""):
         m = TEMP_NAME.fullmatch(f.name)
         c = committed.committing(f.name)
         try:

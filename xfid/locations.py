@@ -18,10 +18,10 @@ Refusals name both locations (credentials masked) and happen before anything is 
 from __future__ import annotations
 
 import os
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from xfid import committed
 from xfid.errors import StoreError
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ RECORDS_ENV = "XFID_RECORDS_URL"
 def env_database_url() -> str | None:
     """The catalog's URL from the environment (XFID_DATABASE_URL), None when unset or empty.
 
-    The one place this variable is read; callers validate it (xfid.store.resolve_database)."""
+    The one place this variable is read; xfid.store.resolve_database validates it."""
     return os.environ.get(DATABASE_ENV) or None
 
 
@@ -44,6 +44,12 @@ def env_records_url() -> str | None:
 
     The one place this variable is read; callers resolve it (xfid.records.resolve)."""
     return os.environ.get(RECORDS_ENV) or None
+
+
+def env_urls() -> tuple[str, str]:
+    """Both URLs the environment gives ("" when unset), for the masking of their secrets
+    (xfid.sqlbackend.mask): read here too, never elsewhere."""
+    return env_database_url() or "", env_records_url() or ""
 
 
 def read_id(store: Store) -> str | None:
@@ -72,7 +78,7 @@ def write_id(store: Store) -> None:
     data = (store.store_id + "\n").encode()
     try:
         if store.fs is None:
-            tmp = Path(path).with_name(f".tmp-id-{uuid.uuid4().hex}")
+            tmp = committed.scratch_name(Path(path).parent, "id")
             tmp.write_bytes(data)
             os.replace(tmp, path)
             return
@@ -128,4 +134,5 @@ def _adoptable(store: Store, recorded: str | None) -> bool:
     return True
 
 
-__all__ = ["DATABASE_ENV", "ID_FILE", "RECORDS_ENV", "env_database_url", "env_records_url", "here", "problem", "read_id", "write_id"]
+__all__ = ["DATABASE_ENV", "ID_FILE", "RECORDS_ENV", "env_database_url", "env_records_url", "env_urls", "here",
+           "problem", "read_id", "write_id"]

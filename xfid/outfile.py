@@ -57,6 +57,17 @@ class StoreArea:
     urls: tuple[str, ...] = ()
 
 
+def store_area(root: Path, records: Path | None = None, url: str | None = None) -> StoreArea:
+    """A store's folder, records and checks as `guard` protects them: records in a folder
+    (default `root/records`, its checks beside it), or in a bucket at `url` (`scheme://bucket/prefix`,
+    its checks then in the store's folder)."""
+    root = Path(root)
+    if url is not None:
+        return StoreArea(str(root), (root, root / "checks"), urls=(url,))
+    records = Path(records) if records is not None else root / "records"
+    return StoreArea(str(root), (root, records, records.parent / "checks"))
+
+
 _areas: dict[int, StoreArea] = {}
 _area_sources: dict[int, Callable[[], Iterable[StoreArea]]] = {}
 

@@ -27,19 +27,16 @@ from xfid import committed, locations
 from xfid import records as recloc
 from xfid.doctor import quarantine
 from xfid.errors import StoreError
+from xfid.manifest import PART_META, read_part_meta
+from xfid.partfiles import OBJECT_PART_NAME, committing_part
 from xfid.store import (
     _MANIFEST_MIGRATIONS,
     COMMITTED_GLOB,
     DB_NAME,
-    OBJECT_PART_NAME,
-    PART_META,
     RECORDS,
-    TMP_PREFIX,
-    committing_part,
     connect,
     connect_readonly,
     migrate,
-    read_part_meta,
     resolve_database,
     write_tx,
 )
@@ -170,7 +167,7 @@ def _finish_committing(records: Path) -> list[str]:
     """Rename every committing part (xfid.committed) to its final name: each may be committed
     in a database newer than the one here, so each is registered (its siblings are checked)."""
     out: list[str] = []
-    for f in sorted(records.glob(f"fidelity=*/{TMP_PREFIX}*{committed.COMMITTING}")) if records.is_dir() else []:
+    for f in committed.find_temps(records, sub="fidelity=*/", suffix=committed.COMMITTING) if records.is_dir() else []:
         if not committing_part(f.name):
             continue
         final = f.with_name(f"part-{committed.attempt_key(f).rsplit('-', 1)[1]}.parquet")
@@ -354,7 +351,7 @@ def _add_part(records: Any, f: Any, meta: dict[str, Any], store_id: str, sources
     for sfid, sib in (meta.get("parts") or {}).items() if loc is None else ():
         name = f"part-{sib.get('part')}.parquet"
         final = records / f"fidelity={sfid}" / name
-        temp = final.with_name(f"{TMP_PREFIX}{store_id}-{sib.get('part')}.parquet")  # an older xfid's
+        temp = committed.written_name(final.parent, store_id, str(sib.get("part")))  # an older xfid's
         if sfid != fid and not final.exists() and temp.exists():
             os.replace(temp, final)
             rep.renamed.append(str(final))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import re
 import sqlite3
 import sys
@@ -21,6 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 from xfid.errors import StoreError
+from xfid.locations import DATABASE_ENV, RECORDS_ENV, env_urls
 
 SQLITE = "sqlite"
 POSTGRESQL = "postgresql"
@@ -34,7 +34,7 @@ PG_SCHEMES = ("postgresql://", "postgres://")
 _URL = re.compile(r"\b([A-Za-z][A-Za-z0-9+.\-]*://)(\S*)")
 _KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 _QUERY_SECRET = re.compile(r"([?&](?:password|secret_key|session_token|access_key)=)[^&\s]*", re.IGNORECASE)
-SECRET_ENV = ("XFID_DATABASE_URL", "XFID_RECORDS_URL")
+SECRET_ENV = (DATABASE_ENV, RECORDS_ENV)
 """The environment variables whose URLs may carry a password: their secrets are scrubbed from any text."""
 _MIN_SECRET = 4
 """Shorter pieces of a password are not scrubbed on their own (they would blank ordinary words);
@@ -74,7 +74,7 @@ def mask(text: object) -> str:
     s = _URL.sub(_mask_url, str(text))
     s = _KV_PASSWORD.sub(r"\1***", s)
     s = _QUERY_SECRET.sub(r"\1***", s)
-    for secret in _secrets(tuple(os.environ.get(k) or "" for k in SECRET_ENV) + tuple(sorted(_remembered))):
+    for secret in _secrets(env_urls() + tuple(sorted(_remembered))):
         s = s.replace(secret, "***")
     return s
 

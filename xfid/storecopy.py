@@ -23,14 +23,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from xfid import committed, locations, sqlbackend
 from xfid import records as recloc
-from xfid.committed import TMP_PREFIX
 from xfid.errors import StoreError
 from xfid.store import CHECKS_IN_BUCKET, Store
 
@@ -332,7 +330,8 @@ def _part_file(src: Store, dst: Store, part: tuple[Any, ...], store_id: str) -> 
         raise StoreError(f"{src.records / file}: this part of source {sid[:12]} is missing, so the store cannot "
                          f"be copied ({NOT_CHANGED}; run `xfid doctor`)")
     final = dst.records / file
-    temp = final if dst.fs is not None else final.with_name(f".tmp-{store_id}-{Path(file).name[5:]}")
+    temp = final if dst.fs is not None else committed.written_name(final.parent, store_id,
+                                                                    Path(file).name[5:].removesuffix(".parquet"))
     return _File(f"part {file}", path, src.fs, final, temp, sid)
 
 
@@ -350,7 +349,7 @@ def _check_files(src: Store, dst: Store, store_id: str) -> list[_File]:
         path, fs = where
         if dst.fs is None:
             final = checkfiles.checks_dir(dst.checks_root) / name
-            temp = final.with_name(f"{TMP_PREFIX}{store_id}-{uuid.uuid4().hex}.parquet")  # a written check temp
+            temp = committed.written_name(final.parent, store_id)  # a written check temp
             if Path(final).resolve() == Path(path).resolve():
                 continue  # the same folder (records copied in place)
         else:
@@ -412,8 +411,8 @@ def _committing(dst: Store, plan: _Plan) -> None:
     for f in local:
         if f.source_id is None:  # a check's rows: `.tmp-<id>-check-<N>-<random>.committing.parquet`
             cid = int(Path(f.final).stem.split("-", 1)[1])
-            name = f"{TMP_PREFIX}{plan.store_id}-check-{cid}-{attempt_rest(f.temp)}{committed.COMMITTING}"
-            target = Path(f.temp).with_name(name)
+            target = committed.check_committing_name(Path(f.temp).parent, str(plan.store_id), cid,
+                                                     attempt_rest(f.temp))
         else:
             target = committed.committing_name(Path(f.temp))
         os.replace(f.temp, target)

@@ -17,15 +17,14 @@ import hashlib
 import json
 import os
 import re
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xfid import committed
-from xfid.committed import TMP_PREFIX
+from xfid.catalog import CatalogMismatch, why_unknown
 from xfid.errors import TrackerError
-from xfid.store import REBUILD_HINT, CatalogMismatch
+from xfid.store import REBUILD_HINT
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -37,11 +36,11 @@ CHECKS_DIR = "checks"
 CHECK_META = "xfid.check"
 """The Parquet footer key naming the store a check file belongs to."""
 FINAL = re.compile(r"check-(\d+)\.parquet")
-WRITTEN = re.compile(r"\.tmp-([0-9a-f]{32})-([0-9a-f]{32})\.parquet")
-"""Rows written, not yet given to a check."""
-STAGED = re.compile(r"\.tmp-([0-9a-f]{32})-check-(\d+)\.parquet")
+WRITTEN = committed.WRITTEN
+"""Rows written, not yet given to a check (the names: xfid.committed)."""
+STAGED = committed.CHECK_STAGED
 """An older xfid's rows of check N, renamed to `check-N.parquet` after its COMMIT."""
-COMMITTING = re.compile(r"\.tmp-([0-9a-f]{32})-check-(\d+)-([0-9a-f]{32})\.committing\.parquet")
+COMMITTING = committed.CHECK_COMMITTING
 """The rows of check N, their commit attempt recorded; renamed to `check-N.parquet` after COMMIT."""
 
 
@@ -55,7 +54,7 @@ def final_name(check_id: int) -> str:
 
 def staged_name(store_id: str, check_id: int) -> str:
     """An older xfid's name for check N's rows between its COMMIT and the rename."""
-    return f"{TMP_PREFIX}{store_id}-check-{check_id}.parquet"
+    return committed.check_staged_name(store_id, check_id)
 
 
 def attempt_key(path: Path) -> str:
@@ -88,7 +87,7 @@ def write_temp(root: Path, rows: pd.DataFrame, store_id: str) -> Path:
     doc = {"store_id": store_id, "commit_protocol": committed.PROTOCOL}
     meta = {**(table.schema.metadata or {}), CHECK_META.encode(): json.dumps(doc).encode()}
     table = table.replace_schema_metadata(meta)
-    tmp = d / f"{TMP_PREFIX}{store_id}-{uuid.uuid4().hex}.parquet"
+    tmp = committed.written_name(d, store_id)
     try:
         pq.write_table(table, tmp, compression="zstd")
         with open(tmp, "rb+") as f:
@@ -101,8 +100,7 @@ def write_temp(root: Path, rows: pd.DataFrame, store_id: str) -> Path:
 
 def stage(root: Path, tmp: Path, store_id: str, check_id: int) -> Path:
     """Name the temp file for its check (its attempt recorded). Call under the write lock, before COMMIT."""
-    staged = checks_dir(root) / f"{TMP_PREFIX}{store_id}-check-{check_id}-{attempt_key(tmp).rsplit('-', 1)[1]}" \
-        f"{committed.COMMITTING}"
+    staged = committed.check_committing_name(checks_dir(root), store_id, check_id, attempt_key(tmp).rsplit("-", 1)[1])
     os.replace(tmp, staged)
     return staged
 
@@ -145,14 +143,8 @@ def check_catalog(store: Store, known: set[str], on_disk: list[str] | None = Non
         return
     first = checks_dir(store.checks_root) / unknown[0]
     other = _footer_store(first)
-    n = f"{len(unknown)} check file(s) in {CHECKS_DIR}/, e.g. {first},"
-    if other and store.store_id and other != store.store_id:
-        why = (f"belongs to another store (id {store.store_id[:12]}): {n} were written by store {other[:12]} "
-               "(was xfid.db copied from elsewhere?)")
-    elif not known:
-        why = f"holds no check: {n} are not in it"
-    else:
-        why = f"is older than the check files: {n} are not in it (was xfid.db restored from an older copy?)"
+    why = why_unknown(f"{len(unknown)} check file(s) in {CHECKS_DIR}/, e.g. {first},", other, store.store_id,
+                      not known, "holds no check", "the check files")
     raise CatalogMismatch(f"{store.db_path}: the store database {why}; " + REBUILD_HINT)
 
 
@@ -188,21 +180,18 @@ def sweep(store: Store, known: set[str]) -> dict[str, list[Path]]:
     Returns:
         {"renamed": [...], "removed": [...]}: what was done.
     """
-    done: dict[str, list[Path]] = {"renamed": [], "removed": []}
     d = checks_dir(store.checks_root)
     if not store.store_id or not d.is_dir():
-        return done
-    for f in d.glob(f"{TMP_PREFIX}{store.store_id}-*.parquet"):
-        staged = COMMITTING.fullmatch(f.name) or STAGED.fullmatch(f.name)
-        if staged and final_name(int(staged[2])) in known:
-            if not (d / final_name(int(staged[2]))).exists():
-                final = publish(f, int(staged[2]))
-                if final is not None:
-                    done["renamed"].append(final)
-        elif abandoned(store, f, known):
-            discard(f)
-            done["removed"].append(f)
-    return done
+        return {"renamed": [], "removed": []}
+    temps = [f for f in committed.find_temps(d, store.store_id)
+             if COMMITTING.fullmatch(f.name) or STAGED.fullmatch(f.name) or WRITTEN.fullmatch(f.name)]
+    return committed.settle_temps(temps, _final_of, lambda final: final.name in known, CHECK_META)
+
+
+def _final_of(temp: Path) -> Path | None:
+    """The check file a temp becomes (None: written rows given to no check yet)."""
+    staged = COMMITTING.fullmatch(temp.name) or STAGED.fullmatch(temp.name)
+    return temp.with_name(final_name(int(staged[2]))) if staged else None
 
 
 def abandoned(store: Store, f: Path, known: set[str]) -> bool:
@@ -242,7 +231,8 @@ def _load(root: Path, saved: Saved, store_id: str | None) -> tuple[Path, bytes |
     path = checks_dir(root) / str(saved.rows_file)
     tries = [path]
     if store_id:  # renamed between the two looks (committing, then final): the final name again
-        tries += sorted(path.parent.glob(f"{TMP_PREFIX}{store_id}-check-{saved.check_id}-*{committed.COMMITTING}"))
+        tries += committed.find_temps(path.parent, store_id, middle=f"check-{saved.check_id}-",
+                                      suffix=committed.COMMITTING)
         tries += [path.with_name(staged_name(store_id, saved.check_id)), path]
     for p in tries:
         try:
