@@ -47,8 +47,10 @@ from xfid.engine.spark.groups import (
 )
 from xfid.engine.spark.select import select_spark
 from xfid.engine.spark.session import SparkSettings, quiet
+from xfid.engine.spark.sizing import is_oom, oom_advice, oom_cause
 from xfid.errors import EngineError, XfidError
 from xfid.store import Store
+from xfid.sysmem import available_memory
 
 CATEGORICAL = tuple(f.name for f in ROW_FIELDS if f.category)
 """The row fields collected as categories (few distinct values among millions of rows)."""
@@ -77,8 +79,11 @@ def correlate(store: Store, config: Config, request: Request | None = None, *,
     if spark is not None:
         opts = replace(opts, session=spark)
     start = begin(config, req)
+    records = store_records(store)
     with quiet():
-        session = opts.spark(config)
+        session = opts.spark(config, records)
+        master = str(session.sparkContext.master)
+        conf = _conf(session)  # read now: an out-of-memory error can end the JVM
         try:
             return _correlate(session, store, config, start, req)
         except XfidError:
@@ -86,7 +91,34 @@ def correlate(store: Store, config: Config, request: Request | None = None, *,
         except Exception as e:  # a failed Spark job: its cause in one line, not a JVM stack trace
             if not _from_spark(e):
                 raise
-            raise EngineError(f"Spark ({session.sparkContext.master}) failed: {_cause(e)}") from None
+            raise spark_error(e, master, conf, records) from None
+
+
+def spark_error(e: BaseException, master: str, conf: dict[str, str], records: int,
+                available: int | None = None) -> EngineError:
+    """The EngineError for a failed Spark job: its cause in one line; when memory ran out, the
+    setting to raise and a value that would fit (xfid.engine.spark.sizing.oom_advice)."""
+    text = str(e)
+    if is_oom(text):
+        avail = available if available is not None else available_memory()
+        return EngineError(f"Spark ({master}) ran out of memory ({oom_cause(text)}): "
+                           f"{oom_advice(master, conf, records, avail)}")
+    return EngineError(f"Spark ({master}) failed: {_cause(e)}")
+
+
+def store_records(store: Store) -> int:
+    """The store's record count, from the catalog (what sizes a local session)."""
+    return sum(int(n or 0) for n in store.counts().values())
+
+
+def _conf(session: Any) -> dict[str, str]:
+    """The memory and partition settings of a session (those the advice on memory reads)."""
+    out: dict[str, str] = {}
+    for k in ("spark.driver.memory", "spark.executor.memory", "spark.sql.shuffle.partitions"):
+        v = session.conf.get(k, None)
+        if v is not None:
+            out[k] = str(v)
+    return out
 
 
 def _from_spark(e: BaseException) -> bool:
