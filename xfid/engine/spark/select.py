@@ -162,7 +162,6 @@ def select_spark(spark: Any, store: Store, config: Config, *, targets: Sequence[
                  source_loc: bool = True) -> SparkSelection:
     """Per fidelity and key the number that represents it (see the module docstring)."""
     from pyspark import StorageLevel
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     files = committed_parts(store)
@@ -195,11 +194,11 @@ def select_spark(spark: Any, store: Store, config: Config, *, targets: Sequence[
             "op", F.coalesce(F.col("op"), F.col("raw_op")))
     else:
         df = df.withColumn("op", F.col("raw_op"))
-    # the latest run that has the key (a --run choice first)
-    by_key = Window.partitionBy(*KEY)
-    df = df.withColumn("best", F.max("rank").over(by_key))
-    chosen = df.filter(F.col("rank") == F.col("best"))
-    every = _entries(_raw_entries(chosen, Window)).persist(StorageLevel.MEMORY_AND_DISK)
+    # the latest run that has the key (a --run choice first): the highest rank per key, joined
+    # back by hash (no sort of the records); then one aggregate per (key, raw op)
+    best = df.groupBy(*KEY).agg(F.max("rank").alias("best"))
+    chosen = (df.join(best.hint("shuffle_hash"), list(KEY)).filter(F.col("rank") == F.col("best")))
+    every = _entries(_raw_entries(chosen)).persist(StorageLevel.MEMORY_AND_DISK)
     per_target = every.groupBy("target").agg(F.sum(F.isnan("value").cast("long")), F.sum("records"),
                                              F.sum((~F.isnan("value")).cast("long"))).collect()
     n = sum(int(r[3]) for r in per_run)
@@ -212,40 +211,39 @@ def select_spark(spark: Any, store: Store, config: Config, *, targets: Sequence[
     return SparkSelection(entries, fids, sorted(r[0] for r in per_target), coverage, counts, every)
 
 
-def _raw_entries(chosen: Any, window: Any) -> Any:
+def _raw_entries(chosen: Any) -> Any:
     """One row per (fidelity, key, raw op) of the chosen run: median of its records (NaN
     ignored) and of its records that may serve as a reference, count, the record at the lower
-    median (ties in record order), any flagged."""
+    median (ties in record order), any flagged.
+
+    One hash aggregate per group, no sort of the records: a group's records (a handful: the
+    duplicates of one run) are collected and sorted within the group by (NaN, value, part,
+    row), the local engine's stable order; the records that may serve as a reference are that
+    array filtered, so in the same order."""
     from pyspark.sql import functions as F
 
-    raw = window.partitionBy(*KEY, "raw_op")
     unusable = F.col("vnan") | F.col("flagged")
-    w = (chosen
-         .withColumn("size", F.count(F.lit(1)).over(raw))
-         .withColumn("c", F.sum((~F.col("vnan")).cast("int")).over(raw))
-         .withColumn("c2", F.sum((~unusable).cast("int")).over(raw))
-         .withColumn("pos", F.row_number().over(raw.orderBy("vnan", "value", "file_index", "row_index")))
-         .withColumn("pos2", F.row_number().over(raw.orderBy(unusable, "value", "file_index", "row_index"))))
-    lo, hi = F.greatest(F.col("c") - 1, F.lit(0)) / 2, F.least(F.col("c") / 2, F.col("size") - 1)
-    lo2, hi2 = F.greatest(F.col("c2") - 1, F.lit(0)) / 2, F.least(F.col("c2") / 2, F.col("size") - 1)
-    floor = F.floor
-    w = w.withColumn("at_lo", F.col("pos") == floor(lo) + 1).withColumn("at_hi", F.col("pos") == floor(hi) + 1) \
-         .withColumn("at_lo2", F.col("pos2") == floor(lo2) + 1).withColumn("at_hi2", F.col("pos2") == floor(hi2) + 1)
     prov = F.struct(*[F.col(c) for c in PROV])
-    g = w.groupBy(*KEY, "raw_op").agg(
-        F.first("size").alias("size"), F.first("c").alias("c"), F.first("c2").alias("c2"),
-        F.max(F.when(F.col("at_lo"), F.col("value"))).alias("v_lo"),
-        F.max(F.when(F.col("at_hi"), F.col("value"))).alias("v_hi"),
-        F.max(F.when(F.col("at_lo2"), F.col("value"))).alias("r_lo"),
-        F.max(F.when(F.col("at_hi2"), F.col("value"))).alias("r_hi"),
-        F.max_by(prov, F.col("at_lo")).alias("prov"),
-        F.max(F.col("flagged")).alias("flagged"),
-    )
+    rec = F.struct(F.col("vnan").alias("vnan"), F.col("value").alias("value"), F.col("file_index").alias("f"),
+                   F.col("row_index").alias("r"), unusable.alias("bad"), prov.alias("prov"))
+    g = chosen.groupBy(*KEY, "raw_op").agg(
+        F.count(F.lit(1)).alias("size"), F.sum((~F.col("vnan")).cast("int")).alias("c"),
+        F.sum((~unusable).cast("int")).alias("c2"), F.max(F.col("flagged")).alias("flagged"),
+        F.array_sort(F.collect_list(rec)).alias("recs"))
+    good = F.filter("recs", lambda x: ~x["bad"])
+
+    def at(arr: Any, i: Any) -> Any:  # arr[i], 0-based
+        return F.element_at(arr, (i + 1).cast("int"))
+
+    lo, hi = F.floor(F.greatest(F.col("c") - 1, F.lit(0)) / 2), F.least(F.floor(F.col("c") / 2), F.col("size") - 1)
+    lo2, hi2 = F.floor(F.greatest(F.col("c2") - 1, F.lit(0)) / 2), F.floor(F.col("c2") / 2)
     nan = F.lit(float("nan"))
     return g.select(
-        *KEY, "raw_op", "flagged", "prov",
-        F.when(F.col("c") > 0, (F.col("v_lo") + F.col("v_hi")) / 2).otherwise(nan).alias("value"),
-        F.when(F.col("c2") > 0, (F.col("r_lo") + F.col("r_hi")) / 2).otherwise(nan).alias("ref_value"),
+        *KEY, "raw_op", "flagged", at(F.col("recs"), lo)["prov"].alias("prov"),
+        F.when(F.col("c") > 0, (at(F.col("recs"), lo)["value"] + at(F.col("recs"), hi)["value"]) / 2)
+        .otherwise(nan).alias("value"),
+        F.when(F.col("c2") > 0, (at(good, lo2)["value"] + at(good, hi2)["value"]) / 2).otherwise(nan)
+        .alias("ref_value"),
         F.when(F.col("size") == 1, F.lit(1)).otherwise(F.col("c")).alias("n"), F.col("size").alias("records"),
     )
 
