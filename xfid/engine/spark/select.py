@@ -20,15 +20,14 @@ from xfid.config import Config
 from xfid.engine.contract import COVERAGE_COLUMNS
 from xfid.engine.opmap import COVERAGE_EXTRA, map_name
 from xfid.engine.selection import ADDITIVE, check_fidelity
+from xfid.engine.spark.groups import ENTRY_KEY, ENTRY_PROV, ENTRY_SCHEMA
 from xfid.errors import StoreError
 from xfid.schema import FLAG_NO_REFERENCE
 from xfid.store import Store
 
-KEY = ("fidelity", "target", "workload", "op", "metric", "stat")
-PROV = ("unit", "run", "source", "source_path", "source_loc", "config")
-"""The chosen record's columns an entry carries (its provenance)."""
-READ = ("fidelity", "target", "workload", "op", "metric", "stat", "value", "unit", "source", "source_path",
-        "source_loc", "run", "timestamp", "config", "flags")
+KEY, PROV = ENTRY_KEY, ENTRY_PROV
+READ = (*KEY, "value", *PROV, "timestamp", "flags")
+"""The record columns the selection reads."""
 
 
 @dataclass
@@ -294,8 +293,6 @@ def _entries(raw: Any) -> Any:
 
 
 def _empty(spark: Any, config: Config) -> SparkSelection:
-    from xfid.engine.spark.groups import ENTRY_SCHEMA
-
     coverage, _ = coverage_and_map([], config)
     counts = {"records": 0, "history_records": 0, "null_records": 0, "null_keys": 0, "flagged_records": 0}
     return SparkSelection(spark.createDataFrame([], ENTRY_SCHEMA), [], [], coverage, counts)
