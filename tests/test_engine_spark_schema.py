@@ -35,3 +35,17 @@ def test_selected_entries_have_the_declared_schema(spark, tmp_path):  # noqa: F8
             sel.persisted.unpersist()
     want = _parse_datatype_string(ENTRY_SCHEMA)
     assert [(f.name, f.dataType) for f in got.fields] == [(f.name, f.dataType) for f in want.fields]
+
+
+def test_spark_sql_fingerprints_are_the_same_bytes(spark):  # noqa: F811
+    """engine.fingerprint_column (sha2 in Spark SQL) equals fingerprint() (hashlib), non-ASCII,
+    separators' neighbours and empty fields included."""
+    from xfid.engine.fingerprints import FINGERPRINT_FIELDS, fingerprint
+    from xfid.engine.spark.engine import fingerprint_column
+
+    keys = [("h100-sxm", "llama/decode/bs8", "gemm", "latency", "value", "archmodel", "measured"),
+            ("t100-a0", "wörkload µs/日本", "attn.qkv_proj[m=64]", "bytes", "p99.9", "roofline-cal", "rtl"),
+            ("", "w", "", "m", "", "a", "b"), ("a b", "x\ty", "op,1", "cycles", "max", "rtl", "measured")]
+    df = spark.createDataFrame(keys, ", ".join(f"{c} string" for c in FINGERPRINT_FIELDS))
+    got = [r[0] for r in df.select(fingerprint_column()).collect()]
+    assert got == [fingerprint(*k) for k in keys]

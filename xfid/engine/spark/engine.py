@@ -4,7 +4,8 @@ The stages and where they run:
 
 * selection (`select.py`): Spark SQL over exactly the committed parts the catalog lists;
 * alignment (`groups.align_group`): one pandas UDF call per (target, workload) on the executors,
-  running the local engine's `Aligner` on that group's entries;
+  running the local engine's `Aligner` on that group's entries; the rows' fingerprints in Spark
+  SQL (`sha2` of the same bytes as `xfid.engine.fingerprints.fingerprint`);
 * aggregates (`groups.stats_group`): one call per (target, pair, metric, stat), running the
   local engine's `grouped_stats` (Kendall tau-b, the seeded bootstrap) on that group's rows.
 
@@ -28,6 +29,7 @@ from pandas.api.types import union_categoricals
 from xfid.config import Config
 from xfid.engine.aggregate import pack_comparisons
 from xfid.engine.contract import ROW_COLUMNS, Correlation
+from xfid.engine.fingerprints import FINGERPRINT_FIELDS
 from xfid.engine.pairrows import KINDS
 from xfid.engine.pairs import check_conversions, resolve_pairs
 from xfid.engine.request import Request
@@ -195,7 +197,8 @@ def align(s: SparkSelected) -> SparkAligned:
     spark, sel, pair_list, req = s.spark, s.sel, s.pairs, s.req
     track = sorted(set(req.track))
     ctx = AlignContext(s.config, s.settings, pair_list, sel.fidelities)
-    s.aligned = aligned = (sel.entries.groupBy("target", "workload").applyInArrow(_bound(align_arrow, ctx), ROW_SCHEMA)
+    rows = sel.entries.groupBy("target", "workload").applyInArrow(_bound(align_arrow, ctx), ROW_SCHEMA)
+    s.aligned = aligned = (rows.withColumn("fingerprint", F.when(F.col("counts").isNull(), fingerprint_column()))
                            .persist(StorageLevel.MEMORY_AND_DISK))
     counts = _pair_counts(aligned.filter(F.col("counts").isNotNull()).select("pair_index", "counts").collect())
     rows = aligned.filter(F.col("counts").isNull()).drop("counts")
@@ -222,6 +225,14 @@ def align(s: SparkSelected) -> SparkAligned:
                        "tracked": len(track), "rows_kept": "discrepancies and tracked fingerprints"}}
     return SparkAligned(Selection(sel.targets, sel.counts, sel.coverage), pair_list, aligned_pairs, back, extra,
                         selected=s)
+
+
+def fingerprint_column() -> Any:
+    """A row's fingerprint in Spark SQL: the first 16 hex digits of the SHA-256 of its key fields
+    joined by U+001F, in UTF-8 (the same bytes as xfid.engine.fingerprints.fingerprint)."""
+    from pyspark.sql import functions as F
+
+    return F.substring(F.sha2(F.concat_ws("\x1f", *[F.col(c) for c in FINGERPRINT_FIELDS]), 256), 1, 16)
 
 
 def aggregate(a: SparkAligned) -> pd.DataFrame:

@@ -1,8 +1,8 @@
 """What the executors run per group, with the local engine's own code.
 
 `align_group`: the entries of one (target, workload) -> its rows for every pair (alignment,
-conversions, errors, tolerances, bounds, kinds, severities, notes, config_mismatch and
-fingerprints all stay within one target and workload, so `xfid.engine.align.Aligner` runs on the
+conversions, errors, tolerances, bounds, kinds, severities, notes and config_mismatch all stay
+within one target and workload (the fingerprints are computed in Spark SQL afterwards), so `xfid.engine.align.Aligner` runs on the
 group as it runs on the whole store). `stats_group`: the usable rows of one (target, pair,
 metric, stat) -> its target-level and workload-level aggregates by
 `xfid.engine.stats.grouped_stats` (Kendall tau-b and the seeded bootstrap CIs included), the
@@ -25,7 +25,6 @@ import pyarrow as pa
 from xfid.config import Config
 from xfid.engine.aggregate import achieved_fraction, is_bound_pair
 from xfid.engine.align import NOT_BOUNDS, Aligner
-from xfid.engine.fingerprints import fingerprint_many
 from xfid.engine.keys import combine
 from xfid.engine.mismatch import MismatchChecker
 from xfid.engine.pairrows import KINDS, Pair
@@ -215,15 +214,10 @@ def _rows(i: int, pr: Any, sel: Selected, raw: dict[str, np.ndarray], unit_names
     c = sel.codes
     cand, ref = pr.cand, pr.ref
     dims = sel.dims
-    fids = sorted({pr.pair.candidate, pr.pair.reference})
-    m = len(cand)
-    parts = [dims["target"], dims["workload"], dims["op"], dims["metric"], dims["stat"], fids, fids]
-    codes = [c["target"][cand], c["workload"][cand], c["op"][cand], pr.metric, c["stat"][cand],
-             np.full(m, fids.index(pr.pair.candidate)), np.full(m, fids.index(pr.pair.reference))]
     ref_n = pd.array(np.where(ref < 0, 0, sel.n[np.maximum(ref, 0)]), dtype="Int64")
     ref_n[ref < 0] = pd.NA
     return pd.DataFrame({
-        "pair_index": i, "fingerprint": fingerprint_many(parts, codes),
+        "pair_index": i, "fingerprint": None,  # computed in Spark SQL (engine.fingerprint_column)
         "target": dims["target"][0], "workload": dims["workload"][0],
         "op": np.array(dims["op"], dtype=object)[c["op"][cand]],
         "metric": np.array(dims["metric"], dtype=object)[pr.metric],

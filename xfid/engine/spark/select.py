@@ -101,7 +101,7 @@ def with_file_index(spark: Any, df: Any, store: Store, files: Sequence[Path]) ->
     from pyspark.sql import functions as F
 
     index = spark.createDataFrame([(_rel(f, store), i) for i, f in enumerate(files)], "rel string, file_index long")
-    return (df.withColumn("rel", F.regexp_extract("_file", r"([^/]+/[^/]+)$", 1))
+    return (df.withColumn("rel", F.substring_index("_file", "/", -2))
             .join(F.broadcast(index), "rel").drop("rel", "_file"))
 
 
