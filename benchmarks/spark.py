@@ -111,10 +111,12 @@ def _stages(spark) -> list[dict] | None:
 
 
 def _stage_lines(stages: list[dict]) -> list[str]:
-    """Per stage: tasks, summed executor run time, input/shuffle records and bytes (the per-partition costs)."""
+    """Per stage: tasks, summed executor run time and CPU time (the steadier figure on a loaded
+    machine), input/shuffle records and bytes (the per-partition costs)."""
     out = []
     for s in sorted(stages, key=lambda s: s["stageId"]):
         out.append(f"    stage {s['stageId']:>3} {s['numTasks']:>4} tasks  run {s['executorRunTime'] / 1000:8.1f} s  "
+                   f"cpu {s.get('executorCpuTime', 0) / 1e9:8.1f} s  "
                    f"in {s.get('inputRecords', 0):>11,} rec {s.get('inputBytes', 0) / 1e6:8.1f} MB  "
                    f"shuffle read {s.get('shuffleReadRecords', 0):>11,} rec {s.get('shuffleReadBytes', 0) / 1e6:8.1f} MB  "
                    f"write {s.get('shuffleWriteRecords', 0):>11,} rec {s.get('shuffleWriteBytes', 0) / 1e6:8.1f} MB  "

@@ -195,6 +195,7 @@ def select_spark(spark: Any, store: Store, config: Config, *, targets: Sequence[
         df = df.withColumn("op", F.col("raw_op"))
     # the latest run that has the key (a --run choice first): the highest rank per key, joined
     # back by hash (no sort of the records); then one aggregate per (key, raw op)
+    df = df.repartition(*KEY)  # one shuffle of the records: the aggregates and the join below reuse it
     best = df.groupBy(*KEY).agg(F.max("rank").alias("best"))
     chosen = (df.join(best.hint("shuffle_hash"), list(KEY)).filter(F.col("rank") == F.col("best")))
     every = _entries(_raw_entries(chosen)).persist(StorageLevel.MEMORY_AND_DISK)
