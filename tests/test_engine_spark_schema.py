@@ -6,8 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from tests.test_engine_spark import rule_store, spark  # noqa: F401 - the module's session fixture
-from xfid.engine.spark.groups import ENTRY_FIELDS, ENTRY_KEY, ENTRY_PROV, ENTRY_SCHEMA
-from xfid.engine.spark.select import READ
+from xfid.engine.spark.select import ENTRY_FIELDS, ENTRY_KEY, ENTRY_PROV, ENTRY_SCHEMA, READ
 from xfid.schema import SCHEMA
 
 

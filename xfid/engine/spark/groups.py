@@ -42,28 +42,9 @@ from xfid.engine.schema import (
 from xfid.engine.schema import STAT_FIELDS as SCHEMA_STATS
 from xfid.engine.scopes import DERIVED_UNITS, SCOPE_NAMES, EntryScope, entry_scopes, text_codes
 from xfid.engine.selection import CONVERTIBLE, AlignKeys, Selected
+from xfid.engine.spark.select import ENTRY_SCHEMA as ENTRY_SCHEMA  # the UDF's input (re-exported)
 from xfid.engine.stats import grouped_stats
-from xfid.schema import SCHEMA as RECORD_SCHEMA
 
-ENTRY_KEY = ("fidelity", "target", "workload", "op", "metric", "stat")
-"""What an entry is of: a fidelity and a key (record columns, xfid.schema.SCHEMA)."""
-ENTRY_PROV = ("unit", "run", "source", "source_path", "source_loc", "config")
-"""The chosen record's columns an entry carries (its provenance; record columns)."""
-
-
-def record_field(name: str) -> Field:
-    """A record column (xfid.schema.SCHEMA) as a Field of its plain type (a dictionary as its values)."""
-    t = RECORD_SCHEMA.field(name).type
-    return Field(name, t.value_type if pa.types.is_dictionary(t) else t)
-
-
-ENTRY_FIELDS = (*map(record_field, ENTRY_KEY), Field("value", pa.float64()), Field("ref_value", pa.float64()),
-                Field("n", pa.int64()), Field("flagged", pa.bool_()), Field("note", pa.string()),
-                *map(record_field, ENTRY_PROV))
-"""One selected entry per fidelity and key (xfid.engine.spark.select -> the alignment UDF): its
-median value, the median of the records that may serve as a reference, the count, whether any
-record is flagged, the note of merged raw ops, and the provenance."""
-ENTRY_SCHEMA = ddl(ENTRY_FIELDS)
 PAIR_INDEX, COUNTS = Field("pair_index", pa.int32()), Field("counts", pa.string())
 """Spark's own row fields: the pair a row belongs to, and on a counts row (one per pair and
 group, every other field null) the alignment's counts as JSON."""
@@ -234,7 +215,7 @@ def _rows(i: int, pr: Any, sel: Selected, raw: dict[str, np.ndarray], unit_names
     cand, ref = pr.cand, pr.ref
     dims = sel.dims
     return {
-        "pair_index": i,  # the fingerprint is computed in Spark SQL (engine.fingerprint_column)
+        "pair_index": i, "fingerprint": None,  # computed in Spark SQL (engine.fingerprint_column)
         "target": dims["target"][0], "workload": dims["workload"][0],
         "op": np.array(dims["op"], dtype=object)[c["op"][cand]],
         "metric": np.array(dims["metric"], dtype=object)[pr.metric],

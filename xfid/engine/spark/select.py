@@ -16,15 +16,37 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from xfid.config import Config
 from xfid.engine.contract import COVERAGE_COLUMNS
 from xfid.engine.opmap import COVERAGE_EXTRA, map_name
+from xfid.engine.schema import Field, ddl
 from xfid.engine.selection import ADDITIVE, check_fidelity
-from xfid.engine.spark.groups import ENTRY_KEY, ENTRY_PROV, ENTRY_SCHEMA
 from xfid.errors import StoreError
 from xfid.schema import FLAG_NO_REFERENCE
+from xfid.schema import SCHEMA as RECORD_SCHEMA
 from xfid.store import Store
 
+ENTRY_KEY = ("fidelity", "target", "workload", "op", "metric", "stat")
+"""What an entry is of: a fidelity and a key (record columns, xfid.schema.SCHEMA)."""
+ENTRY_PROV = ("unit", "run", "source", "source_path", "source_loc", "config")
+"""The chosen record's columns an entry carries (its provenance; record columns)."""
+
+
+def record_field(name: str) -> Field:
+    """A record column (xfid.schema.SCHEMA) as a Field of its plain type (a dictionary as its values)."""
+    t = RECORD_SCHEMA.field(name).type
+    return Field(name, t.value_type if pa.types.is_dictionary(t) else t)
+
+
+ENTRY_FIELDS = (*map(record_field, ENTRY_KEY), Field("value", pa.float64()), Field("ref_value", pa.float64()),
+                Field("n", pa.int64()), Field("flagged", pa.bool_()), Field("note", pa.string()),
+                *map(record_field, ENTRY_PROV))
+"""One selected entry per fidelity and key (xfid.engine.spark.select -> the alignment UDF): its
+median value, the median of the records that may serve as a reference, the count, whether any
+record is flagged, the note of merged raw ops, and the provenance."""
+ENTRY_SCHEMA = ddl(ENTRY_FIELDS)
 KEY, PROV = ENTRY_KEY, ENTRY_PROV
 READ = (*KEY, "value", *PROV, "timestamp", "flags")
 """The record columns the selection reads."""
