@@ -216,10 +216,12 @@ def select_spark(spark: Any, store: Store, config: Config, *, targets: Sequence[
     else:
         df = df.withColumn("op", F.col("raw_op"))
     # the latest run that has the key (a --run choice first): the highest rank per key, joined
-    # back by hash (no sort of the records); then one aggregate per (key, raw op)
-    df = df.repartition(*KEY)  # one shuffle of the records: the aggregates and the join below reuse it
+    # back by hash on the key (no sort of the records); the records are shuffled once, by key, and
+    # the aggregates per (key, raw op) and per key below reuse that partitioning. `>=` (the same as
+    # `==` here: no rank is above the best) keeps the rank out of the join keys, which would
+    # otherwise repartition by (rank, key) and cost two more shuffles
     best = df.groupBy(*KEY).agg(F.max("rank").alias("best"))
-    chosen = (df.join(best.hint("shuffle_hash"), list(KEY)).filter(F.col("rank") == F.col("best")))
+    chosen = df.join(best.hint("shuffle_hash"), list(KEY)).filter(F.col("rank") >= F.col("best"))
     every = _entries(_raw_entries(chosen)).persist(StorageLevel.MEMORY_AND_DISK)
     per_target = every.groupBy("target").agg(F.sum(F.isnan("value").cast("long")), F.sum("records"),
                                              F.sum((~F.isnan("value")).cast("long"))).collect()
