@@ -216,8 +216,9 @@ def select_spark(spark: Any, store: Store, config: Config, *, targets: Sequence[
     else:
         df = df.withColumn("op", F.col("raw_op"))
     # the latest run that has the key (a --run choice first): the highest rank per key, joined
-    # back by hash on the key (no sort of the records); the records are shuffled once, by key, and
-    # the aggregates per (key, raw op) and per key below reuse that partitioning. `>=` (the same as
+    # back by hash on the key (no sort of the records); the records are shuffled once, by key (and
+    # the best-rank aggregate's partial results once), and the aggregates per (key, raw op) and per
+    # key below reuse that partitioning. `>=` (the same as
     # `==` here: no rank is above the best) keeps the rank out of the join keys, which would
     # otherwise repartition by (rank, key) and cost two more shuffles
     best = df.groupBy(*KEY).agg(F.max("rank").alias("best"))
