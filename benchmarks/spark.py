@@ -15,6 +15,7 @@ Spark's status REST API); then spark / local wall time. The local engine refuses
 that will not fit in memory: that run is reported as refused, with its error.
 
     python benchmarks/spark.py --records 10000000
+    python benchmarks/spark.py --records 10000000 --memory auto --partitions 0   # xfid's local-mode sizing
     python benchmarks/spark.py --records 100000000 --engines spark --workdir /var/tmp/xfid-bench --keep
 """
 
@@ -110,10 +111,12 @@ def _stages(spark) -> list[dict] | None:
 
 
 def _stage_lines(stages: list[dict]) -> list[str]:
-    """Per stage: tasks, summed executor run time, input/shuffle records and bytes (the per-partition costs)."""
+    """Per stage: tasks, summed executor run time and CPU time (the steadier figure on a loaded
+    machine), input/shuffle records and bytes (the per-partition costs)."""
     out = []
     for s in sorted(stages, key=lambda s: s["stageId"]):
         out.append(f"    stage {s['stageId']:>3} {s['numTasks']:>4} tasks  run {s['executorRunTime'] / 1000:8.1f} s  "
+                   f"cpu {s.get('executorCpuTime', 0) / 1e9:8.1f} s  "
                    f"in {s.get('inputRecords', 0):>11,} rec {s.get('inputBytes', 0) / 1e6:8.1f} MB  "
                    f"shuffle read {s.get('shuffleReadRecords', 0):>11,} rec {s.get('shuffleReadBytes', 0) / 1e6:8.1f} MB  "
                    f"write {s.get('shuffleWriteRecords', 0):>11,} rec {s.get('shuffleWriteBytes', 0) / 1e6:8.1f} MB  "
@@ -143,11 +146,16 @@ def child(engine: str, store_dir: str, master: str, memory: str, partitions: int
 
         t = time.perf_counter()
         sampler = Sampler()
-        spark = spark_session(None, master, {"spark.driver.memory": memory, "spark.ui.enabled": "true",
-                                             "spark.sql.shuffle.partitions": str(partitions),
-                                             "spark.executor.processTreeMetrics.enabled": "true"})
+        conf = {"spark.ui.enabled": "true", "spark.executor.processTreeMetrics.enabled": "true"}
+        if memory != "auto":
+            conf["spark.driver.memory"] = memory
+        if partitions:
+            conf["spark.sql.shuffle.partitions"] = str(partitions)
+        store = Store(store_dir)  # "auto" / 0: sized from the machine and the store's record count
+        spark = spark_session(None, master, conf, records=sum(int(n or 0) for n in store.counts().values()))
+        out["settings"] = {k: spark.conf.get(k) for k in ("spark.driver.memory", "spark.sql.shuffle.partitions")}
         out["session_s"] = time.perf_counter() - t
-        c = correlate(Store(store_dir), cfg, spark=spark)
+        c = correlate(store, cfg, spark=spark)
         out["wall_s"] = time.perf_counter() - t
         stages = _stages(spark)
         out["shuffle_bytes"] = None if stages is None else sum(int(s.get("shuffleWriteBytes", 0)) for s in stages)
@@ -207,7 +215,8 @@ def measure(n: int, workdir: Path, args: argparse.Namespace) -> None:
             sb = r.get("shuffle_bytes")
             line += (f"  JVM (driver+executors) peak RSS {r['jvm_peak_rss_mb']:7.0f} MB  executor Python workers "
                      f"peak RSS {r['workers_peak_rss_mb']:7.0f} MB  shuffle written "
-                     f"{'n/a' if sb is None else f'{sb / 1e9:.2f} GB'}  (session start {r['session_s']:.1f} s)")
+                     f"{'n/a' if sb is None else f'{sb / 1e9:.2f} GB'}  (session start {r['session_s']:.1f} s; "
+                     f"{r.get('settings')})")
         if "rows_aligned" in r:
             line += f"  rows {r['rows_aligned']:,} discrepancies {r['discrepancies']:,} comparisons {r['comparisons']:,}"
         print(line + f"  load after: {_load()}", flush=True)
@@ -227,8 +236,9 @@ def main() -> None:
     ap.add_argument("--records", type=int, nargs="*", help="record counts (default 10M and 100M)")
     ap.add_argument("--engines", default="local,spark")
     ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--memory", default="6g", help="spark.driver.memory (in local mode: the executors' heap too)")
-    ap.add_argument("--partitions", type=int, default=32, help="spark.sql.shuffle.partitions")
+    ap.add_argument("--memory", default="6g", help="spark.driver.memory (in local mode: the executors' heap too); "
+                    "auto: what xfid sizes from the machine and the store")
+    ap.add_argument("--partitions", type=int, default=32, help="spark.sql.shuffle.partitions (0: sized by xfid)")
     ap.add_argument("--workdir", help="where the stores are built (default: a temporary directory)")
     ap.add_argument("--keep", action="store_true", help="keep the stores (reused by the next run in --workdir)")
     args = ap.parse_args()

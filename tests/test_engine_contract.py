@@ -214,7 +214,7 @@ def test_the_spark_frame_builders_produce_every_declared_field(tmp_path, monkeyp
     monkeypatch.setattr(groups, "_rows", rows_spy)
     table = groups.align_arrow(pa.Table.from_pandas(pdf, preserve_index=False), ctx)
     assert table.schema == arrow_schema(groups.ROW_FIELDS_SPARK)
-    assert built and all(tuple(b.columns) == ("pair_index", *(f.name for f in (*ROW_FIELDS, *ROW_EXTRA_FIELDS)))
+    assert built and all(tuple(b) == ("pair_index", *(f.name for f in (*ROW_FIELDS, *ROW_EXTRA_FIELDS)))
                          for b in built)
     assert table.schema.names == ["pair_index", *(f.name for f in (*ROW_FIELDS, *ROW_EXTRA_FIELDS)), "counts"]
     frame = table.to_pandas(strings_to_categorical=True)

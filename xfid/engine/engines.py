@@ -145,7 +145,7 @@ class SparkEngine:
         """On the session of this engine's settings (the active one, else a new one)."""
         from xfid.engine.spark import engine
 
-        return engine.select(self.settings.spark(config), store, config, request, start)
+        return engine.select(self.settings.spark(config, engine.store_records(store)), store, config, request, start)
 
     def align(self, selected: Any) -> Aligned:
         from xfid.engine.spark import engine

@@ -4,7 +4,8 @@ The stages and where they run:
 
 * selection (`select.py`): Spark SQL over exactly the committed parts the catalog lists;
 * alignment (`groups.align_group`): one pandas UDF call per (target, workload) on the executors,
-  running the local engine's `Aligner` on that group's entries;
+  running the local engine's `Aligner` on that group's entries; the rows' fingerprints in Spark
+  SQL (`sha2` of the same bytes as `xfid.engine.fingerprints.fingerprint`);
 * aggregates (`groups.stats_group`): one call per (target, pair, metric, stat), running the
   local engine's `grouped_stats` (Kendall tau-b, the seeded bootstrap) on that group's rows.
 
@@ -28,6 +29,7 @@ from pandas.api.types import union_categoricals
 from xfid.config import Config
 from xfid.engine.aggregate import pack_comparisons
 from xfid.engine.contract import ROW_COLUMNS, Correlation
+from xfid.engine.fingerprints import FINGERPRINT_FIELDS
 from xfid.engine.pairrows import KINDS
 from xfid.engine.pairs import check_conversions, resolve_pairs
 from xfid.engine.request import Request
@@ -47,8 +49,10 @@ from xfid.engine.spark.groups import (
 )
 from xfid.engine.spark.select import select_spark
 from xfid.engine.spark.session import SparkSettings, quiet
+from xfid.engine.spark.sizing import is_oom, oom_advice, oom_cause
 from xfid.errors import EngineError, XfidError
 from xfid.store import Store
+from xfid.sysmem import available_memory
 
 CATEGORICAL = tuple(f.name for f in ROW_FIELDS if f.category)
 """The row fields collected as categories (few distinct values among millions of rows)."""
@@ -77,8 +81,11 @@ def correlate(store: Store, config: Config, request: Request | None = None, *,
     if spark is not None:
         opts = replace(opts, session=spark)
     start = begin(config, req)
+    records = store_records(store)
     with quiet():
-        session = opts.spark(config)
+        session = opts.spark(config, records)
+        master = str(session.sparkContext.master)
+        conf = _conf(session)  # read now: an out-of-memory error can end the JVM
         try:
             return _correlate(session, store, config, start, req)
         except XfidError:
@@ -86,7 +93,34 @@ def correlate(store: Store, config: Config, request: Request | None = None, *,
         except Exception as e:  # a failed Spark job: its cause in one line, not a JVM stack trace
             if not _from_spark(e):
                 raise
-            raise EngineError(f"Spark ({session.sparkContext.master}) failed: {_cause(e)}") from None
+            raise spark_error(e, master, conf, records) from None
+
+
+def spark_error(e: BaseException, master: str, conf: dict[str, str], records: int,
+                available: int | None = None) -> EngineError:
+    """The EngineError for a failed Spark job: its cause in one line; when memory ran out, the
+    setting to raise and a value that would fit (xfid.engine.spark.sizing.oom_advice)."""
+    text = str(e)
+    if is_oom(text):
+        avail = available if available is not None else available_memory()
+        return EngineError(f"Spark ({master}) ran out of memory ({oom_cause(text)}): "
+                           f"{oom_advice(master, conf, records, avail)}")
+    return EngineError(f"Spark ({master}) failed: {_cause(e)}")
+
+
+def store_records(store: Store) -> int:
+    """The store's record count, from the catalog (what sizes a local session)."""
+    return sum(int(n or 0) for n in store.counts().values())
+
+
+def _conf(session: Any) -> dict[str, str]:
+    """The memory and partition settings of a session (those the advice on memory reads)."""
+    out: dict[str, str] = {}
+    for k in ("spark.driver.memory", "spark.executor.memory", "spark.sql.shuffle.partitions"):
+        v = session.conf.get(k, None)
+        if v is not None:
+            out[k] = str(v)
+    return out
 
 
 def _from_spark(e: BaseException) -> bool:
@@ -163,7 +197,8 @@ def align(s: SparkSelected) -> SparkAligned:
     spark, sel, pair_list, req = s.spark, s.sel, s.pairs, s.req
     track = sorted(set(req.track))
     ctx = AlignContext(s.config, s.settings, pair_list, sel.fidelities)
-    s.aligned = aligned = (sel.entries.groupBy("target", "workload").applyInArrow(_bound(align_arrow, ctx), ROW_SCHEMA)
+    rows = sel.entries.groupBy("target", "workload").applyInArrow(_bound(align_arrow, ctx), ROW_SCHEMA)
+    s.aligned = aligned = (rows.withColumn("fingerprint", F.when(F.col("counts").isNull(), fingerprint_column()))
                            .persist(StorageLevel.MEMORY_AND_DISK))
     counts = _pair_counts(aligned.filter(F.col("counts").isNotNull()).select("pair_index", "counts").collect())
     rows = aligned.filter(F.col("counts").isNull()).drop("counts")
@@ -190,6 +225,14 @@ def align(s: SparkSelected) -> SparkAligned:
                        "tracked": len(track), "rows_kept": "discrepancies and tracked fingerprints"}}
     return SparkAligned(Selection(sel.targets, sel.counts, sel.coverage), pair_list, aligned_pairs, back, extra,
                         selected=s)
+
+
+def fingerprint_column() -> Any:
+    """A row's fingerprint in Spark SQL: the first 16 hex digits of the SHA-256 of its key fields
+    joined by U+001F, in UTF-8 (the same bytes as xfid.engine.fingerprints.fingerprint)."""
+    from pyspark.sql import functions as F
+
+    return F.substring(F.sha2(F.concat_ws("\x1f", *[F.col(c) for c in FINGERPRINT_FIELDS]), 256), 1, 16)
 
 
 def aggregate(a: SparkAligned) -> pd.DataFrame:

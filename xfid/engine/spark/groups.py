@@ -1,8 +1,8 @@
 """What the executors run per group, with the local engine's own code.
 
 `align_group`: the entries of one (target, workload) -> its rows for every pair (alignment,
-conversions, errors, tolerances, bounds, kinds, severities, notes, config_mismatch and
-fingerprints all stay within one target and workload, so `xfid.engine.align.Aligner` runs on the
+conversions, errors, tolerances, bounds, kinds, severities, notes and config_mismatch all stay
+within one target and workload (the fingerprints are computed in Spark SQL afterwards), so `xfid.engine.align.Aligner` runs on the
 group as it runs on the whole store). `stats_group`: the usable rows of one (target, pair,
 metric, stat) -> its target-level and workload-level aggregates by
 `xfid.engine.stats.grouped_stats` (Kendall tau-b and the seeded bootstrap CIs included), the
@@ -25,7 +25,6 @@ import pyarrow as pa
 from xfid.config import Config
 from xfid.engine.aggregate import achieved_fraction, is_bound_pair
 from xfid.engine.align import NOT_BOUNDS, Aligner
-from xfid.engine.fingerprints import fingerprint_many
 from xfid.engine.keys import combine
 from xfid.engine.mismatch import MismatchChecker
 from xfid.engine.pairrows import KINDS, Pair
@@ -43,11 +42,9 @@ from xfid.engine.schema import (
 from xfid.engine.schema import STAT_FIELDS as SCHEMA_STATS
 from xfid.engine.scopes import DERIVED_UNITS, SCOPE_NAMES, EntryScope, entry_scopes, text_codes
 from xfid.engine.selection import CONVERTIBLE, AlignKeys, Selected
+from xfid.engine.spark.select import ENTRY_SCHEMA as ENTRY_SCHEMA  # the UDF's input (re-exported)
 from xfid.engine.stats import grouped_stats
 
-ENTRY_SCHEMA = ("fidelity string, target string, workload string, op string, metric string, stat string, "
-                "value double, ref_value double, n long, flagged boolean, note string, unit string, run string, "
-                "source string, source_path string, source_loc string, config string")
 PAIR_INDEX, COUNTS = Field("pair_index", pa.int32()), Field("counts", pa.string())
 """Spark's own row fields: the pair a row belongs to, and on a counts row (one per pair and
 group, every other field null) the alignment's counts as JSON."""
@@ -120,14 +117,14 @@ def from_arrow(table: pa.Table) -> pd.DataFrame:
 
 def align_arrow(table: pa.Table, ctx: AlignContext) -> pa.Table:
     """align_group on Arrow tables (ENTRY_SCHEMA in, ROW_SCHEMA out)."""
-    return to_arrow(align_group(from_arrow(table), ctx), ROW_FIELDS_SPARK)
+    return align_group(from_arrow(table), ctx)
 
 
-def align_group(pdf: pd.DataFrame, ctx: AlignContext) -> pd.DataFrame:
-    """The rows (ROW_SCHEMA) of one (target, workload) for every pair, plus one counts row per pair."""
-    cols = ROW_SCHEMA_NAMES
+def align_group(pdf: pd.DataFrame, ctx: AlignContext) -> pa.Table:
+    """The rows of one (target, workload) for every pair, plus one counts row per pair, as an
+    Arrow table of ROW_SCHEMA (built from the arrays directly: no DataFrame per pair)."""
     if not len(pdf):
-        return pd.DataFrame({c: [] for c in cols})
+        return arrow_rows({}, 0)
     fid_names = ctx.fidelities
     raw = {k: _text(pdf[k]) for k in ("fidelity", "op", "metric", "stat", "note", "unit", "run", "source",
                                       "source_path", "source_loc", "config")}
@@ -160,21 +157,41 @@ def align_group(pdf: pd.DataFrame, ctx: AlignContext) -> pd.DataFrame:
     parts.update(unit=(units, unit_names), source=text_codes(raw["source"]), config=text_codes(raw["config"]))
     scopes = EntryScope(entry_scopes(parts), text_codes(raw["run"])[0])
     aligner = Aligner(sel, AlignKeys(key, ref_value), ctx.config, ctx.settings, units, unit_names, checker, scopes)
-    frames = []
+    tables = []
     counts_rows = []
     for i, sides in aligner.plan(ctx.pairs).items():
         pr = aligner.align(sides)
         counts_rows.append((i, json.dumps({k: int(pr.counts.get(k, 0)) for k in COUNT_KEYS})))
         if len(pr.cand):
-            frames.append(_rows(i, pr, sel, raw, unit_names, fid_names))
-    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({c: [] for c in cols})
-    out["counts"] = None
-    extra = pd.DataFrame({"pair_index": [c[0] for c in counts_rows], "counts": [c[1] for c in counts_rows]})
-    out = pd.concat([out, extra], ignore_index=True) if len(out) else extra
-    for c in cols:
-        if c not in out.columns:
-            out[c] = None
-    return _plain(out[list(cols)])
+            tables.append(arrow_rows(_rows(i, pr, sel, raw, unit_names), len(pr.cand)))
+    tables.append(arrow_rows({"pair_index": np.array([c[0] for c in counts_rows], np.int64),
+                              "counts": np.array([c[1] for c in counts_rows], dtype=object)}, len(counts_rows)))
+    return pa.concat_tables(tables)
+
+
+def arrow_rows(cols: dict[str, Any], m: int) -> pa.Table:
+    """`m` rows of ROW_FIELDS_SPARK from arrays (a text may be one str for every row, None for
+    null; a column missing is null, NaN for a number; an integer column may come as (values,
+    null mask))."""
+    out = []
+    for f in ROW_FIELDS_SPARK:
+        v = cols.get(f.name)
+        if v is None and pa.types.is_floating(f.type):
+            out.append(pa.array(np.full(m, np.nan), f.type))  # NaN, as a frame's missing number was
+        elif v is None:
+            out.append(pa.nulls(m, f.type))
+        elif pa.types.is_string(f.type):
+            arr = np.full(m, v, dtype=object) if isinstance(v, str) else np.asarray(v, dtype=object)
+            out.append(pa.array(arr, f.type, from_pandas=True))
+        elif pa.types.is_floating(f.type):
+            out.append(pa.array(np.asarray(v, np.float64), f.type))
+        elif pa.types.is_boolean(f.type):
+            out.append(pa.array(np.asarray(v, bool), f.type))
+        elif isinstance(v, tuple):
+            out.append(pa.array(np.asarray(v[0], np.int64), f.type, mask=np.asarray(v[1], bool)))
+        else:
+            out.append(pa.array(np.broadcast_to(np.asarray(v, np.int64), (m,)), f.type))
+    return pa.Table.from_arrays(out, schema=arrow_schema(ROW_FIELDS_SPARK))
 
 
 def _plain(df: pd.DataFrame) -> pd.DataFrame:
@@ -192,21 +209,13 @@ def _side_text(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return out
 
 
-def _rows(i: int, pr: Any, sel: Selected, raw: dict[str, np.ndarray], unit_names: list[str],
-          fid_names: list[str]) -> pd.DataFrame:
-    """One pair's rows of this group as a DataFrame with ROW_SCHEMA's columns."""
+def _rows(i: int, pr: Any, sel: Selected, raw: dict[str, np.ndarray], unit_names: list[str]) -> dict[str, Any]:
+    """One pair's rows of this group: ROW_SCHEMA's columns as arrays (arrow_rows builds them)."""
     c = sel.codes
     cand, ref = pr.cand, pr.ref
     dims = sel.dims
-    fids = sorted({pr.pair.candidate, pr.pair.reference})
-    m = len(cand)
-    parts = [dims["target"], dims["workload"], dims["op"], dims["metric"], dims["stat"], fids, fids]
-    codes = [c["target"][cand], c["workload"][cand], c["op"][cand], pr.metric, c["stat"][cand],
-             np.full(m, fids.index(pr.pair.candidate)), np.full(m, fids.index(pr.pair.reference))]
-    ref_n = pd.array(np.where(ref < 0, 0, sel.n[np.maximum(ref, 0)]), dtype="Int64")
-    ref_n[ref < 0] = pd.NA
-    return pd.DataFrame({
-        "pair_index": i, "fingerprint": fingerprint_many(parts, codes),
+    return {
+        "pair_index": i, "fingerprint": None,  # computed in Spark SQL (engine.fingerprint_column)
         "target": dims["target"][0], "workload": dims["workload"][0],
         "op": np.array(dims["op"], dtype=object)[c["op"][cand]],
         "metric": np.array(dims["metric"], dtype=object)[pr.metric],
@@ -215,8 +224,8 @@ def _rows(i: int, pr: Any, sel: Selected, raw: dict[str, np.ndarray], unit_names
         "candidate_value": pr.cand_value, "reference_value": pr.ref_value,
         "unit": np.array(unit_names, dtype=object)[pr.unit],
         "rel_error": pr.rel, "log_ratio": pr.log_ratio, "tolerance": pr.tol, "tolerance_abs": pr.tol_abs,
-        "within": pr.within.astype(bool), "kind": np.array(KINDS, dtype=object)[pr.kind], "severity": pr.severity,
-        "candidate_n": sel.n[cand], "reference_n": ref_n,
+        "within": pr.within, "kind": np.array(KINDS, dtype=object)[pr.kind], "severity": pr.severity,
+        "candidate_n": sel.n[cand], "reference_n": (np.where(ref < 0, 0, sel.n[np.maximum(ref, 0)]), ref < 0),
         "candidate_run": _side_text(raw["run"], cand), "reference_run": _side_text(raw["run"], ref),
         "candidate_source_path": _side_text(raw["source_path"], cand),
         "candidate_source_loc": _side_text(raw["source_loc"], cand),
@@ -226,7 +235,7 @@ def _rows(i: int, pr: Any, sel: Selected, raw: dict[str, np.ndarray], unit_names
         "reference_config": _side_text(raw["config"], ref),
         "note": np.array(pr.note.texts, dtype=object)[pr.note.ids], "efficiency": pr.efficiency,
         "factor": pr.factor, "scope": np.array(SCOPE_NAMES, dtype=object)[pr.scope],
-    })
+    }
 
 
 @dataclass

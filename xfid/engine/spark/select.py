@@ -16,19 +16,40 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from xfid.config import Config
 from xfid.engine.contract import COVERAGE_COLUMNS
 from xfid.engine.opmap import COVERAGE_EXTRA, map_name
+from xfid.engine.schema import Field, ddl
 from xfid.engine.selection import ADDITIVE, check_fidelity
 from xfid.errors import StoreError
 from xfid.schema import FLAG_NO_REFERENCE
+from xfid.schema import SCHEMA as RECORD_SCHEMA
 from xfid.store import Store
 
-KEY = ("fidelity", "target", "workload", "op", "metric", "stat")
-PROV = ("unit", "run", "source", "source_path", "source_loc", "config")
-"""The chosen record's columns an entry carries (its provenance)."""
-READ = ("fidelity", "target", "workload", "op", "metric", "stat", "value", "unit", "source", "source_path",
-        "source_loc", "run", "timestamp", "config", "flags")
+ENTRY_KEY = ("fidelity", "target", "workload", "op", "metric", "stat")
+"""What an entry is of: a fidelity and a key (record columns, xfid.schema.SCHEMA)."""
+ENTRY_PROV = ("unit", "run", "source", "source_path", "source_loc", "config")
+"""The chosen record's columns an entry carries (its provenance; record columns)."""
+
+
+def record_field(name: str) -> Field:
+    """A record column (xfid.schema.SCHEMA) as a Field of its plain type (a dictionary as its values)."""
+    t = RECORD_SCHEMA.field(name).type
+    return Field(name, t.value_type if pa.types.is_dictionary(t) else t)
+
+
+ENTRY_FIELDS = (*map(record_field, ENTRY_KEY), Field("value", pa.float64()), Field("ref_value", pa.float64()),
+                Field("n", pa.int64()), Field("flagged", pa.bool_()), Field("note", pa.string()),
+                *map(record_field, ENTRY_PROV))
+"""One selected entry per fidelity and key (xfid.engine.spark.select -> the alignment UDF): its
+median value, the median of the records that may serve as a reference, the count, whether any
+record is flagged, the note of merged raw ops, and the provenance."""
+ENTRY_SCHEMA = ddl(ENTRY_FIELDS)
+KEY, PROV = ENTRY_KEY, ENTRY_PROV
+READ = (*KEY, "value", *PROV, "timestamp", "flags")
+"""The record columns the selection reads."""
 
 
 @dataclass
@@ -102,7 +123,7 @@ def with_file_index(spark: Any, df: Any, store: Store, files: Sequence[Path]) ->
     from pyspark.sql import functions as F
 
     index = spark.createDataFrame([(_rel(f, store), i) for i, f in enumerate(files)], "rel string, file_index long")
-    return (df.withColumn("rel", F.regexp_extract("_file", r"([^/]+/[^/]+)$", 1))
+    return (df.withColumn("rel", F.substring_index("_file", "/", -2))
             .join(F.broadcast(index), "rel").drop("rel", "_file"))
 
 
@@ -162,7 +183,6 @@ def select_spark(spark: Any, store: Store, config: Config, *, targets: Sequence[
                  source_loc: bool = True) -> SparkSelection:
     """Per fidelity and key the number that represents it (see the module docstring)."""
     from pyspark import StorageLevel
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     files = committed_parts(store)
@@ -195,11 +215,15 @@ def select_spark(spark: Any, store: Store, config: Config, *, targets: Sequence[
             "op", F.coalesce(F.col("op"), F.col("raw_op")))
     else:
         df = df.withColumn("op", F.col("raw_op"))
-    # the latest run that has the key (a --run choice first)
-    by_key = Window.partitionBy(*KEY)
-    df = df.withColumn("best", F.max("rank").over(by_key))
-    chosen = df.filter(F.col("rank") == F.col("best"))
-    every = _entries(_raw_entries(chosen, Window)).persist(StorageLevel.MEMORY_AND_DISK)
+    # the latest run that has the key (a --run choice first): the highest rank per key, joined
+    # back by hash on the key (no sort of the records); the records are shuffled once, by key (and
+    # the best-rank aggregate's partial results once), and the aggregates per (key, raw op) and per
+    # key below reuse that partitioning. `>=` (the same as
+    # `==` here: no rank is above the best) keeps the rank out of the join keys, which would
+    # otherwise repartition by (rank, key) and cost two more shuffles
+    best = df.groupBy(*KEY).agg(F.max("rank").alias("best"))
+    chosen = df.join(best.hint("shuffle_hash"), list(KEY)).filter(F.col("rank") >= F.col("best"))
+    every = _entries(_raw_entries(chosen)).persist(StorageLevel.MEMORY_AND_DISK)
     per_target = every.groupBy("target").agg(F.sum(F.isnan("value").cast("long")), F.sum("records"),
                                              F.sum((~F.isnan("value")).cast("long"))).collect()
     n = sum(int(r[3]) for r in per_run)
@@ -212,40 +236,39 @@ def select_spark(spark: Any, store: Store, config: Config, *, targets: Sequence[
     return SparkSelection(entries, fids, sorted(r[0] for r in per_target), coverage, counts, every)
 
 
-def _raw_entries(chosen: Any, window: Any) -> Any:
+def _raw_entries(chosen: Any) -> Any:
     """One row per (fidelity, key, raw op) of the chosen run: median of its records (NaN
     ignored) and of its records that may serve as a reference, count, the record at the lower
-    median (ties in record order), any flagged."""
+    median (ties in record order), any flagged.
+
+    One hash aggregate per group, no sort of the records: a group's records (a handful: the
+    duplicates of one run) are collected and sorted within the group by (NaN, value, part,
+    row), the local engine's stable order; the records that may serve as a reference are that
+    array filtered, so in the same order."""
     from pyspark.sql import functions as F
 
-    raw = window.partitionBy(*KEY, "raw_op")
     unusable = F.col("vnan") | F.col("flagged")
-    w = (chosen
-         .withColumn("size", F.count(F.lit(1)).over(raw))
-         .withColumn("c", F.sum((~F.col("vnan")).cast("int")).over(raw))
-         .withColumn("c2", F.sum((~unusable).cast("int")).over(raw))
-         .withColumn("pos", F.row_number().over(raw.orderBy("vnan", "value", "file_index", "row_index")))
-         .withColumn("pos2", F.row_number().over(raw.orderBy(unusable, "value", "file_index", "row_index"))))
-    lo, hi = F.greatest(F.col("c") - 1, F.lit(0)) / 2, F.least(F.col("c") / 2, F.col("size") - 1)
-    lo2, hi2 = F.greatest(F.col("c2") - 1, F.lit(0)) / 2, F.least(F.col("c2") / 2, F.col("size") - 1)
-    floor = F.floor
-    w = w.withColumn("at_lo", F.col("pos") == floor(lo) + 1).withColumn("at_hi", F.col("pos") == floor(hi) + 1) \
-         .withColumn("at_lo2", F.col("pos2") == floor(lo2) + 1).withColumn("at_hi2", F.col("pos2") == floor(hi2) + 1)
     prov = F.struct(*[F.col(c) for c in PROV])
-    g = w.groupBy(*KEY, "raw_op").agg(
-        F.first("size").alias("size"), F.first("c").alias("c"), F.first("c2").alias("c2"),
-        F.max(F.when(F.col("at_lo"), F.col("value"))).alias("v_lo"),
-        F.max(F.when(F.col("at_hi"), F.col("value"))).alias("v_hi"),
-        F.max(F.when(F.col("at_lo2"), F.col("value"))).alias("r_lo"),
-        F.max(F.when(F.col("at_hi2"), F.col("value"))).alias("r_hi"),
-        F.max_by(prov, F.col("at_lo")).alias("prov"),
-        F.max(F.col("flagged")).alias("flagged"),
-    )
+    rec = F.struct(F.col("vnan").alias("vnan"), F.col("value").alias("value"), F.col("file_index").alias("f"),
+                   F.col("row_index").alias("r"), unusable.alias("bad"), prov.alias("prov"))
+    g = chosen.groupBy(*KEY, "raw_op").agg(
+        F.count(F.lit(1)).alias("size"), F.sum((~F.col("vnan")).cast("int")).alias("c"),
+        F.sum((~unusable).cast("int")).alias("c2"), F.max(F.col("flagged")).alias("flagged"),
+        F.array_sort(F.collect_list(rec)).alias("recs"))
+    good = F.filter("recs", lambda x: ~x["bad"])
+
+    def at(arr: Any, i: Any) -> Any:  # arr[i], 0-based
+        return F.element_at(arr, (i + 1).cast("int"))
+
+    lo, hi = F.floor(F.greatest(F.col("c") - 1, F.lit(0)) / 2), F.least(F.floor(F.col("c") / 2), F.col("size") - 1)
+    lo2, hi2 = F.floor(F.greatest(F.col("c2") - 1, F.lit(0)) / 2), F.floor(F.col("c2") / 2)
     nan = F.lit(float("nan"))
     return g.select(
-        *KEY, "raw_op", "flagged", "prov",
-        F.when(F.col("c") > 0, (F.col("v_lo") + F.col("v_hi")) / 2).otherwise(nan).alias("value"),
-        F.when(F.col("c2") > 0, (F.col("r_lo") + F.col("r_hi")) / 2).otherwise(nan).alias("ref_value"),
+        *KEY, "raw_op", "flagged", at(F.col("recs"), lo)["prov"].alias("prov"),
+        F.when(F.col("c") > 0, (at(F.col("recs"), lo)["value"] + at(F.col("recs"), hi)["value"]) / 2)
+        .otherwise(nan).alias("value"),
+        F.when(F.col("c2") > 0, (at(good, lo2)["value"] + at(good, hi2)["value"]) / 2).otherwise(nan)
+        .alias("ref_value"),
         F.when(F.col("size") == 1, F.lit(1)).otherwise(F.col("c")).alias("n"), F.col("size").alias("records"),
     )
 
@@ -296,8 +319,6 @@ def _entries(raw: Any) -> Any:
 
 
 def _empty(spark: Any, config: Config) -> SparkSelection:
-    from xfid.engine.spark.groups import ENTRY_SCHEMA
-
     coverage, _ = coverage_and_map([], config)
     counts = {"records": 0, "history_records": 0, "null_records": 0, "null_keys": 0, "flagged_records": 0}
     return SparkSelection(spark.createDataFrame([], ENTRY_SCHEMA), [], [], coverage, counts)

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from xfid.config import Config
-from xfid.errors import EngineError
+from xfid.engine.spark.sizing import apply_local_defaults
+from xfid.errors import EngineError, XfidWarning
+from xfid.sysmem import available_memory
 
 INSTALL = "pip install 'xfid[spark]'"
 DEFAULTS = {
@@ -39,9 +41,10 @@ class SparkSettings:
     conf: Mapping[str, Any] = field(default_factory=dict)
     session: Any = None
 
-    def spark(self, config: Config | None) -> Any:
-        """The session these settings name (xfid.engine.spark.session.spark_session)."""
-        return self.session or spark_session(config, master=self.master, conf=self.conf)
+    def spark(self, config: Config | None, records: int | None = None) -> Any:
+        """The session these settings name (xfid.engine.spark.session.spark_session); `records`
+        (the store's record count) sizes a local session (xfid.engine.spark.sizing)."""
+        return self.session or spark_session(config, master=self.master, conf=self.conf, records=records)
 
 
 def require_pyspark() -> None:
@@ -57,27 +60,40 @@ def spark_settings(config: Config | None, master: str | None = None,
                    conf: Mapping[str, Any] | None = None) -> tuple[str | None, dict[str, str]]:
     """(master, conf): `master` (--master, SparkSettings.master) over env XFID_SPARK_MASTER over
     `[engine.spark] master`; `conf` over `[engine.spark] conf` over DEFAULTS."""
-    section = ((config.raw.get("engine") or {}).get("spark") or {}) if config is not None else {}
-    chosen = master or os.environ.get("XFID_SPARK_MASTER") or section.get("master")
-    out = dict(DEFAULTS)
-    out.update({str(k): str(v) for k, v in (section.get("conf") or {}).items()})
-    out.update({str(k): str(v) for k, v in (conf or {}).items()})
+    chosen, out, _ = _settings(config, master, conf)
     return chosen, out
 
 
-def spark_session(config: Config | None, master: str | None = None, conf: Mapping[str, Any] | None = None) -> Any:
+def _settings(config: Config | None, master: str | None,
+              conf: Mapping[str, Any] | None) -> tuple[str | None, dict[str, str], set[str]]:
+    """spark_settings, and the keys the user set (`[engine.spark] conf` or `conf`)."""
+    section = ((config.raw.get("engine") or {}).get("spark") or {}) if config is not None else {}
+    chosen = master or os.environ.get("XFID_SPARK_MASTER") or section.get("master")
+    out = dict(DEFAULTS)
+    mine = {str(k): str(v) for k, v in (section.get("conf") or {}).items()}
+    mine.update({str(k): str(v) for k, v in (conf or {}).items()})
+    out.update(mine)
+    return chosen, out, set(mine)
+
+
+def spark_session(config: Config | None, master: str | None = None, conf: Mapping[str, Any] | None = None,
+                  records: int | None = None) -> Any:
     """The active SparkSession, else a new one (local[*] unless a master is configured or given
-    by spark-submit). Local masters run the executors' Python as this interpreter."""
+    by spark-submit). Local masters run the executors' Python as this interpreter; with
+    `records` (the store's record count) a new local session's driver memory and shuffle
+    partitions are sized from the machine unless the user set them (xfid.engine.spark.sizing)."""
     require_pyspark()
     from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
-    chosen, settings = spark_settings(config, master, conf)
+    chosen, settings, user = _settings(config, master, conf)
     active = SparkSession.getActiveSession()
     if active is not None and (chosen is None or active.sparkContext.master == chosen):
         return active
     if chosen is None and "spark.master" not in dict(SparkConf().getAll()):
         chosen = "local[*]"
+    for said in apply_local_defaults(settings, user, chosen, records, available_memory()):
+        warnings.warn(XfidWarning(said), stacklevel=2)
     if chosen and chosen.startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName("xfid")
