@@ -185,7 +185,7 @@ def run_more_kinds(names: list[str], inputs: int, seed: int) -> int:
     print(f"{'kind':<10} {'inputs':>7} {'ok':>6} {'XfidError':>10} {'BUG':>5} {'TIMEOUT':>8} {'MEMORY':>7} {'seconds':>8}")
     with tempfile.TemporaryDirectory() as d:
         for n in names:
-            c = run_more(n, inputs, rng, Path(d), LIMIT_S)
+            c = run_more(n, inputs, rng, Path(d), LIMIT_S, progress=max(1, min(500, inputs // 10)))
             bad += c["BUG"] + c["TIMEOUT"] + c["MEMORY"]
             print(f"{n:<10} {c['inputs']:>7} {c['ok']:>6} {c['xfid_error']:>10} {c['BUG']:>5} {c['TIMEOUT']:>8} "
                   f"{c['MEMORY']:>7} {c['seconds']:>8}", flush=True)

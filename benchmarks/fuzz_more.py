@@ -13,7 +13,9 @@ or — for `names` — a raw control or bidi character in the output), TIMEOUT, 
 - rtl: Verilog modules whose parameters are huge shifts, powers, replications, deep
   parentheses, divisions by zero, negative or giant widths, and garbage.
 - checkfile: a store with recorded checks whose check files are then truncated, bit-flipped,
-  replaced by CSV, by another check's file, or removed; `report` and `doctor` must say so.
+  replaced by CSV, by another check's file, or removed; `report` (over a period that holds the
+  checks, so that it reads the latest check's file) and `doctor` must say so: doctor exiting 0
+  with any check file changed, or report exiting 0 with the latest one changed, is a BUG.
 - names: op/workload/run names with terminal escapes, bidi overrides and C1 controls, then a
   random command and format (correlate, calibrate, compare, issues, sources, summary).
 """
@@ -27,6 +29,7 @@ import random
 import re
 import shutil
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +203,8 @@ class CheckfileKind:
         for args in (["ingest", "--adapter", "xfid-records", str(src)], ["check"], ["check"]):
             r = CliRunner().invoke(cli, ["--store", str(self.base), *args])
             assert r.exit_code in (0, 1), r.output
+        # the report's period must hold the checks, or it correlates afresh and never reads a check file
+        self.since = datetime.now(UTC).date().isoformat()
         self.n = 0
 
     def make(self, rng: random.Random) -> Path:
@@ -207,34 +212,31 @@ class CheckfileKind:
         s = self.work / f"s{self.n}"
         shutil.copytree(self.base, s)
         files = sorted((s / "checks").glob("*.parquet"))
-        self.surely_damaged = False  # a removal, a truncation, a CSV or another check's file: doctor must see it
         for _ in range(rng.randint(1, 3)):
             f = rng.choice(files)
             op = rng.randrange(5)
-            if op == 0 and f.exists():
+            if op == 0 and f.exists():  # removed
                 f.unlink()
-                self.surely_damaged = True
-            elif op == 1 and f.exists() and f.stat().st_size:
+            elif op == 1 and f.exists() and f.stat().st_size:  # truncated
                 b = f.read_bytes()
                 f.write_bytes(b[: rng.randrange(len(b))])
-                self.surely_damaged = True
-            elif op == 2 and f.exists() and f.stat().st_size:  # may or may not be seen: not asserted
+            elif op == 2 and f.exists() and f.stat().st_size:  # bit flips
                 b = bytearray(f.read_bytes())
                 for _ in range(rng.randint(1, 8)):
                     b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
                 f.write_bytes(bytes(b))
-            elif op == 3:
+            elif op == 3:  # an export written over it
                 f.write_text("fidelity,op\nmeasured,x\n")
-                self.surely_damaged = True
-            elif op == 4 and len(files) > 1:
+            elif op == 4 and len(files) > 1:  # another check's file
                 other = rng.choice([g for g in files if g != f])
-                if other.exists() and (not f.exists() or other.read_bytes() != f.read_bytes()):
+                if other.exists():
                     shutil.copyfile(other, f)
-                    self.surely_damaged = True
-        # damage that undid itself (a truncated file restored by a copy of its identical twin) is none
+        # judged on the final bytes (a truncation undone by a copy of an identical twin is no damage):
+        # each check recorded the hash of its file, so every changed or missing file is surely damaged
         base = {g.name: g.read_bytes() for g in (self.base / "checks").glob("*.parquet")}
         now = {g.name: g.read_bytes() for g in (s / "checks").glob("*.parquet")}
-        self.surely_damaged = self.surely_damaged and now != base
+        self.damaged = sorted(name for name in base if now.get(name) != base[name])
+        self.latest = max(base, key=lambda name: int(re.sub(r"\D", "", name)))
         return s
 
     def run(self, s: Path) -> None:
@@ -242,14 +244,17 @@ class CheckfileKind:
 
         from xfid.cli import cli
 
-        for args in (["report", "--html", "-o", str(s.parent / f"r{self.n}.html")], ["doctor"]):
+        report = ["report", "--since", self.since, "--html", "-o", str(s.parent / f"r{self.n}.html")]
+        for args in (report, ["doctor"]):
             r = CliRunner().invoke(cli, ["--store", str(s), *args], catch_exceptions=True)
             if r.exception is not None and not isinstance(r.exception, SystemExit):
                 raise r.exception
             if r.exit_code == 2 and "Error:" not in r.output:
                 raise Outcome(f"exit 2 without Error: {r.output[-200:]}")
-            if args[0] == "doctor" and self.surely_damaged and r.exit_code == 0:
-                raise Outcome("doctor says healthy about a removed or replaced check file")
+            if args[0] == "doctor" and self.damaged and r.exit_code == 0:
+                raise Outcome(f"doctor says healthy about changed or missing check files {self.damaged}")
+            if args[0] == "report" and self.latest in self.damaged and r.exit_code == 0:
+                raise Outcome(f"report rendered from a changed or missing {self.latest}")
 
     def done(self, s: Path) -> None:
         shutil.rmtree(s, ignore_errors=True)
@@ -327,8 +332,9 @@ class NamesKind:
 KINDS = {"tree": TreeKind, "rtl": RtlKind, "checkfile": CheckfileKind, "names": NamesKind}
 
 
-def run_more(name: str, inputs: int, rng: random.Random, work: Path, limit_s: int) -> dict[str, Any]:
-    """Fuzz one of these kinds; returns the outcome counts."""
+def run_more(name: str, inputs: int, rng: random.Random, work: Path, limit_s: int,
+             progress: int = 0) -> dict[str, Any]:
+    """Fuzz one of these kinds; returns the outcome counts (and, every `progress` inputs, a line on stderr)."""
     import collections
     import signal
     import time
@@ -365,6 +371,10 @@ def run_more(name: str, inputs: int, rng: random.Random, work: Path, limit_s: in
             seen.add(msg.split("\n")[0])
             print(f"  {name}: {outcome}: {msg}\n  (input: {inp!r:.300})", file=sys.stderr)
         kind.done(inp)
+        done = sum(counts.values())
+        if progress and done % progress == 0 and done < inputs:
+            print(f"  {name}: {done}/{inputs} inputs, {counts['BUG']} BUG, {counts['TIMEOUT']} TIMEOUT, "
+                  f"{counts['MEMORY']} MEMORY, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     counts["inputs"] = inputs
     counts["seconds"] = round(time.perf_counter() - t0, 1)
     return counts
