@@ -16,8 +16,9 @@ or — for `names` — a raw control or bidi character in the output), TIMEOUT, 
   replaced by CSV, by another check's file, or removed; `report` (over a period that holds the
   checks, so that it reads the latest check's file) and `doctor` must say so: doctor exiting 0
   with any check file changed, or report exiting 0 with the latest one changed, is a BUG.
-- names: op/workload/run names with terminal escapes, bidi overrides and C1 controls, then a
-  random command and format (correlate, calibrate, compare, issues, sources, summary).
+- names: op/workload/run/owner names with terminal escapes, bidi overrides and C1 controls,
+  then a random command and format (correlate, calibrate, compare, issues, sources, summary);
+  run in groups of 10 inputs per store, and one input at a time again for a group with a finding.
 """
 
 from __future__ import annotations
@@ -275,7 +276,18 @@ NAME_COMMANDS = [
 
 
 class NamesKind:
+    """Each input is a set of hostile names and one command to run over them.
+
+    Run in groups: one store takes a group's names at once (ingest, snapshot, ingest, check:
+    one issue per input), then each input's owner is set with `issues ack` on its own issue
+    and each input's command runs over the store. Every name still goes through ingest, check
+    and a command's output, now beside the group's other names; the store is built once per
+    group instead of once per input. A group with any finding, or with a step that does not
+    exit 0, is run again one input at a time (`run`), so that each finding names its input.
+    """
+
     name = "names"
+    group = 10
 
     def __init__(self, work: Path):
         self.work = work
@@ -291,22 +303,33 @@ class NamesKind:
             return "".join(parts)
 
         return {"op": name(), "workload": name(), "run": name(), "owner": name(),
-                "cmd": rng.choice(NAME_COMMANDS)}
+                "cmd": rng.choice(NAME_COMMANDS), "id": self.n}
 
     def run(self, inp: dict[str, Any]) -> None:
+        """One input alone in its own store."""
+        self._run_group([inp], strict=False)
+
+    def run_group(self, inps: list[dict[str, Any]]) -> bool:
+        """A group of inputs in one store; False when the group cannot stand for its inputs
+        (two inputs name the same op and workload, or a step did not exit 0): run them alone."""
+        if len({(i["op"], i["workload"]) for i in inps}) < len(inps):
+            return False
+        return self._run_group(inps, strict=True)
+
+    def _run_group(self, inps: list[dict[str, Any]], strict: bool) -> bool:
         from click.testing import CliRunner
 
         from tests.test_engine_helpers import rec, write_csv
         from xfid.cli import cli
 
-        d = self.work / f"n{self.n}"
+        d = self._dir(inps)
         d.mkdir()
         store = d / "s"
-        write_csv(d / "m.csv", [rec("measured", inp["op"], 1.0, workload=inp["workload"], run=inp["run"])])
-        write_csv(d / "r.csv", [rec("roofline", inp["op"], 0.5, workload=inp["workload"])])
-        write_csv(d / "a.csv", [rec("archmodel", inp["op"], 3.0, workload=inp["workload"])])
+        write_csv(d / "m.csv", [rec("measured", i["op"], 1.0, workload=i["workload"], run=i["run"]) for i in inps])
+        write_csv(d / "r.csv", [rec("roofline", i["op"], 0.5, workload=i["workload"]) for i in inps])
+        write_csv(d / "a.csv", [rec("archmodel", i["op"], 3.0, workload=i["workload"]) for i in inps])
 
-        def xfid(*args: str) -> str:
+        def xfid(*args: str) -> int:
             r = CliRunner().invoke(cli, ["--store", str(store), *args], catch_exceptions=True)
             if r.exception is not None and not isinstance(r.exception, SystemExit):
                 raise r.exception
@@ -315,18 +338,29 @@ class NamesKind:
             hit = RAW.search(r.output)
             if hit:
                 raise Outcome(f"RAW {hit.group()!r} in the output of {' '.join(args[:3])}")
-            return r.output
+            return r.exit_code
 
-        xfid("ingest", "--adapter", "xfid-records", str(d / "m.csv"), str(d / "r.csv"))
         base = d / "base.json"
-        xfid("snapshot", "-o", str(base))
-        xfid("ingest", "--adapter", "xfid-records", str(d / "a.csv"))
-        xfid("check")
-        xfid("issues", "ack", "XF-1", "--owner", inp["owner"])
-        xfid(*[a.replace("{base}", str(base)) for a in inp["cmd"]])
+        steps = [("ingest", "--adapter", "xfid-records", str(d / "m.csv"), str(d / "r.csv")),
+                 ("snapshot", "-o", str(base)),
+                 ("ingest", "--adapter", "xfid-records", str(d / "a.csv")),
+                 ("check",),
+                 *[("issues", "ack", f"XF-{k + 1}", "--owner", i["owner"]) for k, i in enumerate(inps)]]
+        for step in steps:
+            if xfid(*step) != 0 and strict:
+                return False
+        for i in inps:
+            xfid(*[a.replace("{base}", str(base)) for a in i["cmd"]])
+        return True
+
+    def _dir(self, inps: list[dict[str, Any]]) -> Path:
+        return self.work / f"n{inps[0]['id']}-{len(inps)}"
 
     def done(self, inp: dict[str, Any]) -> None:
-        shutil.rmtree(self.work / f"n{self.n}", ignore_errors=True)
+        shutil.rmtree(self._dir([inp]), ignore_errors=True)
+
+    def done_group(self, inps: list[dict[str, Any]]) -> None:
+        shutil.rmtree(self._dir(inps), ignore_errors=True)
 
 
 KINDS = {"tree": TreeKind, "rtl": RtlKind, "checkfile": CheckfileKind, "names": NamesKind}
@@ -348,31 +382,49 @@ def run_more(name: str, inputs: int, rng: random.Random, work: Path, limit_s: in
     counts: collections.Counter = collections.Counter()
     seen: set[str] = set()
     t0 = time.perf_counter()
-    for _ in range(inputs):
-        inp = kind.make(rng)
-        signal.alarm(limit_s)
+
+    def judge(run: Any, arg: Any, alarm_s: int) -> tuple[str, str, Any]:
+        signal.alarm(alarm_s)
         try:
-            kind.run(inp)
-            outcome, msg = "ok", ""
+            return "ok", "", run(arg)
         except XfidError:
-            outcome, msg = "xfid_error", ""
+            return "xfid_error", "", None
         except Outcome as e:
-            outcome, msg = "BUG", str(e)
+            return "BUG", str(e), None
         except TimeoutError:
-            outcome, msg = "TIMEOUT", "past the alarm"
+            return "TIMEOUT", "past the alarm", None
         except MemoryError:
-            outcome, msg = "MEMORY", ""
+            return "MEMORY", "", None
         except Exception as e:
-            outcome, msg = "BUG", f"{type(e).__name__}: {e}"[:300] + "\n" + traceback.format_exc()[-1500:]
+            return "BUG", f"{type(e).__name__}: {e}"[:300] + "\n" + traceback.format_exc()[-1500:], None
         finally:
             signal.alarm(0)
+
+    def one(inp: Any) -> None:
+        outcome, msg, _ = judge(kind.run, inp, limit_s)
         counts[outcome] += 1
         if outcome != "ok" and outcome != "xfid_error" and msg.split("\n")[0] not in seen:
             seen.add(msg.split("\n")[0])
             print(f"  {name}: {outcome}: {msg}\n  (input: {inp!r:.300})", file=sys.stderr)
         kind.done(inp)
-        done = sum(counts.values())
-        if progress and done % progress == 0 and done < inputs:
+
+    group = getattr(kind, "group", 1)
+    done = 0
+    while done < inputs:
+        inps = [kind.make(rng) for _ in range(min(group, inputs - done))]
+        if len(inps) > 1:  # the group at once; each input alone again unless the group passed whole
+            outcome, _, whole = judge(kind.run_group, inps, limit_s * len(inps))
+            kind.done_group(inps)
+            if outcome == "ok" and whole:
+                counts["ok"] += len(inps)
+            else:
+                counts["regrouped"] += 1
+                for inp in inps:
+                    one(inp)
+        else:
+            one(inps[0])
+        done += len(inps)
+        if progress and done // progress != (done - len(inps)) // progress and done < inputs:
             print(f"  {name}: {done}/{inputs} inputs, {counts['BUG']} BUG, {counts['TIMEOUT']} TIMEOUT, "
                   f"{counts['MEMORY']} MEMORY, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     counts["inputs"] = inputs
