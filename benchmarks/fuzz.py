@@ -24,8 +24,15 @@ Folders to ingest (symlink loops, links out of the tree, FIFOs, hostile sidecar 
 Verilog for `rtl inspect`, damaged check files under `report`/`doctor`, and hostile names
 through every command's output (benchmarks/fuzz_more.py):
 
-    python benchmarks/fuzz.py --kind tree --kind rtl --kind checkfile --inputs 10000
-    python benchmarks/fuzz.py --kind names --inputs 1000
+    python benchmarks/fuzz.py --kind tree --kind rtl --kind checkfile --kind names --inputs 10000
+
+`names` runs its inputs in groups of 10 sharing one store; a group with a finding is run again
+one input at a time (the `regrouped` column counts those groups), so each BUG names its input.
+On a machine with idle cores, split a long run over processes with different seeds (each seed
+is its own input stream):
+
+    python benchmarks/fuzz.py --kind checkfile --inputs 5000 --seed 1 &
+    python benchmarks/fuzz.py --kind checkfile --inputs 5000 --seed 2 &
 """
 
 from __future__ import annotations
@@ -182,13 +189,14 @@ def run_more_kinds(names: list[str], inputs: int, seed: int) -> int:
     signal.signal(signal.SIGALRM, _alarm)
     rng = random.Random(seed)
     bad = 0
-    print(f"{'kind':<10} {'inputs':>7} {'ok':>6} {'XfidError':>10} {'BUG':>5} {'TIMEOUT':>8} {'MEMORY':>7} {'seconds':>8}")
+    print(f"{'kind':<10} {'inputs':>7} {'ok':>6} {'XfidError':>10} {'BUG':>5} {'TIMEOUT':>8} {'MEMORY':>7} {'seconds':>8} "
+          f"{'regrouped':>9}")
     with tempfile.TemporaryDirectory() as d:
         for n in names:
-            c = run_more(n, inputs, rng, Path(d), LIMIT_S)
+            c = run_more(n, inputs, rng, Path(d), LIMIT_S, progress=max(1, min(500, inputs // 10)))
             bad += c["BUG"] + c["TIMEOUT"] + c["MEMORY"]
             print(f"{n:<10} {c['inputs']:>7} {c['ok']:>6} {c['xfid_error']:>10} {c['BUG']:>5} {c['TIMEOUT']:>8} "
-                  f"{c['MEMORY']:>7} {c['seconds']:>8}", flush=True)
+                  f"{c['MEMORY']:>7} {c['seconds']:>8} {c['regrouped']:>9}", flush=True)
     return bad
 
 

@@ -13,9 +13,12 @@ or — for `names` — a raw control or bidi character in the output), TIMEOUT, 
 - rtl: Verilog modules whose parameters are huge shifts, powers, replications, deep
   parentheses, divisions by zero, negative or giant widths, and garbage.
 - checkfile: a store with recorded checks whose check files are then truncated, bit-flipped,
-  replaced by CSV, by another check's file, or removed; `report` and `doctor` must say so.
-- names: op/workload/run names with terminal escapes, bidi overrides and C1 controls, then a
-  random command and format (correlate, calibrate, compare, issues, sources, summary).
+  replaced by CSV, by another check's file, or removed; `report` (over a period that holds the
+  checks, so that it reads the latest check's file) and `doctor` must say so: doctor exiting 0
+  with any check file changed, or report exiting 0 with the latest one changed, is a BUG.
+- names: op/workload/run/owner names with terminal escapes, bidi overrides and C1 controls,
+  then a random command and format (correlate, calibrate, compare, issues, sources, summary);
+  run in groups of 10 inputs per store, and one input at a time again for a group with a finding.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import random
 import re
 import shutil
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +204,8 @@ class CheckfileKind:
         for args in (["ingest", "--adapter", "xfid-records", str(src)], ["check"], ["check"]):
             r = CliRunner().invoke(cli, ["--store", str(self.base), *args])
             assert r.exit_code in (0, 1), r.output
+        # the report's period must hold the checks, or it correlates afresh and never reads a check file
+        self.since = datetime.now(UTC).date().isoformat()
         self.n = 0
 
     def make(self, rng: random.Random) -> Path:
@@ -207,34 +213,31 @@ class CheckfileKind:
         s = self.work / f"s{self.n}"
         shutil.copytree(self.base, s)
         files = sorted((s / "checks").glob("*.parquet"))
-        self.surely_damaged = False  # a removal, a truncation, a CSV or another check's file: doctor must see it
         for _ in range(rng.randint(1, 3)):
             f = rng.choice(files)
             op = rng.randrange(5)
-            if op == 0 and f.exists():
+            if op == 0 and f.exists():  # removed
                 f.unlink()
-                self.surely_damaged = True
-            elif op == 1 and f.exists() and f.stat().st_size:
+            elif op == 1 and f.exists() and f.stat().st_size:  # truncated
                 b = f.read_bytes()
                 f.write_bytes(b[: rng.randrange(len(b))])
-                self.surely_damaged = True
-            elif op == 2 and f.exists() and f.stat().st_size:  # may or may not be seen: not asserted
+            elif op == 2 and f.exists() and f.stat().st_size:  # bit flips
                 b = bytearray(f.read_bytes())
                 for _ in range(rng.randint(1, 8)):
                     b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
                 f.write_bytes(bytes(b))
-            elif op == 3:
+            elif op == 3:  # an export written over it
                 f.write_text("fidelity,op\nmeasured,x\n")
-                self.surely_damaged = True
-            elif op == 4 and len(files) > 1:
+            elif op == 4 and len(files) > 1:  # another check's file
                 other = rng.choice([g for g in files if g != f])
-                if other.exists() and (not f.exists() or other.read_bytes() != f.read_bytes()):
+                if other.exists():
                     shutil.copyfile(other, f)
-                    self.surely_damaged = True
-        # damage that undid itself (a truncated file restored by a copy of its identical twin) is none
+        # judged on the final bytes (a truncation undone by a copy of an identical twin is no damage):
+        # each check recorded the hash of its file, so every changed or missing file is surely damaged
         base = {g.name: g.read_bytes() for g in (self.base / "checks").glob("*.parquet")}
         now = {g.name: g.read_bytes() for g in (s / "checks").glob("*.parquet")}
-        self.surely_damaged = self.surely_damaged and now != base
+        self.damaged = sorted(name for name in base if now.get(name) != base[name])
+        self.latest = max(base, key=lambda name: int(re.sub(r"\D", "", name)))
         return s
 
     def run(self, s: Path) -> None:
@@ -242,14 +245,17 @@ class CheckfileKind:
 
         from xfid.cli import cli
 
-        for args in (["report", "--html", "-o", str(s.parent / f"r{self.n}.html")], ["doctor"]):
+        report = ["report", "--since", self.since, "--html", "-o", str(s.parent / f"r{self.n}.html")]
+        for args in (report, ["doctor"]):
             r = CliRunner().invoke(cli, ["--store", str(s), *args], catch_exceptions=True)
             if r.exception is not None and not isinstance(r.exception, SystemExit):
                 raise r.exception
             if r.exit_code == 2 and "Error:" not in r.output:
                 raise Outcome(f"exit 2 without Error: {r.output[-200:]}")
-            if args[0] == "doctor" and self.surely_damaged and r.exit_code == 0:
-                raise Outcome("doctor says healthy about a removed or replaced check file")
+            if args[0] == "doctor" and self.damaged and r.exit_code == 0:
+                raise Outcome(f"doctor says healthy about changed or missing check files {self.damaged}")
+            if args[0] == "report" and self.latest in self.damaged and r.exit_code == 0:
+                raise Outcome(f"report rendered from a changed or missing {self.latest}")
 
     def done(self, s: Path) -> None:
         shutil.rmtree(s, ignore_errors=True)
@@ -270,7 +276,18 @@ NAME_COMMANDS = [
 
 
 class NamesKind:
+    """Each input is a set of hostile names and one command to run over them.
+
+    Run in groups: one store takes a group's names at once (ingest, snapshot, ingest, check:
+    one issue per input), then each input's owner is set with `issues ack` on its own issue
+    and each input's command runs over the store. Every name still goes through ingest, check
+    and a command's output, now beside the group's other names; the store is built once per
+    group instead of once per input. A group with any finding, or with a step that does not
+    exit 0, is run again one input at a time (`run`), so that each finding names its input.
+    """
+
     name = "names"
+    group = 10
 
     def __init__(self, work: Path):
         self.work = work
@@ -286,22 +303,33 @@ class NamesKind:
             return "".join(parts)
 
         return {"op": name(), "workload": name(), "run": name(), "owner": name(),
-                "cmd": rng.choice(NAME_COMMANDS)}
+                "cmd": rng.choice(NAME_COMMANDS), "id": self.n}
 
     def run(self, inp: dict[str, Any]) -> None:
+        """One input alone in its own store."""
+        self._run_group([inp], strict=False)
+
+    def run_group(self, inps: list[dict[str, Any]]) -> bool:
+        """A group of inputs in one store; False when the group cannot stand for its inputs
+        (two inputs name the same op and workload, or a step did not exit 0): run them alone."""
+        if len({(i["op"], i["workload"]) for i in inps}) < len(inps):
+            return False
+        return self._run_group(inps, strict=True)
+
+    def _run_group(self, inps: list[dict[str, Any]], strict: bool) -> bool:
         from click.testing import CliRunner
 
         from tests.test_engine_helpers import rec, write_csv
         from xfid.cli import cli
 
-        d = self.work / f"n{self.n}"
+        d = self._dir(inps)
         d.mkdir()
         store = d / "s"
-        write_csv(d / "m.csv", [rec("measured", inp["op"], 1.0, workload=inp["workload"], run=inp["run"])])
-        write_csv(d / "r.csv", [rec("roofline", inp["op"], 0.5, workload=inp["workload"])])
-        write_csv(d / "a.csv", [rec("archmodel", inp["op"], 3.0, workload=inp["workload"])])
+        write_csv(d / "m.csv", [rec("measured", i["op"], 1.0, workload=i["workload"], run=i["run"]) for i in inps])
+        write_csv(d / "r.csv", [rec("roofline", i["op"], 0.5, workload=i["workload"]) for i in inps])
+        write_csv(d / "a.csv", [rec("archmodel", i["op"], 3.0, workload=i["workload"]) for i in inps])
 
-        def xfid(*args: str) -> str:
+        def xfid(*args: str) -> int:
             r = CliRunner().invoke(cli, ["--store", str(store), *args], catch_exceptions=True)
             if r.exception is not None and not isinstance(r.exception, SystemExit):
                 raise r.exception
@@ -310,25 +338,37 @@ class NamesKind:
             hit = RAW.search(r.output)
             if hit:
                 raise Outcome(f"RAW {hit.group()!r} in the output of {' '.join(args[:3])}")
-            return r.output
+            return r.exit_code
 
-        xfid("ingest", "--adapter", "xfid-records", str(d / "m.csv"), str(d / "r.csv"))
         base = d / "base.json"
-        xfid("snapshot", "-o", str(base))
-        xfid("ingest", "--adapter", "xfid-records", str(d / "a.csv"))
-        xfid("check")
-        xfid("issues", "ack", "XF-1", "--owner", inp["owner"])
-        xfid(*[a.replace("{base}", str(base)) for a in inp["cmd"]])
+        steps = [("ingest", "--adapter", "xfid-records", str(d / "m.csv"), str(d / "r.csv")),
+                 ("snapshot", "-o", str(base)),
+                 ("ingest", "--adapter", "xfid-records", str(d / "a.csv")),
+                 ("check",),
+                 *[("issues", "ack", f"XF-{k + 1}", "--owner", i["owner"]) for k, i in enumerate(inps)]]
+        for step in steps:
+            if xfid(*step) != 0 and strict:
+                return False
+        for i in inps:
+            xfid(*[a.replace("{base}", str(base)) for a in i["cmd"]])
+        return True
+
+    def _dir(self, inps: list[dict[str, Any]]) -> Path:
+        return self.work / f"n{inps[0]['id']}-{len(inps)}"
 
     def done(self, inp: dict[str, Any]) -> None:
-        shutil.rmtree(self.work / f"n{self.n}", ignore_errors=True)
+        shutil.rmtree(self._dir([inp]), ignore_errors=True)
+
+    def done_group(self, inps: list[dict[str, Any]]) -> None:
+        shutil.rmtree(self._dir(inps), ignore_errors=True)
 
 
 KINDS = {"tree": TreeKind, "rtl": RtlKind, "checkfile": CheckfileKind, "names": NamesKind}
 
 
-def run_more(name: str, inputs: int, rng: random.Random, work: Path, limit_s: int) -> dict[str, Any]:
-    """Fuzz one of these kinds; returns the outcome counts."""
+def run_more(name: str, inputs: int, rng: random.Random, work: Path, limit_s: int,
+             progress: int = 0) -> dict[str, Any]:
+    """Fuzz one of these kinds; returns the outcome counts (and, every `progress` inputs, a line on stderr)."""
     import collections
     import signal
     import time
@@ -342,29 +382,51 @@ def run_more(name: str, inputs: int, rng: random.Random, work: Path, limit_s: in
     counts: collections.Counter = collections.Counter()
     seen: set[str] = set()
     t0 = time.perf_counter()
-    for _ in range(inputs):
-        inp = kind.make(rng)
-        signal.alarm(limit_s)
+
+    def judge(run: Any, arg: Any, alarm_s: int) -> tuple[str, str, Any]:
+        signal.alarm(alarm_s)
         try:
-            kind.run(inp)
-            outcome, msg = "ok", ""
+            return "ok", "", run(arg)
         except XfidError:
-            outcome, msg = "xfid_error", ""
+            return "xfid_error", "", None
         except Outcome as e:
-            outcome, msg = "BUG", str(e)
+            return "BUG", str(e), None
         except TimeoutError:
-            outcome, msg = "TIMEOUT", "past the alarm"
+            return "TIMEOUT", "past the alarm", None
         except MemoryError:
-            outcome, msg = "MEMORY", ""
+            return "MEMORY", "", None
         except Exception as e:
-            outcome, msg = "BUG", f"{type(e).__name__}: {e}"[:300] + "\n" + traceback.format_exc()[-1500:]
+            return "BUG", f"{type(e).__name__}: {e}"[:300] + "\n" + traceback.format_exc()[-1500:], None
         finally:
             signal.alarm(0)
+
+    def one(inp: Any) -> None:
+        outcome, msg, _ = judge(kind.run, inp, limit_s)
         counts[outcome] += 1
         if outcome != "ok" and outcome != "xfid_error" and msg.split("\n")[0] not in seen:
             seen.add(msg.split("\n")[0])
             print(f"  {name}: {outcome}: {msg}\n  (input: {inp!r:.300})", file=sys.stderr)
         kind.done(inp)
+
+    group = getattr(kind, "group", 1)
+    done = 0
+    while done < inputs:
+        inps = [kind.make(rng) for _ in range(min(group, inputs - done))]
+        if len(inps) > 1:  # the group at once; each input alone again unless the group passed whole
+            outcome, _, whole = judge(kind.run_group, inps, limit_s * len(inps))
+            kind.done_group(inps)
+            if outcome == "ok" and whole:
+                counts["ok"] += len(inps)
+            else:
+                counts["regrouped"] += 1
+                for inp in inps:
+                    one(inp)
+        else:
+            one(inps[0])
+        done += len(inps)
+        if progress and done // progress != (done - len(inps)) // progress and done < inputs:
+            print(f"  {name}: {done}/{inputs} inputs, {counts['BUG']} BUG, {counts['TIMEOUT']} TIMEOUT, "
+                  f"{counts['MEMORY']} MEMORY, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     counts["inputs"] = inputs
     counts["seconds"] = round(time.perf_counter() - t0, 1)
     return counts
