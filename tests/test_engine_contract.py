@@ -333,3 +333,19 @@ def test_the_snapshot_validation_derived_from_the_schema_is_the_one_it_replaced(
     }
     assert list(s.KEY_TYPES.items()) == list(written["keys"].items())
     assert list(s.AGG_TYPES.items()) == list(written["comparisons"].items())
+
+
+@pytest.mark.parametrize("opts", [{"convert": {}}, {"convert": ["cycles->latency"]}, {"convert": 3},
+                                  {"bounds": {}}, {"bounds": ["bound"]}])
+def test_a_pair_option_that_is_not_a_string_is_a_config_error(tmp_path, opts):
+    """Found by benchmarks/fuzz.py --kind config: `convert = {}` raised TypeError (unhashable)."""
+    from xfid.config import load_config
+    from xfid.engine.pairs import resolve_pairs
+
+    table = ", ".join(f'"{k}" = {v!r}'.replace("'", '"') if not isinstance(v, dict) else f'"{k}" = {{ }}'
+                      for k, v in opts.items())
+    p = tmp_path / "xfid.toml"
+    p.write_text(f'compare = [{{ "candidate" = "roofline", "reference" = "measured", {table} }}]\n')
+    cfg = load_config(p)
+    with pytest.raises(ConfigError, match=r"compare\[0\]\.(convert|bounds) = .* is not known; use one of"):
+        resolve_pairs(cfg, None, ["roofline", "measured"])

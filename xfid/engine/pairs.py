@@ -59,7 +59,7 @@ def check_convert(convert: Any, where: str) -> None:
     Raises:
         ConfigError: an unknown conversion, the known ones listed.
     """
-    if convert not in CONVERSIONS:
+    if not isinstance(convert, str) or convert not in CONVERSIONS:
         raise ConfigError(f"{where} = {convert!r} is not known; use one of {', '.join(CONVERSIONS)}")
 
 
@@ -88,7 +88,7 @@ def _from_config(config: Config) -> list[Pair]:
         if conv is not None:
             check_convert(conv, f"{where}.convert")
         bounds = opts.get("bounds")
-        if bounds is not None and bounds not in BOUND_MODES:
+        if bounds is not None and (not isinstance(bounds, str) or bounds not in BOUND_MODES):
             raise ConfigError(f"{where}.bounds = {bounds!r} is not known; use one of {', '.join(BOUND_MODES)}")
         out.append(Pair(p.candidate, p.reference, conv, bounds, origin=f"compare[{i}]"))
     return out
