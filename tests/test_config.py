@@ -182,3 +182,21 @@ def test_block_tables_must_be_tables(tmp_path):
     f.write_text("[targets.t100-a0.blocks]\ngemm_tile = 5\n")
     with pytest.raises(ConfigError, match=r"targets.t100-a0.blocks must be a table of \[targets.t100-a0.blocks.NAME\]"):
         load_config(f)
+
+
+def test_an_oversized_config_is_refused_before_it_is_parsed(xfid_cli, tmp_path, monkeypatch):
+    """Found by benchmarks/fuzz.py --kind config: a 280 MB mutated xfid.toml hung the parser
+    past the fuzzer's alarm. A config over MAX_CONFIG_BYTES is an Error naming the file and size."""
+    import xfid.config as config
+
+    monkeypatch.setattr(config, "MAX_CONFIG_BYTES", 1 << 10)
+    p = tmp_path / "xfid.toml"
+    p.write_text("[settings]\n" + "# padding\n" * 200)
+    with pytest.raises(ConfigError, match=r"xfid\.toml: 2,011 bytes is more than an xfid\.toml may hold \(1,024 bytes\)"):
+        load_config(p)
+    monkeypatch.undo()
+    big = tmp_path / "big.toml"
+    big.write_text("[settings]\n#" + "x" * config.MAX_CONFIG_BYTES + "\n")
+    r = xfid_cli("--config", str(big), "summary")
+    assert r.exit_code == 2, r.output
+    assert "Error:" in r.output and "big.toml" in r.output and "Traceback" not in r.output

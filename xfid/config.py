@@ -176,6 +176,10 @@ def find_config(explicit: str | os.PathLike[str] | None = None) -> Path | None:
     return p if p.is_file() else None
 
 
+MAX_CONFIG_BYTES = 8 << 20
+"""The largest xfid.toml read (each check records its config's text; a config is a page of TOML)."""
+
+
 def load_config(explicit: str | os.PathLike[str] | None = None, *, bundled: bool = True) -> Config:
     """Load the effective config.
 
@@ -189,6 +193,13 @@ def load_config(explicit: str | os.PathLike[str] | None = None, *, bundled: bool
     path = find_config(explicit)
     text = None
     if path is not None:
+        try:
+            size = path.stat().st_size
+        except OSError as e:
+            raise ConfigError(f"{path}: cannot be read ({e.strerror or type(e).__name__})") from None
+        if size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path}: {size:,} bytes is more than an xfid.toml may hold "
+                              f"({MAX_CONFIG_BYTES:,} bytes): is it the right file?") from None
         try:
             text = path.read_text(encoding="utf-8-sig")
         except UnicodeDecodeError:
