@@ -38,6 +38,15 @@ def unavailable(what: str, why: str) -> None:
     pytest.skip(f"{what} not available: {why}")
 
 
+def need_tool(name: str, package: str) -> str:
+    """The path of a command-line tool a test needs (Debian's `package` has it): under CI it
+    fails when missing (.ci/run installs it), elsewhere the test is skipped with the reason."""
+    path = shutil.which(name)
+    if path is None:
+        unavailable(f"{name} (Debian package {package})", "not on PATH")
+    return str(path)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

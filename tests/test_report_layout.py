@@ -10,20 +10,25 @@ from __future__ import annotations
 import csv
 import html as htmllib
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.demo_run import run_demo
+from tests.servers import need_tool
 
 MM = 72 / 25.4
 MAX_PAGES = 12
 SLACK = 0.75  # pt: anti-aliasing and glyph side bearings
 BREAKS = "/·="
 
-pytestmark = pytest.mark.skipif(not shutil.which("pdftotext"), reason="poppler's pdftotext is not installed")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _pdftotext():
+    """poppler's pdftotext reads the positions: fails under CI when missing, skipped elsewhere."""
+    need_tool("pdftotext", "poppler-utils")
 
 
 @pytest.fixture(scope="module")

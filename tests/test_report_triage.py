@@ -43,7 +43,9 @@ def test_report_says_which_side_moved_and_groups_the_run(xfid_cli, tmp_path):
     assert r.exit_code == 0, r.output
     import subprocess
 
-    text = subprocess.run(["pdftotext", "-layout", str(out), "-"], capture_output=True, text=True, check=True).stdout
+    from tests.servers import need_tool
+
+    text = subprocess.run([need_tool("pdftotext", "poppler-utils"), "-layout", str(out), "-"], capture_output=True, text=True, check=True).stdout
     flat = re.sub(r"\s+", " ", text)
     assert "Which side moved" in flat
     assert "moved: reference — measured run r7 -> r8, vllm_version 0.8.5 -> 0.11.0" in flat
