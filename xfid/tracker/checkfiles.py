@@ -109,11 +109,7 @@ def publish(staged: Path, check_id: int) -> Path | None:
     """Rename a committed check's temp to its final name (after COMMIT); None when it could not
     be (the next writer's sweep finishes it, readers use the temp meanwhile)."""
     final = staged.with_name(final_name(check_id))
-    try:
-        os.replace(staged, final)
-    except OSError:
-        return None
-    return final
+    return final if committed.rename(staged, final) else None
 
 
 def discard(*paths: Path | None) -> None:
