@@ -189,6 +189,29 @@ def _entries(store, cfg):
     return out
 
 
+def _with_provenance(rows, entries):
+    """What xfid.engine.spark.provenance.with_provenance joins in Spark SQL, in pandas: each side's
+    entry found by its key (the row's fields, or the entry references where they differ)."""
+    import pandas as pd
+
+    from xfid.engine.spark import groups
+
+    out = rows.astype({c: object for c in rows.columns if str(rows[c].dtype) == "category"})
+    ent = entries.astype(object)
+    key = ["fidelity", "target", "workload", "op", "metric", "stat"]
+    for side, fid, metric, stat in (("candidate", "candidate", "candidate_entry_metric", None),
+                                    ("reference", "reference", "reference_entry_metric", "reference_entry_stat")):
+        matched = out["reference_n"].notna() if side == "reference" else pd.Series(True, index=out.index)
+        look = pd.DataFrame({"fidelity": out[fid].where(matched),
+                             "target": out["target"], "workload": out["workload"], "op": out["op"],
+                             "metric": out[metric].fillna(out["metric"]),
+                             "stat": out[stat].fillna(out["stat"]) if stat else out["stat"]})
+        got = look.merge(ent[[*key, *groups.JOINED]], how="left", on=key, validate="many_to_one")
+        for p in groups.JOINED:
+            out[f"{side}_{p}"] = got[p].to_numpy()
+    return out.drop(columns=[f.name for f in groups.ENTRY_REFS])
+
+
 def test_the_spark_frame_builders_produce_every_declared_field(tmp_path, monkeypatch):
     """Spark's executor functions (plain Arrow/pandas code) and its driver-side frame, without a JVM."""
     import pyarrow as pa
@@ -212,14 +235,18 @@ def test_the_spark_frame_builders_produce_every_declared_field(tmp_path, monkeyp
         return built[-1]
 
     monkeypatch.setattr(groups, "_rows", rows_spy)
-    table = groups.align_arrow(pa.Table.from_pandas(pdf, preserve_index=False), ctx)
-    assert table.schema == arrow_schema(groups.ROW_FIELDS_SPARK)
-    assert built and all(tuple(b) == ("pair_index", *(f.name for f in (*ROW_FIELDS, *ROW_EXTRA_FIELDS)))
-                         for b in built)
-    assert table.schema.names == ["pair_index", *(f.name for f in (*ROW_FIELDS, *ROW_EXTRA_FIELDS)), "counts"]
+    table = groups.align_arrow(pa.Table.from_pandas(pdf[list(groups.ALIGN_INPUT)], preserve_index=False), ctx)
+    assert table.schema == arrow_schema(groups.ALIGNED_FIELDS)
+    # every declared row field: built by the executors, or the provenance joined back in Spark SQL
+    joined = [f.name for f in groups.PROVENANCE_FIELDS]
+    declared = [f.name for f in (*ROW_FIELDS, *ROW_EXTRA_FIELDS)]
+    refs = [f.name for f in groups.ENTRY_REFS]
+    assert built and all(tuple(b) == ("pair_index", *(n for n in declared if n not in joined), *refs) for b in built)
+    assert table.schema.names == ["pair_index", *(n for n in declared if n not in joined), *refs, "counts"]
+    assert joined and set(joined) <= set(declared)
     frame = table.to_pandas(strings_to_categorical=True)
-    rows = frame[frame["counts"].isna()].drop(columns="counts").reset_index(drop=True)
-    assert len(rows)
+    rows = _with_provenance(frame[frame["counts"].isna()].drop(columns="counts").reset_index(drop=True), pdf)
+    assert len(rows) and rows["candidate_run"].notna().all()
     local = _local_rows([rows.copy()])
     _conforms(local, (*ROW_FIELDS, *ROW_EXTRA_FIELDS))
     usable = rows[rows["kind"].astype(str) != "missing_reference"].astype({c: object for c in groups.STATS_GROUP})

@@ -3,9 +3,11 @@
 The stages and where they run:
 
 * selection (`select.py`): Spark SQL over exactly the committed parts the catalog lists;
-* alignment (`groups.align_group`): one pandas UDF call per (target, workload) on the executors,
-  running the local engine's `Aligner` on that group's entries; the rows' fingerprints in Spark
-  SQL (`sha2` of the same bytes as `xfid.engine.fingerprints.fingerprint`);
+* alignment (`groups.align_group`): one Arrow UDF call per (target, workload) on the executors,
+  running the local engine's `Aligner` on that group's entries and returning each row's numbers,
+  codes and short texts (not its provenance); the fingerprints of the rows that come back in
+  Spark SQL (`sha2` of the same bytes as `xfid.engine.fingerprints.fingerprint`), and their
+  provenance joined back from the entries (`provenance.with_provenance`);
 * aggregates (`groups.stats_group`): one call per (target, pair, metric, stat), running the
   local engine's `grouped_stats` (Kendall tau-b, the seeded bootstrap) on that group's rows.
 
@@ -38,8 +40,9 @@ from xfid.engine.rows import ROW_EXTRA
 from xfid.engine.schema import ROW_FIELDS
 from xfid.engine.scopes import SCOPE_NAMES
 from xfid.engine.spark.groups import (
+    ALIGN_INPUT,
+    ALIGNED_SCHEMA,
     COUNT_KEYS,
-    ROW_SCHEMA,
     STATS_GROUP,
     STATS_SCHEMA,
     AlignContext,
@@ -47,6 +50,7 @@ from xfid.engine.spark.groups import (
     align_arrow,
     stats_arrow,
 )
+from xfid.engine.spark.provenance import with_provenance
 from xfid.engine.spark.select import select_spark
 from xfid.engine.spark.session import SparkSettings, quiet
 from xfid.engine.spark.sizing import is_oom, oom_advice, oom_cause
@@ -197,14 +201,18 @@ def align(s: SparkSelected) -> SparkAligned:
     spark, sel, pair_list, req = s.spark, s.sel, s.pairs, s.req
     track = sorted(set(req.track))
     ctx = AlignContext(s.config, s.settings, pair_list, sel.fidelities)
-    rows = sel.entries.groupBy("target", "workload").applyInArrow(_bound(align_arrow, ctx), ROW_SCHEMA)
-    s.aligned = aligned = (rows.withColumn("fingerprint", F.when(F.col("counts").isNull(), fingerprint_column()))
-                           .persist(StorageLevel.MEMORY_AND_DISK))
+    rows = sel.entries.select(*ALIGN_INPUT).groupBy("target", "workload").applyInArrow(_bound(align_arrow, ctx),
+                                                                                      ALIGNED_SCHEMA)
+    s.aligned = aligned = rows.persist(StorageLevel.MEMORY_AND_DISK)
     counts = _pair_counts(aligned.filter(F.col("counts").isNotNull()).select("pair_index", "counts").collect())
     rows = aligned.filter(F.col("counts").isNull()).drop("counts")
+    joined = any(c not in rows.columns for c in req.keep)
+    if joined:  # a row is kept by its provenance: joined for every row first
+        rows = with_provenance(rows, sel.entries)
     kind = F.col("kind")
     wanted = (kind != "ok") if req.include_missing else ((kind != "ok") & (kind != "missing_reference"))
-    if track:
+    if track:  # every row's fingerprint, to find the tracked ones
+        rows = rows.withColumn("fingerprint", fingerprint_column())
         tdf = spark.createDataFrame([(fp,) for fp in track], "fingerprint string").withColumn("_t", F.lit(True))
         rows = rows.join(F.broadcast(tdf), "fingerprint", "left")
         wanted = wanted | F.col("_t").isNotNull()
@@ -213,7 +221,12 @@ def align(s: SparkSelected) -> SparkAligned:
         for col, values in req.keep.items():
             also = also & F.col(col).isin([str(v) for v in values])
         wanted = wanted | also
-    back = _local_rows(_collect_chunks(rows.filter(wanted).drop("_t")))
+    rows = rows.filter(wanted).drop("_t")
+    if not track:  # the fingerprints of the rows that come back only
+        rows = rows.withColumn("fingerprint", fingerprint_column())
+    if not joined:
+        rows = with_provenance(rows, sel.entries)
+    back = _local_rows(_collect_chunks(rows))
     if req.fingerprints != "all" and len(back):
         clean = back["kind"].isin(["ok", "missing_reference"]).to_numpy()
         back["fingerprint"] = np.where(clean, None, back["fingerprint"].to_numpy(dtype=object))

@@ -42,6 +42,7 @@ from xfid.engine.schema import (
 from xfid.engine.schema import STAT_FIELDS as SCHEMA_STATS
 from xfid.engine.scopes import DERIVED_UNITS, SCOPE_NAMES, EntryScope, entry_scopes, text_codes
 from xfid.engine.selection import CONVERTIBLE, AlignKeys, Selected
+from xfid.engine.spark.select import ENTRY_FIELDS, ENTRY_PROV
 from xfid.engine.spark.select import ENTRY_SCHEMA as ENTRY_SCHEMA  # the UDF's input (re-exported)
 from xfid.engine.stats import grouped_stats
 
@@ -51,6 +52,26 @@ group, every other field null) the alignment's counts as JSON."""
 ROW_FIELDS_SPARK = (PAIR_INDEX, *ROW_FIELDS, *ROW_EXTRA_FIELDS, COUNTS)
 ROW_SCHEMA = ddl(ROW_FIELDS_SPARK)
 ROW_SCHEMA_NAMES = names(ROW_FIELDS_SPARK)
+SIDES = ("candidate", "reference")
+JOINED = tuple(p for p in ENTRY_PROV if f"{SIDES[0]}_{p}" in names(ROW_FIELDS))
+"""The entry provenance a row shows per side (candidate_run, reference_source_loc, ...): not
+built per row by the alignment; joined back from the entries in Spark SQL for the rows that come
+back only (xfid.engine.spark.provenance)."""
+PROVENANCE_FIELDS = tuple(f for f in ROW_FIELDS if any(f.name == f"{s}_{p}" for s in SIDES for p in JOINED))
+ENTRY_REFS = (Field("candidate_entry_metric", pa.string()), Field("reference_entry_metric", pa.string()),
+              Field("reference_entry_stat", pa.string()))
+"""Which entries a row was aligned from, where the row does not say it: the candidate entry's
+metric and the reference entry's metric and stat when they differ from the row's (a conversion,
+a number derived from run totals, a stat-value fallback), else null. With the row's fidelities,
+target, workload and op they are the entries' keys (one entry per fidelity and key)."""
+ALIGNED_FIELDS = (PAIR_INDEX, *(f for f in ROW_FIELDS if f not in PROVENANCE_FIELDS), *ROW_EXTRA_FIELDS,
+                  *ENTRY_REFS, COUNTS)
+"""What the alignment UDF returns per row: the row's numbers, codes and texts but its
+provenance, and the entry references the provenance is joined back by."""
+ALIGNED_SCHEMA = ddl(ALIGNED_FIELDS)
+ALIGN_INPUT = tuple(n for n in names(ENTRY_FIELDS) if n not in JOINED or n in ("run", "config"))
+"""The entry columns the alignment reads (the run and config texts define scopes and config
+mismatches; the source path and location are only shown, so they stay out of the UDF)."""
 STAT_FIELDS = names(SCHEMA_STATS)
 STATS_FIELDS_SPARK = (*GROUP_FIELDS, *SCHEMA_STATS, BOUND_FLAG)
 STATS_SCHEMA = ddl(STATS_FIELDS_SPARK)
@@ -122,12 +143,11 @@ def align_arrow(table: pa.Table, ctx: AlignContext) -> pa.Table:
 
 def align_group(pdf: pd.DataFrame, ctx: AlignContext) -> pa.Table:
     """The rows of one (target, workload) for every pair, plus one counts row per pair, as an
-    Arrow table of ROW_SCHEMA (built from the arrays directly: no DataFrame per pair)."""
+    Arrow table of ALIGNED_SCHEMA (built from the arrays directly: no DataFrame per pair)."""
     if not len(pdf):
         return arrow_rows({}, 0)
     fid_names = ctx.fidelities
-    raw = {k: _text(pdf[k]) for k in ("fidelity", "op", "metric", "stat", "note", "unit", "run", "source",
-                                      "source_path", "source_loc", "config")}
+    raw = {k: _text(pdf[k]) for k in ("fidelity", "op", "metric", "stat", "note", "unit", "run", "source", "config")}
     target, workload = str(pdf["target"].iloc[0]), str(pdf["workload"].iloc[0])
     dims = {"target": [target], "workload": [workload], "metric": sorted(set(raw["metric"]) | set(CONVERTIBLE)),
             "stat": sorted(set(raw["stat"])), "op": sorted(set(raw["op"]))}
@@ -163,18 +183,18 @@ def align_group(pdf: pd.DataFrame, ctx: AlignContext) -> pa.Table:
         pr = aligner.align(sides)
         counts_rows.append((i, json.dumps({k: int(pr.counts.get(k, 0)) for k in COUNT_KEYS})))
         if len(pr.cand):
-            tables.append(arrow_rows(_rows(i, pr, sel, raw, unit_names), len(pr.cand)))
+            tables.append(arrow_rows(_rows(i, pr, sel, unit_names), len(pr.cand)))
     tables.append(arrow_rows({"pair_index": np.array([c[0] for c in counts_rows], np.int64),
                               "counts": np.array([c[1] for c in counts_rows], dtype=object)}, len(counts_rows)))
     return pa.concat_tables(tables)
 
 
 def arrow_rows(cols: dict[str, Any], m: int) -> pa.Table:
-    """`m` rows of ROW_FIELDS_SPARK from arrays (a text may be one str for every row, None for
+    """`m` rows of ALIGNED_FIELDS from arrays (a text may be one str for every row, None for
     null; a column missing is null, NaN for a number; an integer column may come as (values,
     null mask))."""
     out = []
-    for f in ROW_FIELDS_SPARK:
+    for f in ALIGNED_FIELDS:
         v = cols.get(f.name)
         if v is None and pa.types.is_floating(f.type):
             out.append(pa.array(np.full(m, np.nan), f.type))  # NaN, as a frame's missing number was
@@ -191,7 +211,7 @@ def arrow_rows(cols: dict[str, Any], m: int) -> pa.Table:
             out.append(pa.array(np.asarray(v[0], np.int64), f.type, mask=np.asarray(v[1], bool)))
         else:
             out.append(pa.array(np.broadcast_to(np.asarray(v, np.int64), (m,)), f.type))
-    return pa.Table.from_arrays(out, schema=arrow_schema(ROW_FIELDS_SPARK))
+    return pa.Table.from_arrays(out, schema=arrow_schema(ALIGNED_FIELDS))
 
 
 def _plain(df: pd.DataFrame) -> pd.DataFrame:
@@ -202,39 +222,40 @@ def _plain(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def _side_text(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """Per row the text of entry idx (None where idx < 0 or the text is null)."""
-    out = values[np.maximum(idx, 0)].copy() if len(values) else np.full(len(idx), None, object)
-    out[idx < 0] = None
+def _differs(names: list[str], codes: np.ndarray, row_codes: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Per row the name of codes[i] where it is not the row's own code (and the entry is
+    present), else None."""
+    out = np.full(len(codes), None, dtype=object)
+    d = np.flatnonzero(present & (codes != row_codes))
+    out[d] = np.array(names, dtype=object)[codes[d]]
     return out
 
 
-def _rows(i: int, pr: Any, sel: Selected, raw: dict[str, np.ndarray], unit_names: list[str]) -> dict[str, Any]:
-    """One pair's rows of this group: ROW_SCHEMA's columns as arrays (arrow_rows builds them)."""
+def _rows(i: int, pr: Any, sel: Selected, unit_names: list[str]) -> dict[str, Any]:
+    """One pair's rows of this group: ALIGNED_SCHEMA's columns as arrays (arrow_rows builds them)."""
     c = sel.codes
     cand, ref = pr.cand, pr.ref
     dims = sel.dims
+    has_ref = ref >= 0
+    ref0 = np.maximum(ref, 0)
+    row_stat = c["stat"][cand]
     return {
         "pair_index": i, "fingerprint": None,  # computed in Spark SQL (engine.fingerprint_column)
         "target": dims["target"][0], "workload": dims["workload"][0],
         "op": np.array(dims["op"], dtype=object)[c["op"][cand]],
         "metric": np.array(dims["metric"], dtype=object)[pr.metric],
-        "stat": np.array(dims["stat"], dtype=object)[c["stat"][cand]],
+        "stat": np.array(dims["stat"], dtype=object)[row_stat],
         "candidate": pr.pair.candidate, "reference": pr.pair.reference,
         "candidate_value": pr.cand_value, "reference_value": pr.ref_value,
         "unit": np.array(unit_names, dtype=object)[pr.unit],
         "rel_error": pr.rel, "log_ratio": pr.log_ratio, "tolerance": pr.tol, "tolerance_abs": pr.tol_abs,
         "within": pr.within, "kind": np.array(KINDS, dtype=object)[pr.kind], "severity": pr.severity,
-        "candidate_n": sel.n[cand], "reference_n": (np.where(ref < 0, 0, sel.n[np.maximum(ref, 0)]), ref < 0),
-        "candidate_run": _side_text(raw["run"], cand), "reference_run": _side_text(raw["run"], ref),
-        "candidate_source_path": _side_text(raw["source_path"], cand),
-        "candidate_source_loc": _side_text(raw["source_loc"], cand),
-        "reference_source_path": _side_text(raw["source_path"], ref),
-        "reference_source_loc": _side_text(raw["source_loc"], ref),
-        "candidate_config": _side_text(raw["config"], cand),
-        "reference_config": _side_text(raw["config"], ref),
+        "candidate_n": sel.n[cand], "reference_n": (np.where(has_ref, sel.n[ref0], 0), ~has_ref),
         "note": np.array(pr.note.texts, dtype=object)[pr.note.ids], "efficiency": pr.efficiency,
         "factor": pr.factor, "scope": np.array(SCOPE_NAMES, dtype=object)[pr.scope],
+        "candidate_entry_metric": _differs(dims["metric"], c["metric"][cand], pr.metric, np.ones(len(cand), bool)),
+        "reference_entry_metric": _differs(dims["metric"], c["metric"][ref0], pr.metric, has_ref),
+        "reference_entry_stat": _differs(dims["stat"], c["stat"][ref0], row_stat, has_ref),
     }
 
 
