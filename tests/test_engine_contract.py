@@ -162,8 +162,8 @@ def test_the_local_engine_produces_every_declared_field(tmp_path):
 def test_grouped_stats_computes_exactly_the_declared_statistics():
     import numpy as np
 
-    from xfid.engine.schema import BOUND_FLAG, STAT_FIELDS, names
-    from xfid.engine.stats import BOUND_STATS, ESTIMATE_STATS, grouped_stats
+    from xfid.engine.schema import BOUND_FLAG, BOUND_STATS, ESTIMATE_STATS, STAT_FIELDS, names
+    from xfid.engine.stats import grouped_stats
 
     x = np.array([0.1, -0.2, 0.05, 0.3])
     st = grouped_stats(np.zeros(4, np.int64), 1, x, np.log1p(x), 1 + x, np.ones(4), np.ones(4, bool))
@@ -266,7 +266,7 @@ def test_the_spark_frame_builders_produce_every_declared_field(tmp_path, monkeyp
 # modules that build the engine's outputs; the input side (selection, spark/select: the records'
 # dimensions), the fingerprint's identity parts (fingerprints.py) and the statistic groups of
 # stats.py (checked against the schema above) declare other things under the same names
-OUTPUT_MODULES = ("contract", "rows", "aggregate", "pipeline", "result", "engines", "request", "output", "jsonout",
+OUTPUT_MODULES = ("contract", "stats", "rows", "aggregate", "pipeline", "result", "engines", "request", "output", "jsonout",
                   "spark/engine", "spark/groups", "../drift/snapshot")
 NOT_FIELD_LISTS = {("rows", "PACKED"): "PairRows' own arrays, which Packer keeps",
                    ("output", "COMP_HEAD"): "table headers", ("output", "BOUND_HEAD"): "table headers",
@@ -376,3 +376,28 @@ def test_a_pair_option_that_is_not_a_string_is_a_config_error(tmp_path, opts):
     cfg = load_config(p)
     with pytest.raises(ConfigError, match=r"compare\[0\]\.(convert|bounds) = .* is not known; use one of"):
         resolve_pairs(cfg, None, ["roofline", "measured"])
+
+
+def test_the_comparison_fields_derived_from_the_statistics_are_the_ones_once_written_out():
+    """COMPARISON_FIELDS, the estimate/bound lists and the intervals are derived from STAT_FIELDS
+    (a statistic is declared once); they equal what was written out by hand before."""
+    import pyarrow as pa
+
+    from xfid.engine import contract, schema
+
+    F, FLOATS = pa.float64(), pa.list_(pa.float64())
+    written = [("target", pa.string()), ("workload", pa.string()), ("candidate", pa.string()),
+               ("reference", pa.string()), ("metric", pa.string()), ("stat", pa.string()),
+               ("n", pa.int64()), ("mape", F), ("median_ape", F), ("bias", F), ("log_rmse", F), ("pearson_log", F),
+               ("spearman", F), ("kendall", F), ("within_tolerance", F), ("mape_ci", FLOATS), ("bias_ci", FLOATS),
+               ("compared_as", pa.string()), ("violations", pa.int64()), ("violation_worst", F),
+               ("achieved_median", F), ("achieved_q1", F), ("achieved_q3", F), ("achieved_ci", FLOATS),
+               ("violation_ids", pa.list_(pa.string()))]
+    assert [(f.name, f.type) for f in schema.COMPARISON_FIELDS] == written
+    assert schema.CI_FIELDS == {"mape_ci": ("mape_ci_low", "mape_ci_high"), "bias_ci": ("bias_ci_low", "bias_ci_high"),
+                                "achieved_ci": ("achieved_ci_low", "achieved_ci_high")}
+    assert contract.ESTIMATE_COLUMNS == ("mape", "median_ape", "bias", "log_rmse", "within_tolerance", "mape_ci",
+                                         "bias_ci")
+    assert contract.BOUND_COLUMNS == ("violations", "violation_worst", "achieved_median", "achieved_q1",
+                                      "achieved_q3", "achieved_ci", "violation_ids")
+    assert contract.COMPARED_AS == ("estimate", "bound")

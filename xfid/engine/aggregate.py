@@ -7,22 +7,37 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from xfid.engine.align import NOT_BOUNDS
 from xfid.engine.contract import COMPARISON_COLUMNS
 from xfid.engine.keys import combine, run_starts
 from xfid.engine.pairrows import BOUND, MISSING, Pair, PairRows
-from xfid.engine.schema import BOUND_FLAG, CI_FIELDS, GROUP_FIELDS, STAT_FIELDS, names
+from xfid.engine.schema import BOUND as BOUND_PAIR
+from xfid.engine.schema import (
+    BOUND_FLAG,
+    BOUND_STATS,
+    CI_FIELDS,
+    COMPARED_AS_FIELD,
+    ESTIMATE,
+    GROUP_FIELDS,
+    STAT_FIELDS,
+    VIOLATION_IDS,
+    names,
+    packed,
+)
 from xfid.engine.selection import Selected
-from xfid.engine.stats import BOUND_STATS, global_order, grouped_stats
+from xfid.engine.stats import global_order, grouped_stats
 
 STAT_NAMES = names(STAT_FIELDS)
 
-AGGREGATE_COLUMNS = tuple(c for c in COMPARISON_COLUMNS if c != "violation_ids")
-"""What the statistics give; `violation_ids` comes from the discrepancies (with_violation_ids)."""
-ESTIMATE, BOUND_PAIR = "estimate", "bound"
-"""`compared_as` of an aggregate: an estimate of its reference (MAPE, bias, ...) or a bound on it
+AGGREGATE_COLUMNS = tuple(c for c in COMPARISON_COLUMNS if c != VIOLATION_IDS.name)
+"""What the statistics give; `violation_ids` comes from the discrepancies (with_violation_ids).
+`compared_as` of an aggregate: ESTIMATE of its reference (MAPE, bias, ...) or BOUND_PAIR on it
 (violations and the achieved fraction of the bound)."""
+SHOWN_AS_INT = frozenset(f.name for f in STAT_FIELDS if f.shown is not None and f.shown == pa.int64())
+"""Bound statistics grouped_stats computes as floats (NaN for an estimate) and the comparisons
+show as integers (null for an estimate)."""
 
 
 def is_bound_pair(pair: Pair, settings: dict[str, Any]) -> bool:
@@ -88,16 +103,19 @@ def pack_comparisons(stats: pd.DataFrame | None) -> pd.DataFrame:
 
 
 def bound_columns(st: dict[str, Any]) -> dict[str, Any]:
-    """The comparisons columns of the bound statistics (see contract.COMPARISON_COLUMNS)."""
-    ci_ok = np.isfinite(st["achieved_ci_low"])
-    return {
-        "compared_as": np.where(st["bound"], BOUND_PAIR, ESTIMATE).astype(object),
-        "violations": pd.array(np.where(st["bound"], st["violations"], np.nan), dtype="Float64").astype("Int64"),
-        "violation_worst": st["violation_worst"],
-        "achieved_median": st["achieved_median"], "achieved_q1": st["achieved_q1"], "achieved_q3": st["achieved_q3"],
-        "achieved_ci": [[float(a), float(b)] if k else None
-                        for a, b, k in zip(st["achieved_ci_low"], st["achieved_ci_high"], ci_ok, strict=True)],
-    }
+    """The comparisons columns of the bound statistics (see contract.COMPARISON_COLUMNS):
+    `compared_as`, then each of BOUND_STATS as the comparisons show it (intervals packed)."""
+    out: dict[str, Any] = {COMPARED_AS_FIELD.name: np.where(st["bound"], BOUND_PAIR, ESTIMATE).astype(object)}
+    for name in packed(BOUND_STATS):
+        if name in CI_FIELDS:
+            low, high = (st[k] for k in CI_FIELDS[name])
+            out[name] = [[float(a), float(b)] if k else None
+                         for a, b, k in zip(low, high, np.isfinite(low), strict=True)]
+        elif name in SHOWN_AS_INT:
+            out[name] = pd.array(np.where(st["bound"], st[name], np.nan), dtype="Float64").astype("Int64")
+        else:
+            out[name] = st[name]
+    return out
 
 
 def excluded_rows(sel: Selected, r: PairRows, keys: list[list[str]]) -> np.ndarray | None:

@@ -11,8 +11,17 @@ from typing import Any
 
 import pandas as pd
 
-from xfid.engine.schema import COMPARISON_FIELDS, COVERAGE_FIELDS, ROW_FIELDS, names, packed
-from xfid.engine.stats import BOUND_STATS, ESTIMATE_STATS
+from xfid.engine.schema import (
+    BOUND,
+    BOUND_STATS,
+    COMPARISON_FIELDS,
+    COVERAGE_FIELDS,
+    ESTIMATE,
+    ESTIMATE_STATS,
+    ROW_FIELDS,
+    names,
+    packed,
+)
 
 # One row per aligned (candidate fidelity, reference fidelity, key); the fields and their types
 # are declared once, in xfid.engine.schema.
@@ -35,7 +44,7 @@ COMPARISON_COLUMNS = names(COMPARISON_FIELDS)
 #                    bootstrap_exact_max_n), None when n < 3.
 #   violation_ids    the fingerprints of the violations, worst first ([] without; None for an
 #                    estimate). `--format json` names them by the tracker's XF id where it has one.
-COMPARED_AS = ("estimate", "bound")
+COMPARED_AS = (ESTIMATE, BOUND)
 ESTIMATE_COLUMNS = packed(ESTIMATE_STATS)
 BOUND_COLUMNS = (*packed(BOUND_STATS), "violation_ids")
 

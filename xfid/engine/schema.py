@@ -5,7 +5,7 @@ Every field is named here once with its Arrow type; the contract's column tuples
 the snapshot fields (xfid.drift.snapshot) and both engines' frames are derived from or checked
 against these lists (tests/test_engine_contract.py fails without Java when an engine does not
 produce a declared field). Adding a statistic: compute it in xfid.engine.stats.grouped_stats and
-declare it in STAT_FIELDS (and in COMPARISON_FIELDS when the comparisons show it).
+declare it in STAT_FIELDS (the comparisons' fields are derived from it).
 """
 
 from __future__ import annotations
@@ -18,11 +18,15 @@ import pyarrow as pa
 
 class Field(NamedTuple):
     """One output field: its name, Arrow type, and for a text field of the rows whether it
-    repeats few values (a category: the local engine builds it as one, Spark collects it as one)."""
+    repeats few values (a category: the local engine builds it as one, Spark collects it as one).
+    A statistic also says whose it is (`role`: ESTIMATE or BOUND, "" for every group's) and, when
+    the comparisons show it as another type than grouped_stats computes it, that type (`shown`)."""
 
     name: str
     type: pa.DataType
     category: bool = False
+    role: str = ""
+    shown: pa.DataType | None = None
 
 
 S, F, I64, B = pa.string(), pa.float64(), pa.int64(), pa.bool_()
@@ -53,34 +57,72 @@ GROUP_FIELDS: tuple[Field, ...] = (Field("target", S), Field("workload", S), Fie
                                    Field("reference", S), Field("metric", S), Field("stat", S))
 """What an aggregate is of (workload None: the target level)."""
 
+ESTIMATE, BOUND = "estimate", "bound"
+"""A statistic's role: the estimate's (how far a number is from its reference) or the bound's
+(violations, and the fraction of the bound achieved)."""
+CI_LOW, CI_HIGH = "_ci_low", "_ci_high"
+"""A statistic named X_ci_low / X_ci_high is one end of the interval X_ci the comparisons show."""
+
+
+def _stat(name: str, role: str = "", shown: pa.DataType | None = None) -> Field:
+    return Field(name, F, role=role, shown=shown)
+
+
 STAT_FIELDS: tuple[Field, ...] = (
-    Field("n", I64), Field("mape", F), Field("median_ape", F), Field("bias", F), Field("log_rmse", F),
-    Field("pearson_log", F), Field("spearman", F), Field("kendall", F), Field("within_tolerance", F),
-    Field("mape_ci_low", F), Field("mape_ci_high", F), Field("bias_ci_low", F), Field("bias_ci_high", F),
-    Field("violations", F), Field("violation_worst", F), Field("achieved_median", F), Field("achieved_q1", F),
-    Field("achieved_q3", F), Field("achieved_ci_low", F), Field("achieved_ci_high", F),
+    Field("n", I64), _stat("mape", ESTIMATE), _stat("median_ape", ESTIMATE), _stat("bias", ESTIMATE),
+    _stat("log_rmse", ESTIMATE), _stat("pearson_log"), _stat("spearman"), _stat("kendall"),
+    _stat("within_tolerance", ESTIMATE),
+    _stat("mape_ci_low", ESTIMATE), _stat("mape_ci_high", ESTIMATE), _stat("bias_ci_low", ESTIMATE),
+    _stat("bias_ci_high", ESTIMATE),
+    _stat("violations", BOUND, shown=I64), _stat("violation_worst", BOUND), _stat("achieved_median", BOUND),
+    _stat("achieved_q1", BOUND), _stat("achieved_q3", BOUND), _stat("achieved_ci_low", BOUND),
+    _stat("achieved_ci_high", BOUND),
 )
 """What xfid.engine.stats.grouped_stats computes per group (besides its `bound` flag), in the order
-Spark carries them; the *_ci_low/high pairs become the comparisons' intervals."""
+Spark carries them and the comparisons show them; the *_ci_low/high pairs become the comparisons'
+intervals. Adding a statistic: compute it in grouped_stats and add it here (the comparisons'
+fields, the estimate/bound lists, Spark's schemas and the contract's columns follow)."""
+
+ESTIMATE_STATS = tuple(f.name for f in STAT_FIELDS if f.role == ESTIMATE)
+"""The statistics of an estimate: how far a number is from its reference. A bound group has none
+(a bound is not an estimate of the reference: its distance from it is no error)."""
+BOUND_STATS = tuple(f.name for f in STAT_FIELDS if f.role == BOUND)
+"""The statistics of a bound: violations, and the fraction of the bound achieved (row
+`efficiency`: bound / measured for a time-like metric, measured / bound for a rate; <= 1 while
+the bound holds). An estimate group has none of them (NaN)."""
 
 BOUND_FLAG = Field("bound", B)
 """grouped_stats' flag: the group is a bound (its rows have an achieved fraction)."""
 
-COMPARISON_FIELDS: tuple[Field, ...] = (
-    *GROUP_FIELDS,
-    Field("n", I64), Field("mape", F), Field("median_ape", F), Field("bias", F), Field("log_rmse", F),
-    Field("pearson_log", F), Field("spearman", F), Field("kendall", F), Field("within_tolerance", F),
-    Field("mape_ci", FLOATS), Field("bias_ci", FLOATS),
-    Field("compared_as", S), Field("violations", I64), Field("violation_worst", F),
-    Field("achieved_median", F), Field("achieved_q1", F), Field("achieved_q3", F), Field("achieved_ci", FLOATS),
-    Field("violation_ids", pa.list_(S)),
-)
+CI_FIELDS = {f.name[:-len(CI_LOW)] + "_ci": (f.name, f.name[:-len(CI_LOW)] + CI_HIGH)
+             for f in STAT_FIELDS if f.name.endswith(CI_LOW)}
+"""Each comparison interval and the two statistics it packs."""
+
+COMPARED_AS_FIELD = Field("compared_as", S)
+"""Whether a comparison is of an estimate or of a bound (xfid.engine.contract)."""
+VIOLATION_IDS = Field("violation_ids", pa.list_(S))
+"""The fingerprints of a bound comparison's violations, worst first."""
+
+
+def _comparison_fields() -> tuple[Field, ...]:
+    """GROUP_FIELDS, then STAT_FIELDS as the comparisons show them: each interval's two ends as
+    one [low, high] field, `compared_as` before the bound statistics, `violation_ids` last."""
+    out = list(GROUP_FIELDS)
+    for f in STAT_FIELDS:
+        if f.role == BOUND and COMPARED_AS_FIELD not in out:
+            out.append(COMPARED_AS_FIELD)
+        if f.name.endswith(CI_HIGH):
+            continue
+        if f.name.endswith(CI_LOW):
+            out.append(Field(f.name[:-len(CI_LOW)] + "_ci", FLOATS))
+        else:
+            out.append(Field(f.name, f.shown or f.type))
+    return (*out, VIOLATION_IDS)
+
+
+COMPARISON_FIELDS: tuple[Field, ...] = _comparison_fields()
 """One row per (target, pair, metric, stat) with workload None, and one per (target, workload,
 pair, metric, stat): see xfid.engine.contract for what each means."""
-
-CI_FIELDS = {"mape_ci": ("mape_ci_low", "mape_ci_high"), "bias_ci": ("bias_ci_low", "bias_ci_high"),
-             "achieved_ci": ("achieved_ci_low", "achieved_ci_high")}
-"""Each comparison interval and the two statistics it packs."""
 
 COUNT_FIELDS: tuple[Field, ...] = tuple(Field(k, I64) for k in (
     "candidate_keys", "outside_reference_workloads", "value_stat_fallback", "reference_only_keys", "aligned",

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from xfid.engine.keys import run_starts
+from xfid.engine.schema import ESTIMATE_STATS
 
 Z95 = 1.959963984540054
 BOOTSTRAP_RESAMPLES = 1000
@@ -165,15 +166,8 @@ def grouped_inversions(gs: np.ndarray, y: np.ndarray, ng: int) -> np.ndarray:
     return inv
 
 
-ESTIMATE_STATS = ("mape", "median_ape", "bias", "log_rmse", "within_tolerance", "mape_ci_low", "mape_ci_high",
-                  "bias_ci_low", "bias_ci_high")
-"""The statistics of an estimate: how far a number is from its reference. A bound group has none
-(a bound is not an estimate of the reference: its distance from it is no error)."""
-BOUND_STATS = ("violations", "violation_worst", "achieved_median", "achieved_q1", "achieved_q3",
-               "achieved_ci_low", "achieved_ci_high")
-"""The statistics of a bound: violations, and the fraction of the bound achieved (row
-`efficiency`: bound / measured for a time-like metric, measured / bound for a rate; <= 1 while
-the bound holds). An estimate group has none of them (NaN)."""
+# ESTIMATE_STATS, BOUND_STATS: which statistics are an estimate's and which a bound's (declared
+# with the fields in xfid.engine.schema).
 
 
 def grouped_stats(gid: np.ndarray, ng: int, rel: np.ndarray, lr: np.ndarray, cand: np.ndarray,
