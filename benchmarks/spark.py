@@ -68,12 +68,27 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of one process (all its threads), from /proc/PID/stat."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
 class Sampler:
-    """Peak RSS of the JVM (its own VmHWM) and of the summed Python workers under it."""
+    """Peak RSS of the JVM (its own VmHWM) and of the summed Python workers under it, and the CPU
+    time each used (per process the last sample, summed: the executors' Python is not in Spark's
+    executorCpuTime)."""
 
     def __init__(self) -> None:
         self.jvm_kb = 0
         self.workers_kb = 0
+        self.cpu: dict[int, tuple[str, float]] = {}
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
         self._t.start()
@@ -89,12 +104,18 @@ class Sampler:
                     self.jvm_kb = max(self.jvm_kb, _kb(st.get("VmHWM")))
                 elif name.startswith("python"):
                     total += _kb(st.get("VmRSS"))
+                if name == "java" or name.startswith("python"):
+                    self.cpu[c] = ("java" if name == "java" else "python", _cpu_s(c))
             self.workers_kb = max(self.workers_kb, total)
             self._stop.wait(0.2)
 
     def stop(self) -> None:
         self._stop.set()
         self._t.join()
+
+    def cpu_s(self, kind: str) -> float:
+        """CPU seconds of the sampled processes of one kind ("java" or "python")."""
+        return sum(t for k, t in self.cpu.values() if k == kind)
 
 
 def _stages(spark) -> list[dict] | None:
@@ -110,6 +131,12 @@ def _stages(spark) -> list[dict] | None:
         return None
 
 
+def _where(name: str) -> str:
+    """A stage's name as `action at file:line` with the file's name only."""
+    action, _, place = name.partition(" at ")
+    return f"{action} at {Path(place).name}" if place else name[:40]
+
+
 def _stage_lines(stages: list[dict]) -> list[str]:
     """Per stage: tasks, summed executor run time and CPU time (the steadier figure on a loaded
     machine), input/shuffle records and bytes (the per-partition costs)."""
@@ -120,7 +147,7 @@ def _stage_lines(stages: list[dict]) -> list[str]:
                    f"in {s.get('inputRecords', 0):>11,} rec {s.get('inputBytes', 0) / 1e6:8.1f} MB  "
                    f"shuffle read {s.get('shuffleReadRecords', 0):>11,} rec {s.get('shuffleReadBytes', 0) / 1e6:8.1f} MB  "
                    f"write {s.get('shuffleWriteRecords', 0):>11,} rec {s.get('shuffleWriteBytes', 0) / 1e6:8.1f} MB  "
-                   f"peak exec mem {s.get('peakExecutionMemory', 0) / 1e6:7.1f} MB  {s['name'][:40]}")
+                   f"peak exec mem {s.get('peakExecutionMemory', 0) / 1e6:7.1f} MB  {_where(s['name'])}")
     return out
 
 
@@ -163,10 +190,12 @@ def child(engine: str, store_dir: str, master: str, memory: str, partitions: int
         sampler.stop()
         out["jvm_peak_rss_mb"] = sampler.jvm_kb / 1024
         out["workers_peak_rss_mb"] = sampler.workers_kb / 1024
+        out["jvm_cpu_s"], out["workers_cpu_s"] = sampler.cpu_s("java"), sampler.cpu_s("python")
         out["rows_aligned"] = c.settings["spark"]["rows"]
     if c is not None:
         if engine == "local":
             out["wall_s"] = time.perf_counter() - t
+            out["cpu_s"] = time.process_time()
             out["rows_aligned"] = len(c.rows)
         out.update(discrepancies=len(c.discrepancies), comparisons=len(c.comparisons),
                    discrepancy_fingerprints=sorted(c.discrepancies["fingerprint"].astype(str))[:5])
@@ -209,13 +238,16 @@ def measure(n: int, workdir: Path, args: argparse.Namespace) -> None:
             continue
         res[e] = r
         line = f"  {e:<6} {r['wall_s']:8.1f} s  driver peak RSS {r['driver_peak_rss_mb']:7.0f} MB"
+        if "cpu_s" in r:
+            line += f"  CPU {r['cpu_s']:.1f} s"
         if "refused" in r:
             line += f"  refused: {r['refused']}"
         if e == "spark":
             sb = r.get("shuffle_bytes")
             line += (f"  JVM (driver+executors) peak RSS {r['jvm_peak_rss_mb']:7.0f} MB  executor Python workers "
                      f"peak RSS {r['workers_peak_rss_mb']:7.0f} MB  shuffle written "
-                     f"{'n/a' if sb is None else f'{sb / 1e9:.2f} GB'}  (session start {r['session_s']:.1f} s; "
+                     f"{'n/a' if sb is None else f'{sb / 1e9:.2f} GB'}  CPU: JVM {r['jvm_cpu_s']:.1f} s, Python "
+                     f"workers {r['workers_cpu_s']:.1f} s  (session start {r['session_s']:.1f} s; "
                      f"{r.get('settings')})")
         if "rows_aligned" in r:
             line += f"  rows {r['rows_aligned']:,} discrepancies {r['discrepancies']:,} comparisons {r['comparisons']:,}"
