@@ -371,3 +371,29 @@ def test_master_precedence(monkeypatch):
     monkeypatch.setenv("XFID_SPARK_MASTER", "yarn")
     assert spark_settings(cfg)[0] == "yarn"
     assert spark_settings(cfg, "local[2]")[0] == "local[2]"
+
+
+def test_sorted_codes_are_text_codes():
+    """groups.sorted_codes (Arrow dictionary encoding) gives xfid.engine.scopes.text_codes' codes
+    and texts (None as ""), on texts with nulls, empty and non-ASCII ones, in chunks; with
+    null=None a null gets the code after the sorted non-null texts (how the alignment codes units)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from xfid.engine.scopes import text_codes
+    from xfid.engine.spark.groups import sorted_codes
+
+    rnd = random.Random(5)
+    pool = ["run-b", "run-a", "", "µs", "日本", "Z", "a b", "run-a "]
+    for size in (0, 1, 7, 200):
+        values = [rnd.choice([*pool, None]) for _ in range(size)]
+        half = size // 2
+        col = pa.chunked_array([pa.array(values[:half], pa.string()), pa.array(values[half:], pa.string())])
+        codes, texts = sorted_codes(col)
+        want_codes, want_texts = text_codes(values)
+        assert texts == want_texts and codes.tolist() == want_codes.tolist(), values
+        codes, texts = sorted_codes(col, null=None)
+        present = sorted({v for v in values if v is not None})
+        assert texts == present
+        assert codes.tolist() == [present.index(v) if v is not None else len(present) for v in values]
+        assert codes.dtype == np.int64

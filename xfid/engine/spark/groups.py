@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from xfid.config import Config
 from xfid.engine.aggregate import achieved_fraction, is_bound_pair
@@ -40,7 +41,7 @@ from xfid.engine.schema import (
     names,
 )
 from xfid.engine.schema import STAT_FIELDS as SCHEMA_STATS
-from xfid.engine.scopes import DERIVED_UNITS, SCOPE_NAMES, EntryScope, entry_scopes, text_codes
+from xfid.engine.scopes import DERIVED_UNITS, SCOPE_NAMES, EntryScope, entry_scopes
 from xfid.engine.selection import CONVERTIBLE, AlignKeys, Selected
 from xfid.engine.spark.select import ENTRY_FIELDS, ENTRY_PROV
 from xfid.engine.spark.select import ENTRY_SCHEMA as ENTRY_SCHEMA  # the UDF's input (re-exported)
@@ -90,16 +91,6 @@ class AlignContext:
     fidelities: list[str]  # every fidelity of the selection, sorted (the local engine's codes)
 
 
-def _codes(values: np.ndarray, names: list[str]) -> np.ndarray:
-    return np.searchsorted(np.array(names, dtype=object), values).astype(np.int32)
-
-
-def _text(a: Any) -> np.ndarray:
-    out = np.asarray(a, dtype=object).copy()
-    out[pd.isna(out)] = None
-    return out
-
-
 def to_arrow(df: pd.DataFrame, fields: Sequence[Field]) -> pa.Table:
     """`df` as an Arrow table of exactly the schema of `fields` (None and NaN in text columns are null)."""
     schema = arrow_schema(fields)
@@ -122,60 +113,81 @@ def to_arrow(df: pd.DataFrame, fields: Sequence[Field]) -> pa.Table:
     return pa.Table.from_arrays(cols, schema=schema)
 
 
-def from_arrow(table: pa.Table) -> pd.DataFrame:
-    """An Arrow table as a DataFrame with text columns as object arrays (str or None)."""
-    out = {}
-    for name in table.column_names:
-        col = table.column(name)
-        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-            out[name] = col.to_numpy(zero_copy_only=False).astype(object, copy=False)
-        elif pa.types.is_boolean(col.type):
-            out[name] = col.fill_null(False).to_numpy(zero_copy_only=False)
-        else:
-            out[name] = col.to_numpy()
-    return pd.DataFrame(out)
-
-
 def align_arrow(table: pa.Table, ctx: AlignContext) -> pa.Table:
-    """align_group on Arrow tables (ENTRY_SCHEMA in, ROW_SCHEMA out)."""
-    return align_group(from_arrow(table), ctx)
+    """align_group on Arrow tables (ALIGN_INPUT's columns in, ALIGNED_SCHEMA out)."""
+    return align_group(table, ctx)
 
 
-def align_group(pdf: pd.DataFrame, ctx: AlignContext) -> pa.Table:
+def sorted_codes(col: pa.Array | pa.ChunkedArray, null: str | None = "") -> tuple[np.ndarray, list[str]]:
+    """Codes into the sorted distinct texts of an Arrow text column, as
+    `xfid.engine.scopes.text_codes` gives them (a null is the text `null`, "" there) but
+    without a Python str per row (Arrow's dictionary encoding, then the few distinct texts
+    sorted); with `null=None` a null gets the code len(texts) instead."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if null is not None:
+        arr = pc.fill_null(arr, null)
+    enc = pc.dictionary_encode(arr)
+    texts = enc.dictionary.to_pylist()
+    order = np.argsort(np.array(texts, dtype=object), kind="stable")
+    rank = np.empty(len(texts) + 1, np.int64)
+    rank[order] = np.arange(len(texts))
+    rank[len(texts)] = len(texts)
+    idx = enc.indices.fill_null(len(texts)).to_numpy(zero_copy_only=False)
+    return rank[idx], [texts[i] for i in order]
+
+
+def _recode(codes: np.ndarray, texts: list[str], into: list[str]) -> np.ndarray:
+    """Codes into `texts` as codes into `into` (which holds every text of `texts`)."""
+    at = {t: j for j, t in enumerate(into)}
+    pos = np.array([at[t] for t in texts], np.int32)
+    return pos[codes] if len(codes) else np.zeros(0, np.int32)
+
+
+def align_group(table: pa.Table, ctx: AlignContext) -> pa.Table:
     """The rows of one (target, workload) for every pair, plus one counts row per pair, as an
-    Arrow table of ALIGNED_SCHEMA (built from the arrays directly: no DataFrame per pair)."""
-    if not len(pdf):
+    Arrow table of ALIGNED_SCHEMA (built from the arrays directly: no DataFrame per pair, no
+    Python object per entry for its texts)."""
+    n = table.num_rows
+    if not n:
         return arrow_rows({}, 0)
+    for j, f in enumerate(table.schema):  # a text column of nulls only may come untyped (not from Spark)
+        if pa.types.is_null(f.type):
+            table = table.set_column(j, f.name, table.column(j).cast(pa.string()))
     fid_names = ctx.fidelities
-    raw = {k: _text(pdf[k]) for k in ("fidelity", "op", "metric", "stat", "note", "unit", "run", "source", "config")}
-    target, workload = str(pdf["target"].iloc[0]), str(pdf["workload"].iloc[0])
-    dims = {"target": [target], "workload": [workload], "metric": sorted(set(raw["metric"]) | set(CONVERTIBLE)),
-            "stat": sorted(set(raw["stat"])), "op": sorted(set(raw["op"]))}
-    n = len(pdf)
-    code = {"target": np.zeros(n, np.int32), "workload": np.zeros(n, np.int32),
-            "metric": _codes(raw["metric"], dims["metric"]), "stat": _codes(raw["stat"], dims["stat"]),
-            "op": _codes(raw["op"], dims["op"]), "fid": _codes(raw["fidelity"], fid_names)}
+    target, workload = str(table.column("target")[0].as_py()), str(table.column("workload")[0].as_py())
+    code: dict[str, np.ndarray] = {"target": np.zeros(n, np.int32), "workload": np.zeros(n, np.int32)}
+    dims: dict[str, list[str]] = {"target": [target], "workload": [workload]}
+    for k in ("metric", "stat", "op"):
+        c, texts = sorted_codes(table.column(k))
+        dims[k] = sorted(set(texts) | set(CONVERTIBLE)) if k == "metric" else texts
+        code[k] = _recode(c, texts, dims[k])
+    c, texts = sorted_codes(table.column("fidelity"))
+    code["fid"] = _recode(c, texts, list(fid_names))
     cards = [1, len(dims["metric"]), len(dims["stat"]), 1, len(dims["op"])]
     key, _ = combine([code[k] for k in ("target", "metric", "stat", "workload", "op")], cards)
     order = np.lexsort((code["fid"], key))  # the local engine's entry order: (key, fidelity)
     code = {k: v[order] for k, v in code.items()}
     key = key[order]
-    raw = {k: v[order] for k, v in raw.items()}
-    value = pdf["value"].to_numpy(np.float64)[order]
-    ref_value = pdf["ref_value"].to_numpy(np.float64)[order]
-    cnt = pdf["n"].to_numpy(np.int64)[order]
-    flagged = pdf["flagged"].to_numpy(bool)[order]
-    notes = {i: str(t) for i, t in enumerate(raw["note"]) if t is not None}
+    value = table.column("value").to_numpy()[order].astype(np.float64, copy=False)
+    ref_value = table.column("ref_value").to_numpy()[order].astype(np.float64, copy=False)
+    cnt = table.column("n").to_numpy()[order].astype(np.int64, copy=False)
+    flagged = table.column("flagged").fill_null(False).to_numpy()[order].astype(bool, copy=False)
+    note = table.column("note").take(pa.array(order))
+    valid = np.asarray(note.is_valid())
+    notes = dict(zip(np.flatnonzero(valid).tolist(), note.filter(pa.array(valid)).to_pylist(), strict=True))
     sel = Selected(dims, list(fid_names), code, value, cnt, np.arange(n, dtype=np.int64), flagged, notes, None, {})
-    unames = sorted({u for u in raw["unit"] if u is not None})
+    ucodes, unames = sorted_codes(table.column("unit"), null=None)  # a null unit: code len(unames)
     unit_names = [*unames, "", "s", "cycles", *DERIVED_UNITS]
-    upos = {u: i for i, u in enumerate(unames)}
-    units = np.array([upos[u] if u is not None else len(unames) for u in raw["unit"]], np.int64)
-    checker = MismatchChecker(pa.table({"config": pa.array(list(raw["config"]), pa.string())}), ctx.config,
-                              np.arange(n, dtype=np.int64))
-    parts = {k: (code[k], dims[k]) for k in ("metric", "stat", "op")}
-    parts.update(unit=(units, unit_names), source=text_codes(raw["source"]), config=text_codes(raw["config"]))
-    scopes = EntryScope(entry_scopes(parts), text_codes(raw["run"])[0])
+    units = ucodes[order]
+    config = table.column("config").take(pa.array(order))
+    checker = MismatchChecker(pa.table({"config": config}), ctx.config, np.arange(n, dtype=np.int64))
+    has_op = np.array([bool(t) for t in dims["op"]], np.int64)  # a scope reads whether an entry has an op
+    parts = {"metric": (code["metric"], dims["metric"]), "stat": (code["stat"], dims["stat"]),
+             "op": (has_op[code["op"]], ["", "op"]), "unit": (units, unit_names)}
+    for k in ("source", "config"):
+        c, texts = sorted_codes(table.column(k))
+        parts[k] = (c[order], texts)
+    scopes = EntryScope(entry_scopes(parts), sorted_codes(table.column("run"))[0][order])
     aligner = Aligner(sel, AlignKeys(key, ref_value), ctx.config, ctx.settings, units, unit_names, checker, scopes)
     tables = []
     counts_rows = []
@@ -190,19 +202,23 @@ def align_group(pdf: pd.DataFrame, ctx: AlignContext) -> pa.Table:
 
 
 def arrow_rows(cols: dict[str, Any], m: int) -> pa.Table:
-    """`m` rows of ALIGNED_FIELDS from arrays (a text may be one str for every row, None for
-    null; a column missing is null, NaN for a number; an integer column may come as (values,
-    null mask))."""
+    """`m` rows of ALIGNED_FIELDS from arrays (an Arrow array is taken as it is; a text may be
+    one str for every row, None for null; a column missing is null, NaN for a number; an integer
+    column may come as (values, null mask))."""
     out = []
     for f in ALIGNED_FIELDS:
         v = cols.get(f.name)
-        if v is None and pa.types.is_floating(f.type):
+        if isinstance(v, pa.Array):
+            out.append(v if v.type == f.type else v.cast(f.type))
+        elif v is None and pa.types.is_floating(f.type):
             out.append(pa.array(np.full(m, np.nan), f.type))  # NaN, as a frame's missing number was
         elif v is None:
             out.append(pa.nulls(m, f.type))
         elif pa.types.is_string(f.type):
-            arr = np.full(m, v, dtype=object) if isinstance(v, str) else np.asarray(v, dtype=object)
-            out.append(pa.array(arr, f.type, from_pandas=True))
+            if isinstance(v, str):
+                out.append(pa.repeat(pa.scalar(v, f.type), m))
+            else:
+                out.append(pa.array(np.asarray(v, dtype=object), f.type, from_pandas=True))
         elif pa.types.is_floating(f.type):
             out.append(pa.array(np.asarray(v, np.float64), f.type))
         elif pa.types.is_boolean(f.type):
@@ -222,13 +238,11 @@ def _plain(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def _differs(names: list[str], codes: np.ndarray, row_codes: np.ndarray, present: np.ndarray) -> np.ndarray:
-    """Per row the name of codes[i] where it is not the row's own code (and the entry is
-    present), else None."""
-    out = np.full(len(codes), None, dtype=object)
-    d = np.flatnonzero(present & (codes != row_codes))
-    out[d] = np.array(names, dtype=object)[codes[d]]
-    return out
+def _take(texts: Sequence[str | None], codes: np.ndarray, present: np.ndarray | None = None) -> pa.Array:
+    """Per row texts[codes[i]] as an Arrow string array (null where not `present`), gathered by
+    Arrow: no Python str per row."""
+    idx = pa.array(np.asarray(codes, np.int64), mask=None if present is None else ~np.asarray(present, bool))
+    return pa.array(list(texts), pa.string()).take(idx)
 
 
 def _rows(i: int, pr: Any, sel: Selected, unit_names: list[str]) -> dict[str, Any]:
@@ -239,23 +253,25 @@ def _rows(i: int, pr: Any, sel: Selected, unit_names: list[str]) -> dict[str, An
     has_ref = ref >= 0
     ref0 = np.maximum(ref, 0)
     row_stat = c["stat"][cand]
+    cand_metric, ref_metric, ref_stat = c["metric"][cand], c["metric"][ref0], c["stat"][ref0]
     return {
         "pair_index": i, "fingerprint": None,  # computed in Spark SQL (engine.fingerprint_column)
         "target": dims["target"][0], "workload": dims["workload"][0],
-        "op": np.array(dims["op"], dtype=object)[c["op"][cand]],
-        "metric": np.array(dims["metric"], dtype=object)[pr.metric],
-        "stat": np.array(dims["stat"], dtype=object)[row_stat],
+        "op": _take(dims["op"], c["op"][cand]),
+        "metric": _take(dims["metric"], pr.metric),
+        "stat": _take(dims["stat"], row_stat),
         "candidate": pr.pair.candidate, "reference": pr.pair.reference,
         "candidate_value": pr.cand_value, "reference_value": pr.ref_value,
-        "unit": np.array(unit_names, dtype=object)[pr.unit],
+        "unit": _take(unit_names, pr.unit),
         "rel_error": pr.rel, "log_ratio": pr.log_ratio, "tolerance": pr.tol, "tolerance_abs": pr.tol_abs,
-        "within": pr.within, "kind": np.array(KINDS, dtype=object)[pr.kind], "severity": pr.severity,
+        "within": pr.within, "kind": _take(KINDS, pr.kind), "severity": pr.severity,
         "candidate_n": sel.n[cand], "reference_n": (np.where(has_ref, sel.n[ref0], 0), ~has_ref),
-        "note": np.array(pr.note.texts, dtype=object)[pr.note.ids], "efficiency": pr.efficiency,
-        "factor": pr.factor, "scope": np.array(SCOPE_NAMES, dtype=object)[pr.scope],
-        "candidate_entry_metric": _differs(dims["metric"], c["metric"][cand], pr.metric, np.ones(len(cand), bool)),
-        "reference_entry_metric": _differs(dims["metric"], c["metric"][ref0], pr.metric, has_ref),
-        "reference_entry_stat": _differs(dims["stat"], c["stat"][ref0], row_stat, has_ref),
+        "note": _take(pr.note.texts, pr.note.ids), "efficiency": pr.efficiency,
+        "factor": pr.factor, "scope": _take(SCOPE_NAMES, pr.scope),
+        # which entries the row came from, where the row's own metric and stat do not say it
+        "candidate_entry_metric": _take(dims["metric"], cand_metric, cand_metric != pr.metric),
+        "reference_entry_metric": _take(dims["metric"], ref_metric, has_ref & (ref_metric != pr.metric)),
+        "reference_entry_stat": _take(dims["stat"], ref_stat, has_ref & (ref_stat != row_stat)),
     }
 
 
@@ -275,27 +291,37 @@ class StatsContext:
 
 def stats_arrow(table: pa.Table, ctx: StatsContext) -> pa.Table:
     """stats_group on Arrow tables (STATS_SCHEMA out)."""
-    return to_arrow(stats_group(from_arrow(table), ctx), STATS_FIELDS_SPARK)
+    return to_arrow(stats_group(table, ctx), STATS_FIELDS_SPARK)
 
 
-def stats_group(pdf: pd.DataFrame, ctx: StatsContext) -> pd.DataFrame:
+def stats_group(table: pa.Table, ctx: StatsContext) -> pd.DataFrame:
     """Target-level and workload-level aggregates (STATS_SCHEMA) of one (target, pair, metric,
-    stat)'s usable rows, in the local engine's row order (workload, then op)."""
-    pdf = pdf.sort_values(["workload", "op"], kind="stable")
-    rel, lr, cv, rv = (pdf[k].to_numpy(np.float64) for k in ("rel_error", "log_ratio", "candidate_value",
-                                                              "reference_value"))
-    within = pdf["within"].to_numpy(bool)
-    bound_pair = (str(pdf["candidate"].iloc[0]), str(pdf["reference"].iloc[0])) in ctx.bound_pairs
-    achieved = achieved_fraction(pdf["efficiency"].to_numpy(np.float64), bound_pair)
-    violated = (pdf["kind"] == "bound_violation").to_numpy(bool)
-    wl = pdf["workload"].to_numpy(dtype=object)
+    stat)'s usable rows, in the local engine's row order (workload, then op: one row per
+    (workload, op) in a group; Arrow sorts texts by their UTF-8 bytes, which is code point order,
+    as Python compares str). The columns are read from Arrow as numbers and codes (no frame)."""
+    order = pc.sort_indices(table, sort_keys=[("workload", "ascending"), ("op", "ascending")])
+
+    def col(k: str) -> pa.ChunkedArray:
+        return table.column(k).take(order)
+
+    def num(k: str) -> np.ndarray:
+        return col(k).to_numpy().astype(np.float64, copy=False)
+
+    rel, lr, cv, rv = (num(k) for k in ("rel_error", "log_ratio", "candidate_value", "reference_value"))
+    within = col("within").fill_null(False).to_numpy().astype(bool, copy=False)
+    head = {k: table.column(k)[0].as_py() for k in STATS_GROUP} if table.num_rows else dict.fromkeys(STATS_GROUP)
+    bound_pair = (str(head["candidate"]), str(head["reference"])) in ctx.bound_pairs
+    achieved = achieved_fraction(num("efficiency"), bound_pair)
+    violated = pc.equal(col("kind"), "bound_violation").fill_null(False).to_numpy().astype(bool, copy=False)
+    wl = pc.dictionary_encode(col("workload").combine_chunks())
+    wcode = wl.indices.to_numpy(zero_copy_only=False)
     s = ctx.settings
     kw = {"kendall": ctx.kendall, "bootstrap": ctx.bootstrap, "resamples": s["bootstrap_resamples"],
           "seed": s["bootstrap_seed"], "exact_max_n": s["bootstrap_exact_max_n"]}
-    first = np.r_[True, wl[1:] != wl[:-1]] if len(wl) else np.zeros(0, bool)
+    first = np.r_[True, wcode[1:] != wcode[:-1]] if len(wcode) else np.zeros(0, bool)
     gid = np.cumsum(first) - 1
-    levels = ((np.zeros(len(rel), np.int64), 1, [None]), (gid, int(first.sum()), list(wl[first])))
-    head = {k: pdf[k].iloc[0] for k in STATS_GROUP}
+    names = wl.dictionary.to_pylist()
+    levels = ((np.zeros(len(rel), np.int64), 1, [None]), (gid, int(first.sum()), [names[c] for c in wcode[first]]))
     frames = []
     for g, ng, workloads in levels:
         st = grouped_stats(g, ng, rel, lr, cv, rv, within, achieved=achieved, violated=violated, **kw)
