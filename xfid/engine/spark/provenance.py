@@ -27,7 +27,7 @@ def with_provenance(rows: Any, entries: Any) -> Any:
     columns of ROW_FIELDS_SPARK but `counts` (plus any other columns `rows` has, at the end).
 
     Two left joins with the entries on their whole key: the entries come partitioned by that key
-    from the selection's aggregate; only `rows` moves."""
+    from the selection's aggregate; only `rows` moves (and is the hashed side)."""
     from pyspark.sql import functions as F
 
     cand_metric, ref_metric, ref_stat = (F.col(f.name) for f in ENTRY_REFS)
@@ -46,7 +46,9 @@ def with_provenance(rows: Any, entries: Any) -> Any:
         mine = {"fidelity": fid, "metric": metric, "stat": stat, **{c: F.col(c) for c in LOOKUP}}
         out = out.select("*", *[mine[c].alias(f"_row{by[c]}") for c in ENTRY_KEY])
         cond = [F.col(f"_row{by[c]}") == F.col(by[c]) for c in ENTRY_KEY]
-        out = out.join(picked, cond, "left").drop(*k, *[f"_row{x}" for x in k])
+        # the rows (few) are hashed, the entries (many, already partitioned by their key) stream
+        # by: no sort of the entries for a sort-merge join
+        out = out.hint("shuffle_hash").join(picked, cond, "left").drop(*k, *[f"_row{x}" for x in k])
     wanted = [n for n in names(ROW_FIELDS_SPARK) if n != "counts"]
     rest = [c for c in out.columns if c not in wanted and c not in names(ENTRY_REFS)]
     return out.select(*wanted, *rest)
