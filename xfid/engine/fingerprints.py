@@ -47,11 +47,13 @@ def fingerprint_many(parts: list[list[str]], codes: list[object]) -> list[str]:
         parts: for each of FINGERPRINT_FIELDS, the list of its distinct strings.
         codes: for each field, an integer array (one element per row) indexing into parts.
     """
-    tables, invs = _joined(parts, codes)
-    n = len(invs[0]) if invs else 0
+    n = len(codes[0]) if codes else 0  # type: ignore[arg-type]
     split = n - int(n * HELPER_SHARE) if n >= HELPER_MIN and _cpus() > 1 else n
-    helper = _start_helper(tables, [inv[split:] for inv in invs]) if split < n else None
+    helper = _start_helper() if split < n else None  # it starts (imports numpy) while the keys are joined
     try:
+        tables, invs = _joined(parts, codes)
+        if helper is not None and not _send(helper, tables, [inv[split:] for inv in invs]):
+            helper = None
         out = _hash_rows(tables, invs, 0, split)
         rest = _helper_result(helper, n - split) if helper is not None else None
         return out + (rest if rest is not None else _hash_rows(tables, invs, split, n))
@@ -115,27 +117,31 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _start_helper(tables: list[np.ndarray], invs: list[np.ndarray]) -> subprocess.Popen[bytes] | None:
-    """A helper process hashing the rows of `invs` (see _helper_main), or None if it cannot start."""
-    import pickle
+def _start_helper() -> subprocess.Popen[bytes] | None:
+    """A helper process (see _helper_main), or None if it cannot be started."""
     import subprocess
-
 
     if not sys.executable or not os.path.isfile(__file__):
         return None
     try:
-        proc = subprocess.Popen([sys.executable, "-I", __file__], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        return subprocess.Popen([sys.executable, "-I", __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL)
     except OSError:
         return None
+
+
+def _send(proc: subprocess.Popen[bytes], tables: list[np.ndarray], invs: list[np.ndarray]) -> bool:
+    """Give the helper its rows; False (and the helper stopped) if it died before reading them."""
+    import pickle
+
     assert proc.stdin is not None
     try:
         with proc.stdin:
             pickle.dump((tables, invs), proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-    except OSError:  # it died before reading its input
+    except OSError:
         _stop(proc)
-        return None
-    return proc
+        return False
+    return True
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -174,6 +180,8 @@ def _helper_main() -> None:
     digits to stdout, in row order, once all are done (the parent reads only once its own rows
     are hashed: writing earlier into the full pipe would stop this process until then)."""
     import pickle
+
+    import numpy  # noqa: F401  (imported before the input arrives: the parent is still joining the keys)
 
     tables, invs = pickle.load(sys.stdin.buffer)
     out = _hash_rows(tables, invs, 0, len(invs[0]) if invs else 0)
