@@ -24,8 +24,9 @@ Each run is a fresh subprocess; with --repeat N every engine runs N times, the o
 each round (the first process after the store build meets colder memory on this VM), and the
 medians and their ratios are printed.
 
-Peak RSS is each child's VmHWM; a helper process that the child starts (the fingerprints of
-large jobs) is reported beside it (its peak RSS) and its CPU time is counted in the child's. Today's figures and what they mean: docs/engine.md, "Performance"
+Peak RSS is each child's VmHWM. xfid's fingerprint helper process (large jobs) is not in it:
+getrusage's children peak counts the parent's pages it was forked with, so it says nothing; the
+helper's own peak was measured apart (docs/scale.md). Its CPU time is counted in the child's. Today's figures and what they mean: docs/engine.md, "Performance"
 (10M records, quiet 2-core VM: xfid 4.92 s, pandas 11.80 s, DuckDB 10.37 s).
 
     python benchmarks/correlate.py                 # 1M records
@@ -288,7 +289,6 @@ def child(engine: str, store_dir: str) -> None:
           "xfid-stages": run_stages, "pandas": run_pandas, "duckdb": run_duckdb}[engine]
     out = fn(store_dir)
     out["peak_rss_mb"] = _peak_rss_mb()
-    out["helper_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # largest child's peak
     print(json.dumps(out))
 
 
@@ -332,9 +332,8 @@ def measure(n: int, workdir: Path, engines: list[str], repeat: int = 1, trees: d
             r = _once(e, store, trees)
             if r is not None:
                 runs[e].append(r)
-                helper = f"  helper process {r['helper_rss_mb']:.0f} MB" if r.get("helper_rss_mb") else ""
                 print(f"    round {i + 1}: {e:<16} {r['wall_s']:7.2f} s  CPU {r['cpu_s']:7.2f} s  "
-                      f"peak RSS {r['peak_rss_mb']:7.0f} MB{helper}")
+                      f"peak RSS {r['peak_rss_mb']:7.0f} MB")
     res = {}
     for e, rs in runs.items():
         if not rs:

@@ -184,8 +184,11 @@ def _helper_main() -> None:
     import numpy  # noqa: F401  (imported before the input arrives: the parent is still joining the keys)
 
     tables, invs = pickle.load(sys.stdin.buffer)
-    out = _hash_rows(tables, invs, 0, len(invs[0]) if invs else 0)
-    sys.stdout.buffer.write("".join(out).encode("ascii"))
+    n = len(invs[0]) if invs else 0
+    # each chunk's digits joined at once: ~16 bytes a row held, not a str object a row
+    out = b"".join("".join(_hash_rows(tables, invs, a, min(a + CHUNK, n))).encode("ascii")
+                   for a in range(0, n, CHUNK))
+    sys.stdout.buffer.write(out)
     sys.stdout.buffer.flush()
 
 
