@@ -96,8 +96,9 @@ def test_helper_failures_fall_back_to_this_process(monkeypatch, tmp_path):
     parts, codes, want = _rows(500)
     monkeypatch.setattr(fpm, "HELPER_MIN", 10)
     monkeypatch.setattr(fpm, "_cpus", lambda: 2)
-    monkeypatch.setattr(fpm.sys, "executable", str(tmp_path / "no-such-python"))
-    assert fingerprint_many(parts, codes) == want
+    for exe in ("python-not-here", "uwsgi", ""):  # missing; not an interpreter (an embedding program)
+        monkeypatch.setattr(fpm.sys, "executable", str(tmp_path / exe) if exe else "")
+        assert fingerprint_many(parts, codes) == want
     for script in ("import sys; sys.exit(3)", "import sys; sys.stdin.buffer.read(); print('0123456789abcdef')"):
         bad = tmp_path / "helper.py"
         bad.write_text(script)

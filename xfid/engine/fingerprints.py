@@ -121,7 +121,8 @@ def _start_helper() -> subprocess.Popen[bytes] | None:
     """A helper process (see _helper_main), or None if it cannot be started."""
     import subprocess
 
-    if not sys.executable or not os.path.isfile(__file__):
+    # an embedding program (a server binary, a frozen app) is not an interpreter to run a file with
+    if not os.path.basename(sys.executable or "").lower().startswith("python") or not os.path.isfile(__file__):
         return None
     try:
         return subprocess.Popen([sys.executable, "-I", __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
