@@ -20,9 +20,11 @@ if TYPE_CHECKING:
 CHUNK = 1 << 18
 """Rows whose joined keys are built at once (the joined bytes of 3.7M rows would be ~400 MB)."""
 FINGERPRINT_FIELDS = ("target", "workload", "op", "metric", "stat", "candidate", "reference")
-HELPER_MIN = 1 << 18
-"""Fewest rows of which a helper process hashes a share (below, starting it costs more than it
-saves: ~30 ms against ~0.25 s of hashing at this size)."""
+HELPER_MIN = 1 << 20
+"""Fewest rows of which a helper process hashes a share. Starting it (interpreter, numpy) took
+~0.2 s here and a row ~0.7 us in either process, so half of 1M rows saves ~0.15 s of wall time
+on a free core and half of 3.7M ~1.1 s; with no free core the two processes only share one, and
+the helper's start is lost (docs/scale.md, "The local engine, measured 2026-12-07 later")."""
 HELPER_SHARE = 0.5
 """The share of the rows (the last ones) that the helper process hashes meanwhile."""
 
@@ -40,8 +42,9 @@ def fingerprint_many(parts: list[list[str]], codes: list[object]) -> list[str]:
     workload x op, then metric x stat x pair), so each row costs one or two byte joins and a hash.
     Python's sha256 holds the GIL for inputs this short (threads cannot share the work), so
     from HELPER_MIN rows on, with more than one CPU, a helper process (this file run as a
-    script) hashes the last HELPER_SHARE of the rows while this process hashes the others. If
-    the helper cannot be started or fails, this process hashes its rows as well.
+    script) hashes the last HELPER_SHARE of the rows while this process hashes the others (a
+    gain only where a core is free: see HELPER_MIN). If the helper cannot be started or fails,
+    this process hashes its rows as well.
 
     Args:
         parts: for each of FINGERPRINT_FIELDS, the list of its distinct strings.
