@@ -423,7 +423,7 @@ class XfidStore:
     def correlate(self, targets: str | Sequence[str] | None = None, pairs: str | Sequence[Any] | None = None,
                   run: Runs = None, as_of: Any = None, *, include_missing: bool = False, fingerprints: str = "all",
                   engine: str | EngineChoice | None = None, track: str | Sequence[str] | None = None,
-                  request: Request | None = None) -> CorrelationResult:
+                  request: Request | None = None, out: str | os.PathLike[str] | None = None) -> CorrelationResult:
         """Align the fidelities and compute errors, aggregates and discrepancies.
 
         Args:
@@ -437,12 +437,18 @@ class XfidStore:
                 `xfid.engine.engines.EngineChoice` with the engine's options (Spark's master);
                 Spark's rows are the discrepancies and the rows of the fingerprints in `track`.
             request: the whole request (xfid.engine.request.Request) instead of the arguments above.
+            out: write the discrepancies as a Parquet dataset into this folder (a name ending in
+                .parquet; xfid.engine.dataset): Spark's executors write them, nothing of them comes
+                back to the driver. Written atomically (a temp folder renamed into place); an
+                existing folder is replaced only when xfid wrote it. `settings["output"]` names
+                the folder and its row count; Spark's `.discrepancies` is then empty.
 
         Returns:
             The result: `.rows`, `.comparisons`, `.discrepancies`, `.coverage` DataFrames, `.to_json()`.
 
         Raises:
-            EngineError, ConfigError: a malformed pair, run or date, an unknown target.
+            EngineError, ConfigError: a malformed pair, run or date, an unknown target; XfidError:
+                an `out` that is not a .parquet name, lies in a store, or is something xfid did not write.
         """
         from xfid.correlation import CorrelationResult
         from xfid.engine.engines import correlate_with
@@ -450,7 +456,20 @@ class XfidStore:
         req = request if request is not None else self.request(targets, run, as_of, pairs=pairs, track=track,
                                                                include_missing=include_missing,
                                                                fingerprints=fingerprints)
-        return CorrelationResult.of(correlate_with(self.backend(), self.config, engine, request=req))
+        target = out if out is not None else req.out
+        if target is None:
+            return CorrelationResult.of(correlate_with(self.backend(), self.config, engine, request=req))
+        from xfid.engine import dataset
+        from xfid.outfile import output_folder
+
+        if not dataset.is_dataset_path(os.fspath(target)):
+            raise XfidError(f"out: {os.fspath(target)!r} must be a folder name ending in .parquet (the discrepancies "
+                            "are written there as a Parquet dataset)")
+        with output_folder(target, ours=dataset.is_ours, what="a discrepancy dataset written by xfid",
+                           flag="out") as tmp:
+            corr = correlate_with(self.backend(), self.config, engine, request=req.but(out=str(tmp)))
+            dataset.finish(tmp, corr, os.fspath(target))
+        return CorrelationResult.of(corr)
 
     @staticmethod
     def request(targets: str | Sequence[str] | None = None, run: Runs = None, as_of: Any = None, *,
