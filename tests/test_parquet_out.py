@@ -136,6 +136,27 @@ def test_cli_refuses_a_bad_dataset_output_with_an_error(tmp_path):
                                                                  "part-0.parquet"])
 
 
+def test_a_dataset_folder_never_lands_in_a_store(tmp_path):
+    """Into the store's folder, its records, a partition, through a symlink, or a folder that holds
+    a store: Error:, exit 2, nothing written (the guard as a folder, before anything runs)."""
+    holder = tmp_path / "hold.parquet"
+    holder.mkdir()
+    store, _ = rule_store(holder)
+    root = store.root
+    store.close()
+    link = tmp_path / "link.parquet"
+    link.symlink_to(root / "records")
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    part = next((root / "records").glob("fidelity=*"))
+    for dest in (root / "x.parquet", root / "records" / "x.parquet", part / "x.parquet", link, holder,
+                 root / ".." / "rules" / "y.parquet"):
+        for engine in ("local", "spark"):  # refused before any engine starts
+            r = _cli(["--store", str(root), "correlate", "--engine", engine, "-o", str(dest)])
+            assert r.exit_code == 2, (dest, r.output)
+            assert "Error:" in r.output and "store" in r.output and "Traceback" not in r.output, (dest, r.output)
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+
+
 def test_cli_local_writes_and_rewrites_the_dataset(tmp_path):
     store, _ = rule_store(tmp_path)
     root = store.root
