@@ -232,8 +232,10 @@ def test_cli_spark_dataset_is_the_local_one(spark, tmp_path):  # noqa: F811
                     '[[compare]]\ncandidate = "roofline"\nreference = "measured"\n\n'
                     '[engine.spark]\nmaster = "local[2]"\n')
     got = {}
+    where = tmp_path / "out dir %20 é"  # a space, a %-escape look-alike, non-ASCII: the folder keeps its name
+    where.mkdir()
     for engine in ("spark", "local"):
-        out = tmp_path / f"{engine}.parquet"
+        out = where / f"{engine}.parquet"
         r = _cli(["--store", str(root), "--config", str(toml), "correlate", "--engine", engine, "-o", str(out)])
         assert r.exit_code == 0, r.output
         assert dataset.summary(out)["engine"] == engine
@@ -241,5 +243,6 @@ def test_cli_spark_dataset_is_the_local_one(spark, tmp_path):  # noqa: F811
         summary = json.loads((out / dataset.SUMMARY).read_text())
         got[engine + "-comparisons"] = summary["comparisons"]
     _same_rows(got["spark"], got["local"], "CLI datasets")
+    assert sorted(p.name for p in where.iterdir()) == ["local.parquet", "spark.parquet"]
     assert len(got["spark"]) > 0
     assert got["spark-comparisons"] == got["local-comparisons"]

@@ -48,7 +48,7 @@ def write_discrepancies(rows: Any, req: Any) -> pd.DataFrame:
                                                      F.lit(None).cast("string")).otherwise(F.col("fingerprint")))
     cols = [F.col(f.name).cast(SPARK_TYPES[f.type]).alias(f.name) for f in DATASET_SCHEMA]
     disc.select(*cols).write.option("compression", "zstd").mode("errorifexists").parquet(
-        Path(req.out).resolve().as_uri())
+        f"file://{Path(req.out).resolve()}")  # the path as given (a test writes under "out dir %20 é")
     found = rows.filter(F.col("kind") == "bound_violation").select(*VIOLATION_COLUMNS).toArrow()
     return found.to_pandas().sort_values(["severity", "fingerprint"], ascending=[False, True], na_position="last",
                          kind="stable").reset_index(drop=True)
