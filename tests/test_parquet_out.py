@@ -246,3 +246,19 @@ def test_cli_spark_dataset_is_the_local_one(spark, tmp_path):  # noqa: F811
     assert sorted(p.name for p in where.iterdir()) == ["local.parquet", "spark.parquet"]
     assert len(got["spark"]) > 0
     assert got["spark-comparisons"] == got["local-comparisons"]
+
+
+def test_calls_that_read_the_discrepancies_refuse_a_request_that_writes_them(tmp_path):
+    from xfid.api import compare
+
+    store, _ = rule_store(tmp_path)
+    out = tmp_path / "never.parquet"
+    req = Request.of(out=str(out))
+    with _api(tmp_path, store) as s:
+        for call in (lambda: s.check(actor="t", request=req), lambda: s.snapshot(request=req),
+                     lambda: s.calibrate("roofline", "measured", "h100-sxm", request=req),
+                     lambda: compare({"aggregates": []}, s, request=req)):
+            with pytest.raises(XfidError, match="is for correlate"):
+                call()
+        assert len(s.issues()) == 0  # refused before the check recorded anything
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if ".xfid-" in p.name]

@@ -93,6 +93,18 @@ def adapters() -> list[dict[str, Any]]:
     return describe()
 
 
+def only_rows_back(req: Request, what: str) -> Request:
+    """`req` for a call that reads the discrepancies itself (check, snapshot, calibrate, compare).
+
+    Raises:
+        XfidError: the request writes them to a dataset instead (`out`: correlate() only).
+    """
+    if req.out:
+        raise XfidError(f"{what} reads the discrepancies itself: a request with out={req.out!r} (a Parquet "
+                        "dataset) is for correlate() only; leave out unset")
+    return req
+
+
 def compare(baseline: PathLike | dict[str, Any], current: PathLike | dict[str, Any] | Correlation | XfidStore, *,
             config: Config | None = None, fail_on: str | Sequence[str] = DEFAULT_FAIL_ON,
             targets: str | Sequence[str] | None = None, run: Runs = None, as_of: Any = None,
@@ -116,7 +128,7 @@ def compare(baseline: PathLike | dict[str, Any], current: PathLike | dict[str, A
     from xfid.engine import Correlation
 
     fails = parse_fail_on(",".join(names(fail_on, "fail_on") or []))
-    req = request if request is not None else XfidStore.request(targets, run, as_of)
+    req = only_rows_back(request if request is not None else XfidStore.request(targets, run, as_of), "compare")
     targets = list(req.targets) or None
     base = baseline if isinstance(baseline, dict) else read_snapshot(baseline)
     if config is None:
@@ -503,7 +515,7 @@ class XfidStore:
                               value=label)
         from xfid.engine.engines import calibration_rows
 
-        req = request if request is not None else self.request(None, run, as_of)
+        req = only_rows_back(request if request is not None else self.request(None, run, as_of), "calibrate")
         rows = calibration_rows(self.backend(), self.config, engine, req, candidate, reference, target)
         return calibrate(self.backend(), self.config, candidate, reference, target, run=req.runs,
                          as_of=req.as_of, label=label, rows=rows)
@@ -543,7 +555,7 @@ class XfidStore:
             from xfid.engine.engines import get_engine, open_fingerprints
 
             eng = get_engine(self.config, engine)
-            req = request if request is not None else self.request(targets, run, as_of)
+            req = only_rows_back(request if request is not None else self.request(targets, run, as_of), "check")
             if not eng.all_rows:  # an engine that returns some rows brings back the open issues' too
                 req = req.but(track=tuple(open_fingerprints(tracker)))
             # the keys of issues marked invalid leave the statistics until their state changes
@@ -728,7 +740,7 @@ class XfidStore:
 
         if output is not None:
             guard(output)  # before the work: a path into the store is refused first
-        req = request if request is not None else self.request(targets, run, as_of)
+        req = only_rows_back(request if request is not None else self.request(targets, run, as_of), "snapshot")
         snap = make_snapshot(self.correlate(request=req, engine=engine), label=label)
         if output is not None:
             write_snapshot(snap, output)
