@@ -18,11 +18,11 @@ from typing import Any
 import pandas as pd
 
 from xfid.engine.dataset import DATASET_SCHEMA
-from xfid.engine.schema import SPARK_TYPES
+from xfid.engine.schema import GROUP_FIELDS, SPARK_TYPES, names
 
-VIOLATION_COLUMNS = ("kind", "severity", "factor", "target", "workload", "candidate", "reference", "metric", "stat",
-                     "fingerprint")
-"""What `with_violation_ids` reads of a bound violation (xfid.engine.aggregate)."""
+VIOLATION_COLUMNS = (*names(GROUP_FIELDS), "fingerprint", "kind", "severity", "factor")
+"""What `with_violation_ids` reads of a bound violation (xfid.engine.aggregate): the aggregate it
+belongs to, its fingerprint, and what orders it (severity, as the discrepancies are; factor)."""
 
 
 def is_discrepancy(include_missing: bool) -> Any:
