@@ -34,6 +34,9 @@ class Request:
         exclude_keys: keys (target, workload, op, metric, stat, candidate, reference) whose rows
             stay in the rows but leave the comparisons (the statistics): the tracker's issues
             marked invalid (the data is wrong). Recorded in `settings["excluded_keys"]`.
+        out: write the discrepancies as Parquet parts into this new folder instead of bringing
+            them back (xfid.engine.dataset; the API's `correlate(out=...)` gives a temp folder
+            here and renames it into place).
     """
 
     targets: tuple[str, ...] = ()
@@ -48,6 +51,7 @@ class Request:
     track: tuple[str, ...] = ()
     keep: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     exclude_keys: tuple[tuple[str, ...], ...] = ()
+    out: str | None = None
 
     @classmethod
     def of(cls, *, targets: Iterable[str] | None = None, runs: Runs = None, as_of: Any = None,

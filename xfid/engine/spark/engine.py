@@ -204,6 +204,12 @@ def align(s: SparkSelected) -> SparkAligned:
     rows = aligned.filter(F.col("counts").isNull()).drop("counts")
     kind = F.col("kind")
     wanted = (kind != "ok") if req.include_missing else ((kind != "ok") & (kind != "missing_reference"))
+    violations = None
+    if req.out:  # the executors write the discrepancies (spark/output.py): only tracked and kept rows come back
+        from xfid.engine.spark.output import write_discrepancies
+
+        violations = write_discrepancies(rows, req)
+        wanted = F.lit(False)
     if track:
         tdf = spark.createDataFrame([(fp,) for fp in track], "fingerprint string").withColumn("_t", F.lit(True))
         rows = rows.join(F.broadcast(tdf), "fingerprint", "left")
@@ -222,9 +228,10 @@ def align(s: SparkSelected) -> SparkAligned:
     total = sum(c["aligned"] + c["missing_reference"] for c in aligned_pairs.values())
     extra = {"engine": "spark",
              "spark": {"master": spark.sparkContext.master, "rows": total, "rows_returned": len(back),
-                       "tracked": len(track), "rows_kept": "discrepancies and tracked fingerprints"}}
+                       "tracked": len(track), "rows_kept": "tracked fingerprints (the discrepancies written to "
+                       "Parquet)" if req.out else "discrepancies and tracked fingerprints"}}
     return SparkAligned(Selection(sel.targets, sel.counts, sel.coverage), pair_list, aligned_pairs, back, extra,
-                        selected=s)
+                        violations=violations, selected=s)
 
 
 def fingerprint_column() -> Any:
