@@ -42,6 +42,21 @@ def test_request_of_normalises_without_renaming():
     assert r.but(track=("fp",)).track == ("fp",) and r.track == ()
     with pytest.raises(AttributeError):
         r.runs = None  # type: ignore[misc]  # frozen
+    # one string is one name, never its characters
+    assert Request.of(targets="t100", pairs="roofline:measured", track="0123abcd").track == ("0123abcd",)
+    assert Request.of(targets="t100").targets == ("t100",) and Request.of(pairs="a:b").pairs == ("a:b",)
+
+
+def test_the_api_correlate_takes_no_engine_only_arguments():
+    """Spark's `track` / `keep` travel in the Request (as check and calibrate pass them), not as
+    arguments of XfidStore.correlate, which are the same for every engine."""
+    import inspect
+
+    from xfid.api import XfidStore
+
+    params = set(inspect.signature(XfidStore.correlate).parameters)
+    assert not params & {"track", "keep", "master", "conf"}
+    assert XfidStore.request(track="fp1").track == ("fp1",)
 
 
 def _capture(monkeypatch):

@@ -434,8 +434,7 @@ class XfidStore:
     # --- correlation ------------------------------------------------------------------
     def correlate(self, targets: str | Sequence[str] | None = None, pairs: str | Sequence[Any] | None = None,
                   run: Runs = None, as_of: Any = None, *, include_missing: bool = False, fingerprints: str = "all",
-                  engine: str | EngineChoice | None = None, track: str | Sequence[str] | None = None,
-                  request: Request | None = None, out: str | os.PathLike[str] | None = None) -> CorrelationResult:
+                  engine: str | EngineChoice | None = None, request: Request | None = None, out: str | os.PathLike[str] | None = None) -> CorrelationResult:
         """Align the fidelities and compute errors, aggregates and discrepancies.
 
         Args:
@@ -447,7 +446,8 @@ class XfidStore:
             fingerprints: "all" rows, or only "discrepancies" (faster on huge stores).
             engine: "local" or "spark" (default `[engine] name`, else local), or an
                 `xfid.engine.engines.EngineChoice` with the engine's options (Spark's master);
-                Spark's rows are the discrepancies and the rows of the fingerprints in `track`.
+                Spark's `.rows` are the discrepancies (and the rows a request's `track` or
+                `keep` asks for: what `check` and `calibrate` pass; see Request).
             request: the whole request (xfid.engine.request.Request) instead of the arguments above.
             out: write the discrepancies as a Parquet dataset into this folder (a name ending in
                 .parquet; xfid.engine.dataset): Spark's executors write them, nothing of them comes
@@ -465,7 +465,7 @@ class XfidStore:
         from xfid.correlation import CorrelationResult
         from xfid.engine.engines import correlate_with
 
-        req = request if request is not None else self.request(targets, run, as_of, pairs=pairs, track=track,
+        req = request if request is not None else self.request(targets, run, as_of, pairs=pairs,
                                                                include_missing=include_missing,
                                                                fingerprints=fingerprints)
         target = out if out is not None else req.out
@@ -485,13 +485,13 @@ class XfidStore:
 
     @staticmethod
     def request(targets: str | Sequence[str] | None = None, run: Runs = None, as_of: Any = None, *,
-                pairs: str | Sequence[Any] | None = None, track: str | Sequence[str] | None = None,
-                **flags: Any) -> Request:
-        """The Request of this module's loose arguments (one string is one name; see `names`)."""
+                pairs: str | Sequence[Any] | None = None, **flags: Any) -> Request:
+        """The Request of this module's loose arguments (one string is one name; see `names`);
+        `flags` are Request's other fields (include_missing, fingerprints, track, keep, ...)."""
         from xfid.engine.request import Request
 
         return Request.of(targets=names(targets, "targets"), runs=run, as_of=as_of,
-                          pairs=names(pairs, "pairs", strings=False), track=names(track, "track"), **flags)
+                          pairs=names(pairs, "pairs", strings=False), **flags)
 
     def calibrate(self, candidate: str, reference: str, target: str, *, label: str | None = None, run: Runs = None,
                   as_of: Any = None, engine: str | EngineChoice | None = None,

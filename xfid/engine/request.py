@@ -58,9 +58,9 @@ class Request:
            pairs: Iterable[Any] | None = None, track: Iterable[str] | None = None,
            keep: Mapping[str, Sequence[str]] | None = None,
            exclude_keys: Iterable[Sequence[Any]] | None = None, **flags: Any) -> Request:
-        """A request from loose arguments (lists, None for "not given"); `flags` are the other fields."""
-        return cls(targets=tuple(targets or ()), runs=_runs(runs), as_of=as_of, pairs=tuple(pairs or ()),
-                   track=tuple(track or ()), keep={str(k): tuple(str(x) for x in v) for k, v in (keep or {}).items()},
+        """A request from loose arguments (lists, None for "not given"; one string is one name);
+        `flags` are the other fields."""
+        return cls(targets=_names(targets), runs=_runs(runs), as_of=as_of, pairs=_names(pairs), track=_names(track), keep={str(k): tuple(str(x) for x in v) for k, v in (keep or {}).items()},
                    exclude_keys=key_set(exclude_keys), **flags)
 
     def but(self, **changes: Any) -> Request:
@@ -72,6 +72,11 @@ def key_set(keys: Iterable[Sequence[Any]] | None) -> tuple[tuple[str, ...], ...]
     """Keys (target, workload, op, metric, stat, candidate, reference) in one form: text (None as
     ""), distinct, sorted — what `Request.exclude_keys` holds."""
     return tuple(sorted({tuple(str(x or "") for x in k) for k in keys or ()}))
+
+
+def _names(values: Iterable[Any] | None) -> tuple[Any, ...]:
+    """Names as a tuple: one string is one name (not its characters), None none."""
+    return (values,) if isinstance(values, str) else tuple(values or ())
 
 
 def _runs(runs: Runs) -> Runs:
