@@ -24,7 +24,9 @@ Each run is a fresh subprocess; with --repeat N every engine runs N times, the o
 each round (the first process after the store build meets colder memory on this VM), and the
 medians and their ratios are printed.
 
-Peak RSS is each child's VmHWM. Today's figures and what they mean: docs/engine.md, "Performance"
+Peak RSS is each child's VmHWM. xfid's fingerprint helper process (large jobs) is not in it:
+getrusage's children peak counts the parent's pages it was forked with, so it says nothing; the
+helper's own peak was measured apart (docs/scale.md). Its CPU time is counted in the child's. Today's figures and what they mean: docs/engine.md, "Performance"
 (10M records, quiet 2-core VM: xfid 4.92 s, pandas 11.80 s, DuckDB 10.37 s).
 
     python benchmarks/correlate.py                 # 1M records
@@ -186,10 +188,11 @@ STAGES = ("select", "align", "fingerprints", "aggregate", "finish")
 
 
 def _clock() -> tuple[float, float]:
-    """(wall, CPU) now; CPU is the whole process's (every thread), steadier than wall time on a
-    shared machine and the measure of the work done."""
+    """(wall, CPU) now; CPU is the whole process's (every thread) plus that of its finished child
+    processes (xfid's fingerprint helper), steadier than wall time on a shared machine and the
+    measure of the work done."""
     t = os.times()
-    return time.perf_counter(), t.user + t.system
+    return time.perf_counter(), t.user + t.system + t.children_user + t.children_system
 
 
 def _since(start: tuple[float, float]) -> tuple[float, float]:

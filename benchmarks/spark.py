@@ -6,7 +6,10 @@ workloads per 10M records x 500 ops x 6 metrics, older runs, duplicates), then r
 in its own subprocess:
 
 * local: `xfid.engine.correlate`;
-* spark: `xfid.engine.spark.correlate` with `--master` (default local[2]).
+* spark: `xfid.engine.spark.correlate` with `--master` (default local[2]);
+* spark-parquet (`--engines local,spark,spark-parquet`): the same with the discrepancies written
+  to a Parquet dataset by the executors (`-o DIR.parquet`, `correlate(out=...)`), in the work dir,
+  removed after; its driver peak RSS against spark's is the point.
 
 Printed per engine: wall time, the Python driver's peak RSS (VmHWM), for Spark the JVM's peak
 RSS (in local mode the JVM is driver and executors in one process) and the peak of the summed
@@ -168,6 +171,7 @@ def child(engine: str, store_dir: str, master: str, memory: str, partitions: int
             out.update(refused=str(e), wall_s=time.perf_counter() - t)
             c = None
     else:
+        from xfid.engine.request import Request
         from xfid.engine.spark import correlate
         from xfid.engine.spark.session import spark_session
 
@@ -182,7 +186,17 @@ def child(engine: str, store_dir: str, master: str, memory: str, partitions: int
         spark = spark_session(None, master, conf, records=sum(int(n or 0) for n in store.counts().values()))
         out["settings"] = {k: spark.conf.get(k) for k in ("spark.driver.memory", "spark.sql.shuffle.partitions")}
         out["session_s"] = time.perf_counter() - t
-        c = correlate(store, cfg, spark=spark)
+        dest = Path(store_dir).parent / f"out-{os.getpid()}.parquet"
+        req = Request.of(out=str(dest)) if engine == "spark-parquet" else None
+        try:
+            c = correlate(store, cfg, req, spark=spark)
+            if req is not None:
+                from xfid.engine.dataset import dataset
+
+                out["dataset_rows"] = dataset(dest, check=False).count_rows()
+                out["dataset_mb"] = sum(f.stat().st_size for f in dest.rglob("*.parquet")) / 1e6
+        finally:
+            shutil.rmtree(dest, ignore_errors=True)
         out["wall_s"] = time.perf_counter() - t
         stages = _stages(spark)
         out["shuffle_bytes"] = None if stages is None else sum(int(s.get("shuffleWriteBytes", 0)) for s in stages)
@@ -197,7 +211,7 @@ def child(engine: str, store_dir: str, master: str, memory: str, partitions: int
             out["wall_s"] = time.perf_counter() - t
             out["cpu_s"] = time.process_time()
             out["rows_aligned"] = len(c.rows)
-        out.update(discrepancies=len(c.discrepancies), comparisons=len(c.comparisons),
+        out.update(discrepancies=out.get("dataset_rows", len(c.discrepancies)), comparisons=len(c.comparisons),
                    discrepancy_fingerprints=sorted(c.discrepancies["fingerprint"].astype(str))[:5])
     out["driver_peak_rss_mb"] = _kb(_status(os.getpid()).get("VmHWM")) / 1024
     print(json.dumps(out))
@@ -242,7 +256,7 @@ def measure(n: int, workdir: Path, args: argparse.Namespace) -> None:
             line += f"  CPU {r['cpu_s']:.1f} s"
         if "refused" in r:
             line += f"  refused: {r['refused']}"
-        if e == "spark":
+        if e.startswith("spark"):
             sb = r.get("shuffle_bytes")
             line += (f"  JVM (driver+executors) peak RSS {r['jvm_peak_rss_mb']:7.0f} MB  executor Python workers "
                      f"peak RSS {r['workers_peak_rss_mb']:7.0f} MB  shuffle written "
@@ -258,6 +272,11 @@ def measure(n: int, workdir: Path, args: argparse.Namespace) -> None:
         lo, sp = res["local"], res["spark"]
         print(f"  spark / local wall time: {sp['wall_s'] / lo['wall_s']:.2f}; same discrepancies and comparisons "
               f"counts: {lo['discrepancies'] == sp['discrepancies'] and lo['comparisons'] == sp['comparisons']}")
+    if "spark" in res and "spark-parquet" in res:
+        a, b = res["spark"], res["spark-parquet"]
+        print(f"  spark-parquet / spark: driver peak RSS {b['driver_peak_rss_mb'] / a['driver_peak_rss_mb']:.2f}, "
+              f"wall {b['wall_s'] / a['wall_s']:.2f}; dataset {b.get('dataset_mb', 0):.1f} MB, same discrepancies "
+              f"count: {a['discrepancies'] == b['discrepancies']}")
     if not args.keep:
         shutil.rmtree(store, ignore_errors=True)
 

@@ -42,6 +42,21 @@ def test_request_of_normalises_without_renaming():
     assert r.but(track=("fp",)).track == ("fp",) and r.track == ()
     with pytest.raises(AttributeError):
         r.runs = None  # type: ignore[misc]  # frozen
+    # one string is one name, never its characters
+    assert Request.of(targets="t100", pairs="roofline:measured", track="0123abcd").track == ("0123abcd",)
+    assert Request.of(targets="t100").targets == ("t100",) and Request.of(pairs="a:b").pairs == ("a:b",)
+
+
+def test_the_api_correlate_takes_no_engine_only_arguments():
+    """Spark's `track` / `keep` travel in the Request (as check and calibrate pass them), not as
+    arguments of XfidStore.correlate, which are the same for every engine."""
+    import inspect
+
+    from xfid.api import XfidStore
+
+    params = set(inspect.signature(XfidStore.correlate).parameters)
+    assert not params & {"track", "keep", "master", "conf"}
+    assert XfidStore.request(track="fp1").track == ("fp1",)
 
 
 def _capture(monkeypatch):
@@ -267,11 +282,12 @@ def test_the_spark_frame_builders_produce_every_declared_field(tmp_path, monkeyp
 # dimensions), the fingerprint's identity parts (fingerprints.py) and the statistic groups of
 # stats.py (checked against the schema above) declare other things under the same names
 OUTPUT_MODULES = ("contract", "stats", "rows", "aggregate", "pipeline", "result", "engines", "request", "output", "jsonout",
-                  "spark/engine", "spark/groups", "../drift/snapshot")
+                  "dataset", "spark/engine", "spark/groups", "spark/output", "../drift/snapshot")
 NOT_FIELD_LISTS = {("rows", "PACKED"): "PairRows' own arrays, which Packer keeps",
                    ("output", "COMP_HEAD"): "table headers", ("output", "BOUND_HEAD"): "table headers",
                    ("output", "DISC_HEAD"): "table headers",
                    ("../drift/snapshot", "NARROWER"): "value ranges narrower than the declared types",
+                   ("spark/output", "VIOLATION_COLUMNS"): "the columns aggregate.with_violation_ids reads (a projection)",
                    ("../drift/snapshot", "KEY_REQUIRED"): "checked against KEY_FIELDS below",
                    ("../drift/snapshot", "AGG_REQUIRED"): "checked against AGG_FIELDS below"}
 

@@ -93,6 +93,18 @@ def adapters() -> list[dict[str, Any]]:
     return describe()
 
 
+def only_rows_back(req: Request, what: str) -> Request:
+    """`req` for a call that reads the discrepancies itself (check, snapshot, calibrate, compare).
+
+    Raises:
+        XfidError: the request writes them to a dataset instead (`out`: correlate() only).
+    """
+    if req.out:
+        raise XfidError(f"{what} reads the discrepancies itself: a request with out={req.out!r} (a Parquet "
+                        "dataset) is for correlate() only; leave out unset")
+    return req
+
+
 def compare(baseline: PathLike | dict[str, Any], current: PathLike | dict[str, Any] | Correlation | XfidStore, *,
             config: Config | None = None, fail_on: str | Sequence[str] = DEFAULT_FAIL_ON,
             targets: str | Sequence[str] | None = None, run: Runs = None, as_of: Any = None,
@@ -116,7 +128,7 @@ def compare(baseline: PathLike | dict[str, Any], current: PathLike | dict[str, A
     from xfid.engine import Correlation
 
     fails = parse_fail_on(",".join(names(fail_on, "fail_on") or []))
-    req = request if request is not None else XfidStore.request(targets, run, as_of)
+    req = only_rows_back(request if request is not None else XfidStore.request(targets, run, as_of), "compare")
     targets = list(req.targets) or None
     base = baseline if isinstance(baseline, dict) else read_snapshot(baseline)
     if config is None:
@@ -422,8 +434,7 @@ class XfidStore:
     # --- correlation ------------------------------------------------------------------
     def correlate(self, targets: str | Sequence[str] | None = None, pairs: str | Sequence[Any] | None = None,
                   run: Runs = None, as_of: Any = None, *, include_missing: bool = False, fingerprints: str = "all",
-                  engine: str | EngineChoice | None = None, track: str | Sequence[str] | None = None,
-                  request: Request | None = None) -> CorrelationResult:
+                  engine: str | EngineChoice | None = None, request: Request | None = None, out: str | os.PathLike[str] | None = None) -> CorrelationResult:
         """Align the fidelities and compute errors, aggregates and discrepancies.
 
         Args:
@@ -435,32 +446,52 @@ class XfidStore:
             fingerprints: "all" rows, or only "discrepancies" (faster on huge stores).
             engine: "local" or "spark" (default `[engine] name`, else local), or an
                 `xfid.engine.engines.EngineChoice` with the engine's options (Spark's master);
-                Spark's rows are the discrepancies and the rows of the fingerprints in `track`.
+                Spark's `.rows` are the discrepancies (and the rows a request's `track` or
+                `keep` asks for: what `check` and `calibrate` pass; see Request).
             request: the whole request (xfid.engine.request.Request) instead of the arguments above.
+            out: write the discrepancies as a Parquet dataset into this folder (a name ending in
+                .parquet; xfid.engine.dataset): Spark's executors write them, nothing of them comes
+                back to the driver. Written atomically (a temp folder renamed into place); an
+                existing folder is replaced only when xfid wrote it. `settings["output"]` names
+                the folder and its row count; Spark's `.discrepancies` is then empty.
 
         Returns:
             The result: `.rows`, `.comparisons`, `.discrepancies`, `.coverage` DataFrames, `.to_json()`.
 
         Raises:
-            EngineError, ConfigError: a malformed pair, run or date, an unknown target.
+            EngineError, ConfigError: a malformed pair, run or date, an unknown target; XfidError:
+                an `out` that is not a .parquet name, lies in a store, or is something xfid did not write.
         """
         from xfid.correlation import CorrelationResult
         from xfid.engine.engines import correlate_with
 
-        req = request if request is not None else self.request(targets, run, as_of, pairs=pairs, track=track,
+        req = request if request is not None else self.request(targets, run, as_of, pairs=pairs,
                                                                include_missing=include_missing,
                                                                fingerprints=fingerprints)
-        return CorrelationResult.of(correlate_with(self.backend(), self.config, engine, request=req))
+        target = out if out is not None else req.out
+        if target is None:
+            return CorrelationResult.of(correlate_with(self.backend(), self.config, engine, request=req))
+        from xfid.engine import dataset
+        from xfid.outfile import output_folder
+
+        if not dataset.is_dataset_path(os.fspath(target)):
+            raise XfidError(f"out: {os.fspath(target)!r} must be a folder name ending in .parquet (the discrepancies "
+                            "are written there as a Parquet dataset)")
+        with output_folder(target, ours=dataset.is_ours, what="a discrepancy dataset written by xfid",
+                           flag="out") as tmp:
+            corr = correlate_with(self.backend(), self.config, engine, request=req.but(out=str(tmp)))
+            dataset.finish(tmp, corr, os.fspath(target))
+        return CorrelationResult.of(corr)
 
     @staticmethod
     def request(targets: str | Sequence[str] | None = None, run: Runs = None, as_of: Any = None, *,
-                pairs: str | Sequence[Any] | None = None, track: str | Sequence[str] | None = None,
-                **flags: Any) -> Request:
-        """The Request of this module's loose arguments (one string is one name; see `names`)."""
+                pairs: str | Sequence[Any] | None = None, **flags: Any) -> Request:
+        """The Request of this module's loose arguments (one string is one name; see `names`);
+        `flags` are Request's other fields (include_missing, fingerprints, track, keep, ...)."""
         from xfid.engine.request import Request
 
         return Request.of(targets=names(targets, "targets"), runs=run, as_of=as_of,
-                          pairs=names(pairs, "pairs", strings=False), track=names(track, "track"), **flags)
+                          pairs=names(pairs, "pairs", strings=False), **flags)
 
     def calibrate(self, candidate: str, reference: str, target: str, *, label: str | None = None, run: Runs = None,
                   as_of: Any = None, engine: str | EngineChoice | None = None,
@@ -484,7 +515,7 @@ class XfidStore:
                               value=label)
         from xfid.engine.engines import calibration_rows
 
-        req = request if request is not None else self.request(None, run, as_of)
+        req = only_rows_back(request if request is not None else self.request(None, run, as_of), "calibrate")
         rows = calibration_rows(self.backend(), self.config, engine, req, candidate, reference, target)
         return calibrate(self.backend(), self.config, candidate, reference, target, run=req.runs,
                          as_of=req.as_of, label=label, rows=rows)
@@ -524,7 +555,7 @@ class XfidStore:
             from xfid.engine.engines import get_engine, open_fingerprints
 
             eng = get_engine(self.config, engine)
-            req = request if request is not None else self.request(targets, run, as_of)
+            req = only_rows_back(request if request is not None else self.request(targets, run, as_of), "check")
             if not eng.all_rows:  # an engine that returns some rows brings back the open issues' too
                 req = req.but(track=tuple(open_fingerprints(tracker)))
             # the keys of issues marked invalid leave the statistics until their state changes
@@ -709,7 +740,7 @@ class XfidStore:
 
         if output is not None:
             guard(output)  # before the work: a path into the store is refused first
-        req = request if request is not None else self.request(targets, run, as_of)
+        req = only_rows_back(request if request is not None else self.request(targets, run, as_of), "snapshot")
         snap = make_snapshot(self.correlate(request=req, engine=engine), label=label)
         if output is not None:
             write_snapshot(snap, output)

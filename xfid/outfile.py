@@ -352,3 +352,89 @@ def write_output(path: str | os.PathLike[str], data: bytes | str, *,
     """Write all of `data` to `path` by the rules of `open_output`."""
     with open_output(path, text=isinstance(data, str), error=error, store_file=store_file) as f:
         f.write(data)
+
+
+def check_folder_output(path: str | os.PathLike[str], *, ours: Callable[[Path], bool], what: str,
+                        flag: str = "-o", error: type[XfidError] = XfidError) -> tuple[Path, bool]:
+    """What `output_folder` checks before anything is written (a command calls it when it
+    reads the option, so a refused path costs no work): the real path and whether it exists.
+
+    Raises:
+        XfidError (or `error`): a path into a store, a stream, an existing file or folder that
+            `ours` does not accept, a missing parent folder.
+    """
+    shown = os.fspath(path)
+    guard(path, folder=True, flag=flag, error=error)
+    try:
+        real, fd_link = resolve(path)
+        exists = real.exists()
+    except OSError as e:
+        raise error(f"cannot write {flag} {shown}: {e.strerror or e}") from None
+    if fd_link:
+        raise error(f"cannot write {flag} {shown}: {what} is a folder of files, not a stream (give a folder name)")
+    if exists and not (real.is_dir() and ours(real)):
+        kind = "a folder" if real.is_dir() else "a file"
+        raise error(f"cannot write {flag} {shown}: it exists and is {kind} that is not {what}; nothing was written "
+                    "(remove it, or give another name)")
+    if not real.parent.is_dir():
+        raise error(f"cannot write {flag} {shown}: folder {real.parent} does not exist (create it first)")
+    return real, exists
+
+
+@contextlib.contextmanager
+def output_folder(path: str | os.PathLike[str], *, ours: Callable[[Path], bool], what: str, flag: str = "-o",
+                  error: type[XfidError] = XfidError) -> Iterator[Path]:
+    """A temp folder name beside `path` to fill (not created: the writer creates it); when the
+    block ends without error it is renamed into place, else removed with what it holds.
+
+    The same rules as a file output: `guard` (as a folder: not inside a store, not holding one),
+    a missing parent folder is an error, never created. An existing `path` is replaced only when
+    `ours(path)` says it is a folder written the same way (what: how the message names it);
+    anything else there (a file, a folder of other things) is refused before anything is
+    written. Replacing renames the old folder aside, the new one into place, then removes the
+    old one: a reader sees the old folder or the new one, and only between the two renames none.
+
+    Raises:
+        XfidError (or `error`): a refused path, or an OS error while writing or renaming (then
+            nothing is left of the new folder and an old one is back in place).
+    """
+    shown = os.fspath(path)
+    real, exists = check_folder_output(path, ours=ours, what=what, flag=flag, error=error)
+    token = secrets.token_hex(6)
+    tmp = real.parent / f".{real.name}.xfid-{token}.tmp"
+    old = real.parent / f".{real.name}.xfid-{token}.old"
+    try:
+        yield tmp
+        if not tmp.is_dir():
+            raise error(f"cannot write {flag} {shown}: the writer left no folder")
+        if exists:
+            os.rename(real, old)
+        try:
+            os.rename(tmp, real)
+        except OSError:
+            if exists:
+                os.rename(old, real)
+            raise
+    except OSError as e:
+        _remove_tree(tmp)
+        raise error(f"cannot write {flag} {shown}: {e.strerror or e}") from None
+    except BaseException:
+        _remove_tree(tmp)
+        raise
+    _remove_tree(old)
+    with contextlib.suppress(OSError):  # the rename itself survives a crash
+        dfd = os.open(real.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+def _remove_tree(p: Path) -> None:
+    import shutil
+
+    if p.is_dir() and not p.is_symlink():
+        shutil.rmtree(p, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            p.unlink()

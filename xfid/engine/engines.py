@@ -118,7 +118,12 @@ class LocalEngine:
         from xfid.engine.pipeline import correlate  # the same steps
 
         self.check_fits(store)
-        return correlate(store, config, request)
+        corr = correlate(store, config, request)
+        if request.out:  # the same dataset as Spark's executors write, from this process
+            from xfid.engine.dataset import write_frame
+
+            write_frame(corr.discrepancies, request.out)
+        return corr
 
 
 class SparkEngine:

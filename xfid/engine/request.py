@@ -34,6 +34,9 @@ class Request:
         exclude_keys: keys (target, workload, op, metric, stat, candidate, reference) whose rows
             stay in the rows but leave the comparisons (the statistics): the tracker's issues
             marked invalid (the data is wrong). Recorded in `settings["excluded_keys"]`.
+        out: write the discrepancies as Parquet parts into this new folder instead of bringing
+            them back (xfid.engine.dataset; the API's `correlate(out=...)` gives a temp folder
+            here and renames it into place).
     """
 
     targets: tuple[str, ...] = ()
@@ -48,15 +51,16 @@ class Request:
     track: tuple[str, ...] = ()
     keep: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     exclude_keys: tuple[tuple[str, ...], ...] = ()
+    out: str | None = None
 
     @classmethod
     def of(cls, *, targets: Iterable[str] | None = None, runs: Runs = None, as_of: Any = None,
            pairs: Iterable[Any] | None = None, track: Iterable[str] | None = None,
            keep: Mapping[str, Sequence[str]] | None = None,
            exclude_keys: Iterable[Sequence[Any]] | None = None, **flags: Any) -> Request:
-        """A request from loose arguments (lists, None for "not given"); `flags` are the other fields."""
-        return cls(targets=tuple(targets or ()), runs=_runs(runs), as_of=as_of, pairs=tuple(pairs or ()),
-                   track=tuple(track or ()), keep={str(k): tuple(str(x) for x in v) for k, v in (keep or {}).items()},
+        """A request from loose arguments (lists, None for "not given"; one string is one name);
+        `flags` are the other fields."""
+        return cls(targets=_names(targets), runs=_runs(runs), as_of=as_of, pairs=_names(pairs), track=_names(track), keep={str(k): tuple(str(x) for x in v) for k, v in (keep or {}).items()},
                    exclude_keys=key_set(exclude_keys), **flags)
 
     def but(self, **changes: Any) -> Request:
@@ -68,6 +72,11 @@ def key_set(keys: Iterable[Sequence[Any]] | None) -> tuple[tuple[str, ...], ...]
     """Keys (target, workload, op, metric, stat, candidate, reference) in one form: text (None as
     ""), distinct, sorted — what `Request.exclude_keys` holds."""
     return tuple(sorted({tuple(str(x or "") for x in k) for k in keys or ()}))
+
+
+def _names(values: Iterable[Any] | None) -> tuple[Any, ...]:
+    """Names as a tuple: one string is one name (not its characters), None none."""
+    return (values,) if isinstance(values, str) else tuple(values or ())
 
 
 def _runs(runs: Runs) -> Runs:

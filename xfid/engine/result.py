@@ -102,6 +102,9 @@ class Aligned:
     counts: dict[int, dict[str, int]]
     rows: pd.DataFrame
     extra: dict[str, Any] = field(default_factory=dict)
+    violations: pd.DataFrame | None = None
+    """When the discrepancies did not come back (written to Parquet): the bound violations'
+    fields that name them in the comparisons (xfid.engine.spark.output.VIOLATION_COLUMNS)."""
 
 
 def finish(store: Store, config: Config, req: Request, start: Start, aligned: Aligned,
@@ -123,7 +126,8 @@ def finish(store: Store, config: Config, req: Request, start: Start, aligned: Al
                                    pair_info=info, counts=sel.counts,
                                    clock_targets=sel.clock_targets or sel.targets)
     out_settings.update(aligned.extra)
-    return Correlation(rows, with_violation_ids(comparisons, disc), disc, sel.coverage, result_sources(store),
+    named = disc if aligned.violations is None else aligned.violations
+    return Correlation(rows, with_violation_ids(comparisons, named), disc, sel.coverage, result_sources(store),
                        config.hash(), out_settings)
 
 

@@ -211,6 +211,13 @@ def align(s: SparkSelected) -> SparkAligned:
         rows = with_provenance(rows, sel.entries)
     kind = F.col("kind")
     wanted = (kind != "ok") if req.include_missing else ((kind != "ok") & (kind != "missing_reference"))
+    violations = None
+    if req.out:  # the executors write the discrepancies (spark/output.py): only tracked and kept rows come back
+        from xfid.engine.spark.output import write_discrepancies
+
+        written = rows.withColumn("fingerprint", fingerprint_column())
+        violations = write_discrepancies(written if joined else with_provenance(written, sel.entries), req)
+        wanted = F.lit(False)
     if track:  # every row's fingerprint, to find the tracked ones
         rows = rows.withColumn("fingerprint", fingerprint_column())
         tdf = spark.createDataFrame([(fp,) for fp in track], "fingerprint string").withColumn("_t", F.lit(True))
@@ -235,9 +242,10 @@ def align(s: SparkSelected) -> SparkAligned:
     total = sum(c["aligned"] + c["missing_reference"] for c in aligned_pairs.values())
     extra = {"engine": "spark",
              "spark": {"master": spark.sparkContext.master, "rows": total, "rows_returned": len(back),
-                       "tracked": len(track), "rows_kept": "discrepancies and tracked fingerprints"}}
+                       "tracked": len(track), "rows_kept": "tracked fingerprints (the discrepancies written to "
+                       "Parquet)" if req.out else "discrepancies and tracked fingerprints"}}
     return SparkAligned(Selection(sel.targets, sel.counts, sel.coverage), pair_list, aligned_pairs, back, extra,
-                        selected=s)
+                        violations=violations, selected=s)
 
 
 def fingerprint_column() -> Any:
