@@ -307,7 +307,7 @@ def _direct(real: Path, shown: str, append: bool, text: bool, error: type[XfidEr
 def _atomic(real: Path, shown: str, st: os.stat_result | None, text: bool,
             error: type[XfidError]) -> Iterator[IO[Any]]:
     """Temp file beside `real` (0666 & ~umask, or the old file's mode), fsync, rename."""
-    tmp = real.parent / f".{real.name}.xfid-{secrets.token_hex(6)}.tmp"
+    tmp = _beside(real, secrets.token_hex(6), "tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except OSError as e:
@@ -334,12 +334,23 @@ def _atomic(real: Path, shown: str, st: os.stat_result | None, text: bool,
         _close_quietly(f)
         tmp.unlink(missing_ok=True)
         raise
-    with contextlib.suppress(OSError):  # the rename itself survives a crash
-        dfd = os.open(real.parent, os.O_RDONLY)
+    _sync_folder(real.parent)
+
+
+def _sync_folder(folder: Path) -> None:
+    """fsync a folder after a rename in it, so that the rename itself survives a crash (best
+    effort: a file system that cannot sync a folder keeps the rename anyway)."""
+    with contextlib.suppress(OSError):
+        dfd = os.open(folder, os.O_RDONLY)
         try:
             os.fsync(dfd)
         finally:
             os.close(dfd)
+
+
+def _beside(real: Path, token: str, kind: str) -> Path:
+    """The hidden name of a temp (`kind` "tmp") or set-aside ("old") copy of `real`, in its folder."""
+    return real.parent / f".{real.name}.xfid-{token}.{kind}"
 
 
 def _close_quietly(f: IO[Any]) -> None:
@@ -401,8 +412,7 @@ def output_folder(path: str | os.PathLike[str], *, ours: Callable[[Path], bool],
     shown = os.fspath(path)
     real, exists = check_folder_output(path, ours=ours, what=what, flag=flag, error=error)
     token = secrets.token_hex(6)
-    tmp = real.parent / f".{real.name}.xfid-{token}.tmp"
-    old = real.parent / f".{real.name}.xfid-{token}.old"
+    tmp, old = _beside(real, token, "tmp"), _beside(real, token, "old")
     try:
         yield tmp
         if not tmp.is_dir():
@@ -422,12 +432,7 @@ def output_folder(path: str | os.PathLike[str], *, ours: Callable[[Path], bool],
         _remove_tree(tmp)
         raise
     _remove_tree(old)
-    with contextlib.suppress(OSError):  # the rename itself survives a crash
-        dfd = os.open(real.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+    _sync_folder(real.parent)
 
 
 def _remove_tree(p: Path) -> None:
