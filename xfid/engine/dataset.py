@@ -20,7 +20,6 @@ Readers that skip names starting with `_` or `.` (pyarrow.dataset, Spark, DuckDB
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -117,16 +116,8 @@ def dataset(folder: str | Path, *, check: bool = True) -> ds.Dataset:
     """
     import pyarrow.dataset as pads
 
-    p = Path(folder)
-    if check and not is_ours(p):
-        raise XfidError(f"{p} is not a discrepancy dataset written by xfid (no {MARKER} in it)")
+    p = _ours(folder) if check else Path(folder)
     return pads.dataset(p, format="parquet", schema=DATASET_SCHEMA)
-
-
-def batches(folder: str | Path, batch_rows: int = PART_ROWS, columns: list[str] | None = None
-            ) -> Iterator[pa.RecordBatch]:
-    """The dataset's rows a batch (at most `batch_rows` rows) at a time."""
-    yield from dataset(folder).to_batches(columns=columns, batch_size=batch_rows)
 
 
 def read_frame(folder: str | Path) -> pd.DataFrame:
@@ -146,8 +137,13 @@ def sort_rows(frame: pd.DataFrame) -> pd.DataFrame:
 
 def summary(folder: str | Path) -> dict[str, Any]:
     """The marker of a dataset (format, version, rows, engine, columns, order)."""
+    doc: dict[str, Any] = json.loads((_ours(folder) / MARKER).read_text(encoding="utf-8"))
+    return doc
+
+
+def _ours(folder: str | Path) -> Path:
+    """`folder` as a Path, if it is a dataset xfid wrote; else XfidError."""
     p = Path(folder)
     if not is_ours(p):
         raise XfidError(f"{p} is not a discrepancy dataset written by xfid (no {MARKER} in it)")
-    doc: dict[str, Any] = json.loads((p / MARKER).read_text(encoding="utf-8"))
-    return doc
+    return p
