@@ -250,7 +250,7 @@ def test_the_spark_frame_builders_produce_every_declared_field(tmp_path, monkeyp
         return built[-1]
 
     monkeypatch.setattr(groups, "_rows", rows_spy)
-    table = groups.align_arrow(pa.Table.from_pandas(pdf[list(groups.ALIGN_INPUT)], preserve_index=False), ctx)
+    table = groups.align_group(pa.Table.from_pandas(pdf[list(groups.ALIGN_INPUT)], preserve_index=False), ctx)
     assert table.schema == arrow_schema(groups.ALIGNED_FIELDS)
     # every declared row field: built by the executors, or the provenance joined back in Spark SQL
     joined = [f.name for f in groups.PROVENANCE_FIELDS]

@@ -47,9 +47,10 @@ from xfid.engine.spark.groups import (
     STATS_SCHEMA,
     AlignContext,
     StatsContext,
-    align_arrow,
+    align_group,
     stats_arrow,
 )
+from xfid.engine.spark.output import is_discrepancy, write_discrepancies
 from xfid.engine.spark.provenance import with_provenance
 from xfid.engine.spark.select import select_spark
 from xfid.engine.spark.session import SparkSettings, quiet
@@ -201,7 +202,7 @@ def align(s: SparkSelected) -> SparkAligned:
     spark, sel, pair_list, req = s.spark, s.sel, s.pairs, s.req
     track = sorted(set(req.track))
     ctx = AlignContext(s.config, s.settings, pair_list, sel.fidelities)
-    rows = sel.entries.select(*ALIGN_INPUT).groupBy("target", "workload").applyInArrow(_bound(align_arrow, ctx),
+    rows = sel.entries.select(*ALIGN_INPUT).groupBy("target", "workload").applyInArrow(_bound(align_group, ctx),
                                                                                       ALIGNED_SCHEMA)
     s.aligned = aligned = rows.persist(StorageLevel.MEMORY_AND_DISK)
     counts = _pair_counts(aligned.filter(F.col("counts").isNotNull()).select("pair_index", "counts").collect())
@@ -209,12 +210,9 @@ def align(s: SparkSelected) -> SparkAligned:
     joined = any(c not in rows.columns for c in req.keep)
     if joined:  # a row is kept by its provenance: joined for every row first
         rows = with_provenance(rows, sel.entries)
-    kind = F.col("kind")
-    wanted = (kind != "ok") if req.include_missing else ((kind != "ok") & (kind != "missing_reference"))
+    wanted = is_discrepancy(req.include_missing)
     violations = None
     if req.out:  # the executors write the discrepancies (spark/output.py): only tracked and kept rows come back
-        from xfid.engine.spark.output import write_discrepancies
-
         written = rows.withColumn("fingerprint", fingerprint_column())
         violations = write_discrepancies(written if joined else with_provenance(written, sel.entries), req)
         wanted = F.lit(False)

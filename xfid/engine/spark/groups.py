@@ -113,11 +113,6 @@ def to_arrow(df: pd.DataFrame, fields: Sequence[Field]) -> pa.Table:
     return pa.Table.from_arrays(cols, schema=schema)
 
 
-def align_arrow(table: pa.Table, ctx: AlignContext) -> pa.Table:
-    """align_group on Arrow tables (ALIGN_INPUT's columns in, ALIGNED_SCHEMA out)."""
-    return align_group(table, ctx)
-
-
 def sorted_codes(col: pa.Array | pa.ChunkedArray, null: str | None = "") -> tuple[np.ndarray, list[str]]:
     """Codes into the sorted distinct texts of an Arrow text column, as
     `xfid.engine.scopes.text_codes` gives them (a null is the text `null`, "" there) but
@@ -144,7 +139,7 @@ def _recode(codes: np.ndarray, texts: list[str], into: list[str]) -> np.ndarray:
 
 
 def align_group(table: pa.Table, ctx: AlignContext) -> pa.Table:
-    """The rows of one (target, workload) for every pair, plus one counts row per pair, as an
+    """The rows of one (target, workload) (ALIGN_INPUT's columns) for every pair, plus one counts row per pair, as an
     Arrow table of ALIGNED_SCHEMA (built from the arrays directly: no DataFrame per pair, no
     Python object per entry for its texts)."""
     n = table.num_rows
