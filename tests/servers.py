@@ -4,8 +4,10 @@ Each is taken from the environment when CI started it (XFID_TEST_PG_URL: a role 
 CREATE DATABASE; XFID_TEST_S3_URL: http://HOST:PORT of an S3 endpoint, credentials in the AWS_*
 environment), else started here for the session and stopped at its end: PostgreSQL with
 Debian's `initdb`/`pg_ctl` as an unprivileged user (root may not run the server), moto's
-`moto_server`. Under CI=true a test that needs a server FAILS when it cannot be had; elsewhere
-it is skipped with the reason.
+`moto_server`. A given server that is deleted whole after the run (.ci/run's) says so with
+XFID_TEST_PG_DISPOSABLE=1: its databases are then not dropped one by one at the end. Under
+CI=true a test that needs a server FAILS when it cannot be had; elsewhere it is skipped with the
+reason.
 """
 
 from __future__ import annotations
@@ -207,7 +209,8 @@ def pg_server() -> Iterator[PgServer]:
         except Exception as e:
             unavailable("PostgreSQL (XFID_TEST_PG_URL)", f"cannot connect: {type(e).__name__}")
         yield srv
-        srv.drop_all()
+        if os.environ.get("XFID_TEST_PG_DISPOSABLE") != "1":  # .ci/run deletes its whole server after the run
+            srv.drop_all()
         return
     srv, why = start_pg()
     if srv is None:
