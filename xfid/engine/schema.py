@@ -5,7 +5,9 @@ Every field is named here once with its Arrow type; the contract's column tuples
 the snapshot fields (xfid.drift.snapshot) and both engines' frames are derived from or checked
 against these lists (tests/test_engine_contract.py fails without Java when an engine does not
 produce a declared field). Adding a statistic: compute it in xfid.engine.stats.grouped_stats and
-declare it in STAT_FIELDS (the comparisons' fields are derived from it).
+declare it in STAT_FIELDS (the comparisons' fields are derived from it). Each row field also
+declares where its values come from (`Source`); both engines' row builders (xfid.engine.rows,
+xfid.engine.spark.groups) build every field from that, and name none themselves.
 """
 
 from __future__ import annotations
