@@ -133,12 +133,12 @@ def run_xfid(store_dir: str, full: bool) -> dict:
     from xfid.store import Store
 
     cfg = load_config(None)
-    t = _clock()
+    t, sys0 = _clock(), os.times().system
     c = correlate(Store(store_dir), cfg, kendall=full, bootstrap=full, fingerprints="all" if full else "discrepancies",
                   provenance=full)
     wall, cpu = _since(t)
-    return {"wall_s": wall, "cpu_s": cpu, "rows": len(c.rows), "comparisons": len(c.comparisons),
-            "discrepancies": len(c.discrepancies)}
+    return {"wall_s": wall, "cpu_s": cpu, "sys_s": os.times().system - sys0, "rows": len(c.rows),
+            "comparisons": len(c.comparisons), "discrepancies": len(c.discrepancies)}
 
 
 def run_stages(store_dir: str) -> dict:
@@ -317,6 +317,11 @@ def _once(engine: str, store: Path, trees: dict[str, str] | None = None) -> dict
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def _kernel(r: dict) -> str:
+    """The part of an xfid run's CPU time spent in the kernel (page faults, memory compaction), if measured."""
+    return f"  (kernel {r['sys_s']:.2f} s of the CPU)" if "sys_s" in r else ""
+
+
 def measure(n: int, workdir: Path, engines: list[str], repeat: int = 1, trees: dict[str, str] | None = None) -> None:
     """Run every engine `repeat` times, each run in its own subprocess, rotating the order each
     round (the first process after the store build meets colder memory), and print medians."""
@@ -333,14 +338,16 @@ def measure(n: int, workdir: Path, engines: list[str], repeat: int = 1, trees: d
             if r is not None:
                 runs[e].append(r)
                 print(f"    round {i + 1}: {e:<16} {r['wall_s']:7.2f} s  CPU {r['cpu_s']:7.2f} s  "
-                      f"peak RSS {r['peak_rss_mb']:7.0f} MB")
+                      f"peak RSS {r['peak_rss_mb']:7.0f} MB" + _kernel(r))
     res = {}
     for e, rs in runs.items():
         if not rs:
             continue
         res[e] = r = {**rs[-1], **{k: float(np.median([x[k] for x in rs])) for k in ("wall_s", "cpu_s", "peak_rss_mb")}}
+        if all("sys_s" in x for x in rs):
+            r["sys_s"] = float(np.median([x["sys_s"] for x in rs]))
         print(f"  {e:<16} median of {len(rs)}: {r['wall_s']:7.2f} s  CPU {r['cpu_s']:7.2f} s  "
-              f"peak RSS {r['peak_rss_mb']:7.0f} MB  rows {r['rows']:,}  comparisons {r['comparisons']:,}")
+              f"peak RSS {r['peak_rss_mb']:7.0f} MB  rows {r['rows']:,}  comparisons {r['comparisons']:,}" + _kernel(r))
         if e.partition("@")[0] == "xfid-stages":
             print("    " + ", ".join(f"{k} {np.median([x[f'{k}_cpu_s'] for x in rs]):.2f}" for k in STAGES)
                   + " s CPU (medians; fingerprints is within align; one thread)")

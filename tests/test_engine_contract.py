@@ -283,8 +283,7 @@ def test_the_spark_frame_builders_produce_every_declared_field(tmp_path, monkeyp
 # stats.py (checked against the schema above) declare other things under the same names
 OUTPUT_MODULES = ("contract", "stats", "rows", "aggregate", "pipeline", "result", "engines", "request", "output", "jsonout",
                   "dataset", "spark/engine", "spark/groups", "spark/output", "../drift/snapshot")
-NOT_FIELD_LISTS = {("rows", "PACKED"): "PairRows' own arrays, which Packer keeps",
-                   ("output", "COMP_HEAD"): "table headers", ("output", "BOUND_HEAD"): "table headers",
+NOT_FIELD_LISTS = {("output", "COMP_HEAD"): "table headers", ("output", "BOUND_HEAD"): "table headers",
                    ("output", "DISC_HEAD"): "table headers",
                    ("../drift/snapshot", "NARROWER"): "value ranges narrower than the declared types",
                    ("spark/output", "VIOLATION_COLUMNS"): "the columns aggregate.with_violation_ids reads (a projection)",
@@ -325,6 +324,85 @@ def test_no_engine_module_redeclares_the_schemas_fields():
             if len(hit) >= 3 and (mod, name) not in NOT_FIELD_LISTS:
                 found.append(f"{mod}.py:{line} {name}: {hit}")
     assert not found, "field lists outside xfid/engine/schema.py (derive them from it):\n" + "\n".join(found)
+
+
+ROW_BUILDERS = ("rows", "spark/groups")
+"""The modules that build the rows (the local engine's frame, Spark's per-group Arrow arrays)."""
+
+
+def _row_only_names():
+    """The row field names that are not also an input's name (a PairRows array, a Pair side, an
+    entry column): where one of those is written, it can only mean the row field."""
+    import dataclasses
+
+    from xfid.engine import schema
+    from xfid.engine.pairrows import Pair, PairRows
+    from xfid.engine.spark.select import ENTRY_FIELDS
+
+    inputs = {f.name for f in (*dataclasses.fields(PairRows), *dataclasses.fields(Pair))} | set(schema.names(ENTRY_FIELDS))
+    return {f.name for f in (*schema.ROW_FIELDS, *schema.ROW_EXTRA_FIELDS)} - inputs
+
+
+def _strings(path):
+    """(line, text) of every string constant in a module (f-strings' literal parts included)."""
+    import ast
+
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            yield node.lineno, node.value
+
+
+def row_field_literals(root):
+    """Row field names written as strings in the row builders under `root` (xfid/engine)."""
+    names = _row_only_names()
+    return [f"{mod}.py:{line} {text!r}" for mod in ROW_BUILDERS for line, text in _strings(root / f"{mod}.py")
+            if text in names]
+
+
+def test_the_row_builders_spell_no_row_field_name():
+    """Both engines build each row field from its declared source (xfid.engine.schema.Source:
+    candidate_value from PairRows.cand_value, ...): a row field's name written in a row builder
+    is a second declaration of the mapping."""
+    from pathlib import Path
+
+    import xfid.engine
+    from xfid.engine import schema
+
+    names = _row_only_names()
+    assert {"fingerprint", "candidate_value", "rel_error", "tolerance", "candidate_n", "reference_n",
+            "candidate_run", "reference_source_loc"} <= names  # what the check can see
+    found = row_field_literals(Path(xfid.engine.__file__).parent)
+    assert not found, "row field names in the row builders (build them from schema.Source):\n" + "\n".join(found)
+    every = (*schema.ROW_FIELDS, *schema.ROW_EXTRA_FIELDS)
+    assert all(f.source is not None for f in every)
+    assert len({f.source for f in every}) == len(every), "two row fields from one source"
+
+
+def test_every_row_field_source_names_an_input():
+    """Each declared source names something the builders have: a PairRows array, a coded array
+    with its list of texts, a selection dimension, an entry text the local engine reads."""
+    import dataclasses
+
+    from xfid.engine import schema
+    from xfid.engine.pairrows import PairRows, code_texts
+    from xfid.engine.rows import Provenance
+
+    arrays = {f.name for f in dataclasses.fields(PairRows)}
+    lists = code_texts([], [], [])
+    for f in (*schema.ROW_FIELDS, *schema.ROW_EXTRA_FIELDS):
+        s = f.source
+        assert s.kind in (schema.NUMBER, schema.CODE, schema.ENTRY, schema.FIDELITY, schema.COUNT, schema.TEXT,
+                          schema.FINGERPRINT), f.name
+        if s.kind in (schema.NUMBER, schema.CODE):
+            assert s.name in arrays, f.name
+        if s.kind == schema.CODE:
+            assert s.name in lists, f.name
+        if s.kind == schema.ENTRY:
+            assert s.name in ("target", "workload", "op", "stat"), f.name
+        if s.kind == schema.TEXT:
+            assert s.name in Provenance._fields, f.name
+        if s.kind in (schema.FIDELITY, schema.COUNT, schema.TEXT):
+            assert s.side in schema.SIDES, f.name
 
 
 def test_the_snapshot_validation_covers_exactly_the_snapshot_fields():

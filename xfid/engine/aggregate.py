@@ -20,11 +20,13 @@ from xfid.engine.schema import (
     CI_FIELDS,
     COMPARED_AS_FIELD,
     ESTIMATE,
+    FINGERPRINT,
     GROUP_FIELDS,
     STAT_FIELDS,
     VIOLATION_IDS,
     names,
     packed,
+    row_field,
 )
 from xfid.engine.selection import Selected
 from xfid.engine.stats import global_order, grouped_stats
@@ -62,18 +64,19 @@ def achieved_fraction(efficiency: np.ndarray, bound_pair: bool) -> np.ndarray:
 def with_violation_ids(comparisons: pd.DataFrame, discrepancies: pd.DataFrame) -> pd.DataFrame:
     """The comparisons with `violation_ids`: per bound aggregate the fingerprints of its bound
     violations, worst (largest factor) first; None for an estimate."""
-    names: dict[tuple[Any, ...], list[str]] = {}
+    ids: dict[tuple[Any, ...], list[str]] = {}
     d = discrepancies
+    group = names(GROUP_FIELDS)
+    w = group.index("workload")  # a violation counts in its workload's group and its target's (workload None)
     if len(d):
         v = d[d["kind"] == "bound_violation"].sort_values("factor", ascending=False, kind="stable",
                                                            na_position="last")
-        for r in v[["target", "workload", "candidate", "reference", "metric", "stat", "fingerprint"]].itertuples(index=False):
-            for wl in (None, r.workload):
-                names.setdefault((r.target, wl, r.candidate, r.reference, r.metric, r.stat), []).append(str(r.fingerprint))
+        for *key, fp in v[[*group, row_field(FINGERPRINT)]].itertuples(index=False, name=None):
+            for wl in (None, key[w]):
+                ids.setdefault((*key[:w], wl, *key[w + 1:]), []).append(str(fp))
     out = comparisons.copy()
-    keys = zip(*(out[k].tolist() for k in ("target", "workload", "candidate", "reference", "metric", "stat")),
-               strict=True)
-    out["violation_ids"] = [names.get(k, []) if c == BOUND_PAIR else None
+    keys = zip(*(out[k].tolist() for k in group), strict=True)
+    out["violation_ids"] = [ids.get(k, []) if c == BOUND_PAIR else None
                             for k, c in zip(keys, out["compared_as"].tolist(), strict=True)]
     return out[list(COMPARISON_COLUMNS)]
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from xfid.engine.keys import dense_unique
+from xfid.engine.scopes import SCOPE_NAMES
 
 KINDS = ("ok", "over_tolerance", "bound_violation", "config_mismatch", "missing_reference")
 OK, OVER, BOUND, MISMATCH, MISSING = range(5)
@@ -53,6 +54,27 @@ class PairRows:
     counts: dict[str, Any] = field(default_factory=dict)
     scope: np.ndarray | None = None  # scope code per row (xfid.engine.scopes.SCOPE_NAMES), the candidate's
     factor: np.ndarray | None = None  # how far off, without the kind's rank that severity adds
+
+    def codes(self, name: str) -> np.ndarray:
+        """The codes of the coded array `name` (a schema CODE source; the notes' are their ids)."""
+        return self.note.ids if name == NOTE else getattr(self, name)
+
+
+NOTE = "note"
+"""PairRows' notes (a Notes: ids into texts), the one coded source that is not an array."""
+
+
+def code_texts(metrics: Sequence[str], units: Sequence[str], notes: Sequence[str]) -> dict[str, Sequence[str]]:
+    """The texts each coded PairRows array (a CODE source in xfid.engine.schema) indexes, by array:
+    the selection's metrics, the aligner's unit names, the rows' note texts, and the fixed kinds
+    and scopes."""
+    return {"metric": metrics, "unit": units, "kind": KINDS, "scope": SCOPE_NAMES, NOTE: notes}
+
+
+def side_n(n: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The selection's count `n` of the entries `idx` (0 where -1) and where the entry is missing."""
+    missing = idx < 0
+    return np.where(missing, 0, n[np.maximum(idx, 0)]).astype(np.int64, copy=False), missing
 
 
 class Notes:

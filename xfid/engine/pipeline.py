@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -51,9 +54,53 @@ def correlate(store: Store, config: Config, request: Request | None = None, **fi
         EngineError, ConfigError: a malformed pair/run/date or an unknown target.
     """
     req = request if request is not None else Request.of(**fields)
-    start = begin(config, req)
-    aligned = align(select(store, config, req, start))
-    return finish(store, config, req, start, aligned, aggregate(aligned))
+    with small_pages():
+        start = begin(config, req)
+        aligned = align(select(store, config, req, start))
+        return finish(store, config, req, start, aligned, aggregate(aligned))
+
+
+THP_DEFRAG = Path("/sys/kernel/mm/transparent_hugepage/defrag")
+"""Linux's setting for what a fault in a region advised for huge pages does when none is free."""
+
+
+def stalls_on_huge_pages(defrag: Path = THP_DEFRAG) -> bool:
+    """Whether the kernel compacts memory synchronously when a region advised for huge pages
+    (madvise MADV_HUGEPAGE) first faults and no huge page is free: transparent huge pages'
+    defrag setting `madvise` or `defer+madvise` (the chosen one is in brackets)."""
+    try:
+        text = defrag.read_text()
+    except OSError:
+        return False
+    chosen = text[text.find("[") + 1:text.find("]")] if "[" in text else ""
+    return chosen in ("madvise", "defer+madvise")
+
+
+def _hugepage_setter() -> Any:
+    """numpy's switch for its huge-page advice on new arrays (returns the previous setting), or None."""
+    try:
+        from numpy._core import multiarray
+    except ImportError:  # numpy 1.x
+        from numpy.core import multiarray  # type: ignore[no-redef]
+    return getattr(multiarray, "_set_madvise_hugepage", None)
+
+
+@contextmanager
+def small_pages() -> Iterator[None]:
+    """The engine's arrays in normal pages where huge pages would stall: numpy advises huge pages
+    for every large array, and where the kernel then compacts memory on the first touch of each
+    (stalls_on_huge_pages) the engine's ~2 GB of new arrays at 10M records cost seconds of
+    CPU in the kernel (docs/scale.md, "The local engine, measured 2026-12-07, third pass").
+    numpy's setting is restored afterwards."""
+    setter = _hugepage_setter()
+    if setter is None or not stalls_on_huge_pages():
+        yield
+        return
+    was = setter(False)
+    try:
+        yield
+    finally:
+        setter(was)
 
 
 @dataclass

@@ -9,27 +9,43 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from xfid.engine.contract import ROW_COLUMNS
 from xfid.engine.fingerprints import fingerprint_many
 from xfid.engine.keys import raw_codes_at
-from xfid.engine.pairrows import KINDS, MISSING, OK, PairRows
-from xfid.engine.schema import ROW_EXTRA_FIELDS, names
-from xfid.engine.scopes import SCOPE_NAMES
+from xfid.engine.pairrows import MISSING, NOTE, OK, PairRows, code_texts, side_n
+from xfid.engine.schema import (
+    CANDIDATE,
+    CODE,
+    COUNT,
+    ENTRY,
+    FIDELITY,
+    FINGERPRINT,
+    NUMBER,
+    REFERENCE,
+    ROW_EXTRA_FIELDS,
+    ROW_FIELDS,
+    SIDES,
+    TEXT,
+    Field,
+    names,
+    row_field,
+)
 from xfid.engine.selection import Selected
 
 ROW_EXTRA = names(ROW_EXTRA_FIELDS)
 """Added row columns (xfid.engine.schema.ROW_EXTRA_FIELDS)."""
+KIND, SEVERITY, FINGERPRINT_FIELD = row_field(CODE, "kind"), row_field(NUMBER, "severity"), row_field(FINGERPRINT)
+"""The row fields the discrepancies are chosen and sorted by."""
 
 
 def discrepancies(rows: pd.DataFrame, include_missing: bool) -> pd.DataFrame:
     """Rows other than ok (and missing_reference unless included), by severity (descending),
     then fingerprint; NaN severities and null fingerprints last, ties in row order."""
-    kind = rows["kind"].cat.codes.to_numpy() if len(rows) else np.zeros(0, np.int8)
-    keep = kind != KINDS.index("ok")
+    kind = rows[KIND].cat.codes.to_numpy() if len(rows) else np.zeros(0, np.int8)
+    keep = kind != OK
     if not include_missing:
         keep &= kind != MISSING
     idx = np.flatnonzero(keep)
-    sev = rows["severity"].to_numpy(dtype=np.float64)[idx]
+    sev = rows[SEVERITY].to_numpy(dtype=np.float64)[idx]
     key = -np.nan_to_num(sev, nan=0.0)
     nan = np.isnan(sev)
     order = np.lexsort((key, nan))  # severity descending, NaN last; ties in row order
@@ -41,7 +57,7 @@ def discrepancies(rows: pd.DataFrame, include_missing: bool) -> pd.DataFrame:
         size = np.diff(np.r_[starts, len(order)])
         pos = np.flatnonzero(size[gid] > 1)
         sub = order[pos]
-        fp = rows["fingerprint"].to_numpy(dtype=object)[idx[sub]]
+        fp = rows[FINGERPRINT_FIELD].to_numpy(dtype=object)[idx[sub]]
         null_fp = pd.isna(fp)
         fps = np.where(null_fp, "", fp).astype(str)
         order[pos] = sub[np.lexsort((fps, null_fp, gid[pos]))]
@@ -106,14 +122,14 @@ def _locs(ent_loc: np.ndarray | None, idx: np.ndarray, nones: np.ndarray) -> Any
     return pd.Series(out, dtype=object, copy=False)
 
 
-def _units_cat(units: np.ndarray, unit_names: list[str]) -> pd.Categorical:
-    """Unit codes -> a Categorical whose categories are the distinct unit strings present, sorted."""
+def _units_codes(units: np.ndarray, unit_names: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Unit codes -> codes into the distinct unit strings present, sorted (the rows' categories)."""
     uniq = sorted(set(unit_names))
     remap = np.array([uniq.index(u) for u in unit_names], np.int64)
     rc = remap[units] if len(units) else np.zeros(0, np.int64)
     present = np.bincount(rc, minlength=len(uniq)) > 0 if len(rc) else np.zeros(len(uniq), bool)
     new = np.cumsum(present) - 1
-    return _cat(new[rc] if len(rc) else rc, [u for u, k in zip(uniq, present, strict=True) if k])
+    return new[rc] if len(rc) else rc, [u for u, k in zip(uniq, present, strict=True) if k]
 
 
 def entry_provenance(table: pa.Table, rep: np.ndarray, provenance: bool,
@@ -125,9 +141,10 @@ def entry_provenance(table: pa.Table, rep: np.ndarray, provenance: bool,
     return Provenance(run, path, config, loc)
 
 
-PACKED = ("cand", "ref", "metric", "unit", "cand_value", "ref_value", "rel", "log_ratio", "tol", "tol_abs",
-          "within", "kind", "severity", "efficiency", "factor", "scope")
-"""PairRows arrays that Packer keeps in one column each over all pairs."""
+PACKED = ("cand", "ref", *dict.fromkeys(f.source.name for f in (*ROW_FIELDS, *ROW_EXTRA_FIELDS)
+                                        if f.source and f.source.kind in (NUMBER, CODE) and f.source.name != NOTE))
+"""PairRows arrays that Packer keeps in one column each over all pairs: the entry indices of both
+sides and every array a row field is built from (xfid.engine.schema's NUMBER and CODE sources)."""
 
 
 class Packer:
@@ -158,7 +175,7 @@ class Packer:
 
     def finish(self, placed: list[tuple[int, PairRows]]) -> dict[str, Any]:
         """The columns plus `pair` (number of the row's pair among the placed ones),
-        `note_texts` (object array) and `note_ids` (codes into it)."""
+        `note_texts` (object array) and the notes' codes into it (under NOTE)."""
         if not placed:
             return {}
         out = dict(self.out)  # a pair that was not placed has no rows: the columns are all placed rows
@@ -171,62 +188,74 @@ class Packer:
             ids[a:b] = lut[r.note.ids]
             sizes.append(b - a)
         out["note_texts"] = np.array(list(texts), dtype=object)
-        out["note_ids"] = ids
+        out[NOTE] = ids
         out["pair"] = np.repeat(np.arange(len(placed), dtype=np.int16), sizes)
         return out
 
 
 def rows_frame(sel: Selected, results: list[PairRows], packed: dict[str, Any], prov: Provenance,
                fingerprints: str, unit_names: list[str] | None = None) -> pd.DataFrame:
-    """The rows frame (ROW_COLUMNS + ROW_EXTRA) of the packed pair rows (Packer.finish())."""
+    """The rows frame (ROW_COLUMNS + ROW_EXTRA) of the packed pair rows (Packer.finish()): each
+    field built from its declared source (xfid.engine.schema.Source); texts as Categoricals over
+    the selection's codes or the code lists (but the notes and source locations, free texts)."""
+    fields = (*ROW_FIELDS, *ROW_EXTRA_FIELDS)
     if not results:
-        return pd.DataFrame({c: pd.Series(dtype=object) for c in (*ROW_COLUMNS, *ROW_EXTRA)})
+        return pd.DataFrame({f.name: pd.Series(dtype=object) for f in fields})
     P = packed
-    cand, ref = P["cand"], P["ref"]
-    c = sel.codes
+    side = dict(zip(SIDES, (P["cand"], P["ref"]), strict=True))  # entry index per row, -1: missing
+    c, dims = sel.codes, sel.dims
     fids = sorted({r.pair.candidate for r in results} | {r.pair.reference for r in results})
-    pair_code = P["pair"]
-    cand_code = np.array([fids.index(r.pair.candidate) for r in results], np.int8)[pair_code]
-    ref_code = np.array([fids.index(r.pair.reference) for r in results], np.int8)[pair_code]
-    kind = P["kind"]
-    no_ref = ref < 0
-    ref_n = pd.arrays.IntegerArray(np.where(no_ref, 0, sel.n[np.maximum(ref, 0)]).astype(np.int64, copy=False),
-                                   no_ref)
-    m = len(cand)
-    metric = P["metric"]
-    ent_loc = None if prov.source_loc is None else prov.source_loc.to_numpy(zero_copy_only=False)
-    sc = {k: _small(c[k], len(sel.dims[k])) for k in ("target", "workload", "op", "stat")}
+    fid_code = {s: np.array([fids.index(getattr(r.pair, s)) for r in results], np.int8)[P["pair"]] for s in SIDES}
+    unit_codes, unit_cats = _units_codes(P["unit"], unit_names or [])
+    texts = code_texts(dims["metric"], unit_cats, P["note_texts"])
+    codes = {**P, "metric": _small(P["metric"], len(dims["metric"])), "unit": unit_codes}
+    m = len(side[CANDIDATE])
     nones = np.full(m, None, dtype=object)  # shared by the all-None columns (copy-on-write frames)
-    df = pd.DataFrame({
-        "fingerprint": pd.Series(nones, dtype=object, copy=False),
-        "target": _cat(sc["target"][cand], sel.dims["target"]),
-        "workload": _cat(sc["workload"][cand], sel.dims["workload"]),
-        "op": _cat(sc["op"][cand], sel.dims["op"]),
-        "metric": _cat(_small(metric, len(sel.dims["metric"])), sel.dims["metric"]),
-        "stat": _cat(sc["stat"][cand], sel.dims["stat"]),
-        "candidate": _cat(cand_code, fids), "reference": _cat(ref_code, fids),
-        "candidate_value": P["cand_value"], "reference_value": P["ref_value"],
-        "unit": _units_cat(P["unit"], unit_names or []),
-        "rel_error": P["rel"], "log_ratio": P["log_ratio"],
-        "tolerance": P["tol"], "tolerance_abs": P["tol_abs"], "within": P["within"].astype(bool, copy=False),
-        "kind": _cat(kind, KINDS), "severity": P["severity"],
-        "candidate_n": sel.n[cand], "reference_n": ref_n,
-        "candidate_run": _side_cat(prov.run, cand), "reference_run": _side_cat(prov.run, ref),
-        "candidate_source_path": _side_cat(prov.source_path, cand),
-        "candidate_source_loc": _locs(ent_loc, cand, nones),
-        "reference_source_path": _side_cat(prov.source_path, ref),
-        "reference_source_loc": _locs(ent_loc, ref, nones),
-        "candidate_config": _side_cat(prov.config, cand), "reference_config": _side_cat(prov.config, ref),
-        "note": pd.Series(P["note_texts"][P["note_ids"]], dtype=object, copy=False),
-        "efficiency": P["efficiency"], "factor": P["factor"],
-        "scope": _cat(P["scope"], SCOPE_NAMES),
-    }, copy=False)
-    want = np.flatnonzero(np.ones(m, bool) if fingerprints == "all" else (kind != OK) & (kind != MISSING))
-    if len(want):
-        e = cand[want]
-        parts = [sel.dims["target"], sel.dims["workload"], sel.dims["op"], sel.dims["metric"], sel.dims["stat"], fids, fids]
-        codes = [c["target"][e], c["workload"][e], c["op"][e], metric[want], c["stat"][e], cand_code[want], ref_code[want]]
-        fp = np.full(m, None, dtype=object)
-        fp[want] = fingerprint_many(parts, codes)
-        df["fingerprint"] = pd.Series(fp, dtype=object, copy=False)
-    return df
+    ent_texts: dict[str, Any] = {}  # per entry text without categories, its strings (shared by both sides)
+
+    def column(f: Field) -> Any:
+        s = f.source
+        assert s is not None, f.name
+        if s.kind == NUMBER:
+            return P[s.name]
+        if s.kind == CODE:  # a Categorical over its list; the notes (free texts) as strings
+            t = texts[s.name]
+            if s.name == NOTE:
+                return pd.Series(np.asarray(t, dtype=object)[codes[s.name]], dtype=object, copy=False)
+            return _cat(codes[s.name], t)
+        if s.kind == ENTRY:
+            return _cat(_small(c[s.name], len(dims[s.name]))[side[CANDIDATE]], dims[s.name])
+        if s.kind == FIDELITY:
+            return _cat(fid_code[s.side], fids)
+        if s.kind == COUNT:
+            n, missing = side_n(sel.n, side[s.side])
+            return pd.arrays.IntegerArray(n, missing) if s.side == REFERENCE else sel.n[side[s.side]]
+        if s.kind == TEXT:
+            text = getattr(prov, s.name)
+            if f.category:
+                return _side_cat(text, side[s.side])
+            if s.name not in ent_texts:
+                ent_texts[s.name] = None if text is None else text.to_numpy(zero_copy_only=False)
+            return _locs(ent_texts[s.name], side[s.side], nones)
+        if s.kind == FINGERPRINT:
+            return _fingerprints(sel, P, fids, fid_code, fingerprints, nones)
+        raise AssertionError(f"{f.name}: unknown source {s}")
+
+    return pd.DataFrame({f.name: column(f) for f in fields}, copy=False)
+
+
+def _fingerprints(sel: Selected, P: dict[str, Any], fids: list[str], fid_code: dict[str, np.ndarray],
+                  fingerprints: str, nones: np.ndarray) -> pd.Series:
+    """Each row's fingerprint: of every row (`fingerprints` "all") or of the discrepancies other
+    than missing_reference only (None for the others)."""
+    kind, cand = P["kind"], P["cand"]
+    want = np.flatnonzero(np.ones(len(kind), bool) if fingerprints == "all" else (kind != OK) & (kind != MISSING))
+    if not len(want):
+        return pd.Series(nones, dtype=object, copy=False)
+    c, dims, e = sel.codes, sel.dims, cand[want]
+    parts = [dims["target"], dims["workload"], dims["op"], dims["metric"], dims["stat"], fids, fids]
+    codes = [c["target"][e], c["workload"][e], c["op"][e], P["metric"][want], c["stat"][e],
+             fid_code[CANDIDATE][want], fid_code[REFERENCE][want]]
+    fp = np.full(len(kind), None, dtype=object)
+    fp[want] = fingerprint_many(parts, codes)
+    return pd.Series(fp, dtype=object, copy=False)

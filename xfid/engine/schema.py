@@ -5,7 +5,9 @@ Every field is named here once with its Arrow type; the contract's column tuples
 the snapshot fields (xfid.drift.snapshot) and both engines' frames are derived from or checked
 against these lists (tests/test_engine_contract.py fails without Java when an engine does not
 produce a declared field). Adding a statistic: compute it in xfid.engine.stats.grouped_stats and
-declare it in STAT_FIELDS (the comparisons' fields are derived from it).
+declare it in STAT_FIELDS (the comparisons' fields are derived from it). Each row field also
+declares where its values come from (`Source`); both engines' row builders (xfid.engine.rows,
+xfid.engine.spark.groups) build every field from that, and name none themselves.
 """
 
 from __future__ import annotations
@@ -16,9 +18,36 @@ from typing import NamedTuple
 import pyarrow as pa
 
 
+class Source(NamedTuple):
+    """Where a row field's values come from: the aligner's PairRows (xfid.engine.pairrows) and the
+    selection (xfid.engine.selection.Selected). Both engines' row builders read this, not the
+    field's name: each only knows how to build each kind of source (the local engine as numpy
+    arrays and pandas Categoricals over the store's codes, Spark as Arrow arrays of one group).
+
+    kind  NUMBER       the PairRows array `name`, as it is;
+          CODE         the PairRows array `name` of codes into a list of texts
+                       (xfid.engine.pairrows.code_texts names the list of each);
+          ENTRY        the selection's dimension `name` (its code) of the row's candidate entry;
+          FIDELITY     the pair's fidelity on `side`;
+          COUNT        the selection's n of the entry on `side` (null where the reference is missing);
+          TEXT         the entry text `name` (a records column) of the entry on `side`;
+          FINGERPRINT  the row's identity hash (xfid.engine.fingerprints)."""
+
+    kind: str
+    name: str = ""
+    side: str = ""
+
+
+NUMBER, CODE, ENTRY, FIDELITY, COUNT, TEXT, FINGERPRINT = (
+    "number", "code", "entry", "fidelity", "count", "text", "fingerprint")
+CANDIDATE, REFERENCE = SIDES = ("candidate", "reference")
+"""The two sides of a row (Pair.candidate, Pair.reference); the reference may be missing."""
+
+
 class Field(NamedTuple):
     """One output field: its name, Arrow type, and for a text field of the rows whether it
-    repeats few values (a category: the local engine builds it as one, Spark collects it as one).
+    repeats few values (a category: the local engine builds it as one, Spark collects it as one);
+    a row field says where its values come from (`source`).
     A statistic also says whose it is (`role`: ESTIMATE or BOUND, "" for every group's) and, when
     the comparisons show it as another type than grouped_stats computes it, that type (`shown`)."""
 
@@ -27,28 +56,45 @@ class Field(NamedTuple):
     category: bool = False
     role: str = ""
     shown: pa.DataType | None = None
+    source: Source | None = None
 
 
 S, F, I64, B = pa.string(), pa.float64(), pa.int64(), pa.bool_()
 FLOATS = pa.list_(F)
 """A [low, high] interval."""
 
+
+def _row(name: str, type: pa.DataType, source: Source, category: bool = False) -> Field:
+    return Field(name, type, category, source=source)
+
+
+C, R = SIDES
 ROW_FIELDS: tuple[Field, ...] = (
-    Field("fingerprint", S),
-    Field("target", S, True), Field("workload", S, True), Field("op", S, True), Field("metric", S, True),
-    Field("stat", S, True), Field("candidate", S, True), Field("reference", S, True),
-    Field("candidate_value", F), Field("reference_value", F), Field("unit", S, True),
-    Field("rel_error", F), Field("log_ratio", F), Field("tolerance", F), Field("tolerance_abs", F),
-    Field("within", B), Field("kind", S), Field("severity", F),
-    Field("candidate_n", I64), Field("reference_n", I64),
-    Field("candidate_run", S, True), Field("reference_run", S, True),
-    Field("candidate_source_path", S, True), Field("candidate_source_loc", S),
-    Field("reference_source_path", S, True), Field("reference_source_loc", S),
-    Field("candidate_config", S, True), Field("reference_config", S, True), Field("note", S),
+    _row("fingerprint", S, Source(FINGERPRINT)),
+    _row("target", S, Source(ENTRY, "target"), True), _row("workload", S, Source(ENTRY, "workload"), True),
+    _row("op", S, Source(ENTRY, "op"), True), _row("metric", S, Source(CODE, "metric"), True),
+    _row("stat", S, Source(ENTRY, "stat"), True),
+    _row("candidate", S, Source(FIDELITY, side=C), True), _row("reference", S, Source(FIDELITY, side=R), True),
+    _row("candidate_value", F, Source(NUMBER, "cand_value")), _row("reference_value", F, Source(NUMBER, "ref_value")),
+    _row("unit", S, Source(CODE, "unit"), True),
+    _row("rel_error", F, Source(NUMBER, "rel")), _row("log_ratio", F, Source(NUMBER, "log_ratio")),
+    _row("tolerance", F, Source(NUMBER, "tol")), _row("tolerance_abs", F, Source(NUMBER, "tol_abs")),
+    _row("within", B, Source(NUMBER, "within")), _row("kind", S, Source(CODE, "kind")),
+    _row("severity", F, Source(NUMBER, "severity")),
+    _row("candidate_n", I64, Source(COUNT, side=C)), _row("reference_n", I64, Source(COUNT, side=R)),
+    _row("candidate_run", S, Source(TEXT, "run", C), True), _row("reference_run", S, Source(TEXT, "run", R), True),
+    _row("candidate_source_path", S, Source(TEXT, "source_path", C), True),
+    _row("candidate_source_loc", S, Source(TEXT, "source_loc", C)),
+    _row("reference_source_path", S, Source(TEXT, "source_path", R), True),
+    _row("reference_source_loc", S, Source(TEXT, "source_loc", R)),
+    _row("candidate_config", S, Source(TEXT, "config", C), True),
+    _row("reference_config", S, Source(TEXT, "config", R), True),
+    _row("note", S, Source(CODE, "note")),
 )
 """One row per aligned (candidate fidelity, reference fidelity, key): the contract's columns."""
 
-ROW_EXTRA_FIELDS: tuple[Field, ...] = (Field("efficiency", F), Field("factor", F), Field("scope", S))
+ROW_EXTRA_FIELDS: tuple[Field, ...] = (_row("efficiency", F, Source(NUMBER, "efficiency")),
+                                        _row("factor", F, Source(NUMBER, "factor")), _row("scope", S, Source(CODE, "scope")))
 """Added row columns: achieved fraction of a roofline bound (bound/ref for times, ref/bound for
 rates); how far off the row is (|rel_error| / tolerance, the kind is its own column: `severity`
 is only the sort key that ranks the kinds); what the candidate number is per (xfid.scope)."""
@@ -163,6 +209,15 @@ def packed(stats: Iterable[str]) -> tuple[str, ...]:
         if name not in out:
             out.append(name)
     return tuple(out)
+
+
+def row_field(kind: str, name: str = "", side: str = "") -> str:
+    """The name of the row field (ROW_FIELDS, ROW_EXTRA_FIELDS) built from Source(kind, name, side)."""
+    src = Source(kind, name, side)
+    found = [f.name for f in (*ROW_FIELDS, *ROW_EXTRA_FIELDS) if f.source == src]
+    if len(found) != 1:
+        raise KeyError(f"{len(found)} row fields come from {src}")
+    return found[0]
 
 
 def arrow_schema(fields: Iterable[Field]) -> pa.Schema:

@@ -28,20 +28,31 @@ from xfid.engine.aggregate import achieved_fraction, is_bound_pair
 from xfid.engine.align import NOT_BOUNDS, Aligner
 from xfid.engine.keys import combine
 from xfid.engine.mismatch import MismatchChecker
-from xfid.engine.pairrows import KINDS, Pair
+from xfid.engine.pairrows import BOUND, KINDS, Pair, code_texts, side_n
 from xfid.engine.schema import (
     BOUND_FLAG,
+    CANDIDATE,
+    CODE,
+    COUNT,
     COUNT_FIELDS,
+    ENTRY,
+    FIDELITY,
+    FINGERPRINT,
     GROUP_FIELDS,
+    NUMBER,
+    REFERENCE,
     ROW_EXTRA_FIELDS,
     ROW_FIELDS,
+    SIDES,
+    TEXT,
     Field,
     arrow_schema,
     ddl,
     names,
+    row_field,
 )
 from xfid.engine.schema import STAT_FIELDS as SCHEMA_STATS
-from xfid.engine.scopes import DERIVED_UNITS, SCOPE_NAMES, EntryScope, entry_scopes
+from xfid.engine.scopes import DERIVED_UNITS, EntryScope, entry_scopes
 from xfid.engine.selection import CONVERTIBLE, AlignKeys, Selected
 from xfid.engine.spark.select import ENTRY_FIELDS, ENTRY_PROV
 from xfid.engine.spark.select import ENTRY_SCHEMA as ENTRY_SCHEMA  # the UDF's input (re-exported)
@@ -53,20 +64,21 @@ group, every other field null) the alignment's counts as JSON."""
 ROW_FIELDS_SPARK = (PAIR_INDEX, *ROW_FIELDS, *ROW_EXTRA_FIELDS, COUNTS)
 ROW_SCHEMA = ddl(ROW_FIELDS_SPARK)
 ROW_SCHEMA_NAMES = names(ROW_FIELDS_SPARK)
-SIDES = ("candidate", "reference")
-JOINED = tuple(p for p in ENTRY_PROV if f"{SIDES[0]}_{p}" in names(ROW_FIELDS))
-"""The entry provenance a row shows per side (candidate_run, reference_source_loc, ...): not
-built per row by the alignment; joined back from the entries in Spark SQL for the rows that come
-back only (xfid.engine.spark.provenance)."""
-PROVENANCE_FIELDS = tuple(f for f in ROW_FIELDS if any(f.name == f"{s}_{p}" for s in SIDES for p in JOINED))
+PROVENANCE_FIELDS = tuple(f for f in ROW_FIELDS if f.source and f.source.kind == TEXT)
+"""The entry texts a row shows per side (candidate_run, reference_source_loc, ...): not built per
+row by the alignment; joined back from the entries in Spark SQL for the rows that come back only
+(xfid.engine.spark.provenance)."""
+JOINED = tuple(p for p in ENTRY_PROV if any(f.source.name == p for f in PROVENANCE_FIELDS if f.source))
+"""The entry columns PROVENANCE_FIELDS show (each on both sides, SIDES)."""
+ROW_BUILT = tuple(f for f in (*ROW_FIELDS, *ROW_EXTRA_FIELDS) if f not in PROVENANCE_FIELDS)
+"""The row fields the alignment UDF returns (built per group by _rows)."""
 ENTRY_REFS = (Field("candidate_entry_metric", pa.string()), Field("reference_entry_metric", pa.string()),
               Field("reference_entry_stat", pa.string()))
 """Which entries a row was aligned from, where the row does not say it: the candidate entry's
 metric and the reference entry's metric and stat when they differ from the row's (a conversion,
 a number derived from run totals, a stat-value fallback), else null. With the row's fidelities,
 target, workload and op they are the entries' keys (one entry per fidelity and key)."""
-ALIGNED_FIELDS = (PAIR_INDEX, *(f for f in ROW_FIELDS if f not in PROVENANCE_FIELDS), *ROW_EXTRA_FIELDS,
-                  *ENTRY_REFS, COUNTS)
+ALIGNED_FIELDS = (PAIR_INDEX, *ROW_BUILT, *ENTRY_REFS, COUNTS)
 """What the alignment UDF returns per row: the row's numbers, codes and texts but its
 provenance, and the entry references the provenance is joined back by."""
 ALIGNED_SCHEMA = ddl(ALIGNED_FIELDS)
@@ -191,8 +203,8 @@ def align_group(table: pa.Table, ctx: AlignContext) -> pa.Table:
         counts_rows.append((i, json.dumps({k: int(pr.counts.get(k, 0)) for k in COUNT_KEYS})))
         if len(pr.cand):
             tables.append(arrow_rows(_rows(i, pr, sel, unit_names), len(pr.cand)))
-    tables.append(arrow_rows({"pair_index": np.array([c[0] for c in counts_rows], np.int64),
-                              "counts": np.array([c[1] for c in counts_rows], dtype=object)}, len(counts_rows)))
+    tables.append(arrow_rows({PAIR_INDEX.name: np.array([c[0] for c in counts_rows], np.int64),
+                              COUNTS.name: np.array([c[1] for c in counts_rows], dtype=object)}, len(counts_rows)))
     return pa.concat_tables(tables)
 
 
@@ -241,33 +253,43 @@ def _take(texts: Sequence[str | None], codes: np.ndarray, present: np.ndarray | 
 
 
 def _rows(i: int, pr: Any, sel: Selected, unit_names: list[str]) -> dict[str, Any]:
-    """One pair's rows of this group: ALIGNED_SCHEMA's columns as arrays (arrow_rows builds them)."""
-    c = sel.codes
-    cand, ref = pr.cand, pr.ref
-    dims = sel.dims
+    """One pair's rows of this group: ALIGNED_SCHEMA's columns as arrays (arrow_rows builds them),
+    each row field built from its declared source (xfid.engine.schema.Source); the fingerprint is
+    computed in Spark SQL (engine.fingerprint_column) and the entry texts joined back
+    (xfid.engine.spark.provenance)."""
+    c, dims = sel.codes, sel.dims
+    side = dict(zip(SIDES, (pr.cand, pr.ref), strict=True))  # entry index per row, -1: missing
+    texts = code_texts(dims["metric"], unit_names, pr.note.texts)
+
+    def column(f: Field) -> Any:
+        s = f.source
+        assert s is not None, f.name
+        if s.kind == NUMBER:
+            return getattr(pr, s.name)
+        if s.kind == CODE:
+            return _take(texts[s.name], pr.codes(s.name))
+        if s.kind == ENTRY:
+            return _take(dims[s.name], c[s.name][side[CANDIDATE]])
+        if s.kind == FIDELITY:
+            return getattr(pr.pair, s.side)
+        if s.kind == COUNT:
+            n, missing = side_n(sel.n, side[s.side])
+            return (n, missing)
+        if s.kind == FINGERPRINT:
+            return None
+        raise AssertionError(f"{f.name}: {s} is not built per group")
+
+    cand, ref = side[CANDIDATE], side[REFERENCE]
     has_ref = ref >= 0
     ref0 = np.maximum(ref, 0)
     row_stat = c["stat"][cand]
     cand_metric, ref_metric, ref_stat = c["metric"][cand], c["metric"][ref0], c["stat"][ref0]
-    return {
-        "pair_index": i, "fingerprint": None,  # computed in Spark SQL (engine.fingerprint_column)
-        "target": dims["target"][0], "workload": dims["workload"][0],
-        "op": _take(dims["op"], c["op"][cand]),
-        "metric": _take(dims["metric"], pr.metric),
-        "stat": _take(dims["stat"], row_stat),
-        "candidate": pr.pair.candidate, "reference": pr.pair.reference,
-        "candidate_value": pr.cand_value, "reference_value": pr.ref_value,
-        "unit": _take(unit_names, pr.unit),
-        "rel_error": pr.rel, "log_ratio": pr.log_ratio, "tolerance": pr.tol, "tolerance_abs": pr.tol_abs,
-        "within": pr.within, "kind": _take(KINDS, pr.kind), "severity": pr.severity,
-        "candidate_n": sel.n[cand], "reference_n": (np.where(has_ref, sel.n[ref0], 0), ~has_ref),
-        "note": _take(pr.note.texts, pr.note.ids), "efficiency": pr.efficiency,
-        "factor": pr.factor, "scope": _take(SCOPE_NAMES, pr.scope),
-        # which entries the row came from, where the row's own metric and stat do not say it
-        "candidate_entry_metric": _take(dims["metric"], cand_metric, cand_metric != pr.metric),
-        "reference_entry_metric": _take(dims["metric"], ref_metric, has_ref & (ref_metric != pr.metric)),
-        "reference_entry_stat": _take(dims["stat"], ref_stat, has_ref & (ref_stat != row_stat)),
-    }
+    # which entries the row came from, where the row's own metric and stat do not say it
+    refs = (_take(dims["metric"], cand_metric, cand_metric != pr.metric),
+            _take(dims["metric"], ref_metric, has_ref & (ref_metric != pr.metric)),
+            _take(dims["stat"], ref_stat, has_ref & (ref_stat != row_stat)))
+    return {PAIR_INDEX.name: i, **{f.name: column(f) for f in ROW_BUILT},
+            **dict(zip(names(ENTRY_REFS), refs, strict=True))}
 
 
 @dataclass
@@ -302,12 +324,12 @@ def stats_group(table: pa.Table, ctx: StatsContext) -> pd.DataFrame:
     def num(k: str) -> np.ndarray:
         return col(k).to_numpy().astype(np.float64, copy=False)
 
-    rel, lr, cv, rv = (num(k) for k in ("rel_error", "log_ratio", "candidate_value", "reference_value"))
-    within = col("within").fill_null(False).to_numpy().astype(bool, copy=False)
+    rel, lr, cv, rv = (num(row_field(NUMBER, k)) for k in ("rel", "log_ratio", "cand_value", "ref_value"))
+    within = col(row_field(NUMBER, "within")).fill_null(False).to_numpy().astype(bool, copy=False)
     head = {k: table.column(k)[0].as_py() for k in STATS_GROUP} if table.num_rows else dict.fromkeys(STATS_GROUP)
     bound_pair = (str(head["candidate"]), str(head["reference"])) in ctx.bound_pairs
-    achieved = achieved_fraction(num("efficiency"), bound_pair)
-    violated = pc.equal(col("kind"), "bound_violation").fill_null(False).to_numpy().astype(bool, copy=False)
+    achieved = achieved_fraction(num(row_field(NUMBER, "efficiency")), bound_pair)
+    violated = pc.equal(col(row_field(CODE, "kind")), KINDS[BOUND]).fill_null(False).to_numpy().astype(bool, copy=False)
     wl = pc.dictionary_encode(col("workload").combine_chunks())
     wcode = wl.indices.to_numpy(zero_copy_only=False)
     s = ctx.settings

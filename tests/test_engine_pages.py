@@ -1,0 +1,66 @@
+"""The local engine's arrays in normal pages where the kernel would stall on huge pages
+(xfid.engine.pipeline.small_pages): the setting is read right, restored, and changes nothing in
+the result (the same correlation as with numpy's huge-page advice left on)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from tests.test_engine_helpers import config, make_store, rec
+from xfid.engine import pipeline
+
+
+@pytest.mark.parametrize(("text", "stalls"), [
+    ("always defer defer+madvise [madvise] never\n", True),
+    ("always defer [defer+madvise] madvise never\n", True),
+    ("[always] defer defer+madvise madvise never\n", False),
+    ("always [defer] defer+madvise madvise never\n", False),
+    ("always defer defer+madvise madvise [never]\n", False),
+    ("", False),
+])
+def test_the_defrag_setting_is_read_from_its_brackets(tmp_path, text, stalls):
+    f = tmp_path / "defrag"
+    f.write_text(text)
+    assert pipeline.stalls_on_huge_pages(f) is stalls
+
+
+def test_no_defrag_setting_means_no_stall(tmp_path):
+    assert pipeline.stalls_on_huge_pages(tmp_path / "missing") is False
+
+
+def _advice():
+    setter = pipeline._hugepage_setter()
+    was = setter(True)
+    setter(was)
+    return was
+
+
+@pytest.mark.parametrize("stalls", [True, False])
+def test_small_pages_turns_the_advice_off_only_where_it_stalls_and_restores_it(monkeypatch, stalls):
+    if pipeline._hugepage_setter() is None:
+        pytest.skip("this numpy has no huge-page switch")
+    monkeypatch.setattr(pipeline, "stalls_on_huge_pages", lambda: stalls)
+    before = _advice()
+    with pipeline.small_pages():
+        assert _advice() is (False if stalls else before)
+    assert _advice() is before
+    with pytest.raises(RuntimeError), pipeline.small_pages():
+        raise RuntimeError("an engine error")
+    assert _advice() is before
+
+
+def test_the_correlation_is_the_same_either_way(tmp_path, monkeypatch):
+    store = make_store(tmp_path, {
+        "m.csv": [rec("measured", op, v) for op, v in (("gemm", 1.0e-3), ("mlp", 2.0e-3), ("attn", 3.0e-3))]
+        + [rec("measured", "gemm", 1.1e-3, workload="w2")],
+        "a.csv": [rec("archmodel", op, v) for op, v in (("gemm", 1.2e-3), ("mlp", 1.5e-3), ("attn", 3.1e-3))],
+        "r.csv": [rec("roofline", op, v) for op, v in (("gemm", 0.5e-3), ("mlp", 2.5e-3), ("attn", 1.0e-3))],
+    })
+    got = {}
+    for stalls in (True, False):
+        monkeypatch.setattr(pipeline, "stalls_on_huge_pages", lambda s=stalls: s)
+        got[stalls] = pipeline.correlate(store, config())
+    assert len(got[True].rows) and len(got[True].discrepancies)
+    for part in ("rows", "comparisons", "discrepancies", "coverage"):
+        pd.testing.assert_frame_equal(getattr(got[True], part), getattr(got[False], part))
