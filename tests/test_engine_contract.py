@@ -326,6 +326,52 @@ def test_no_engine_module_redeclares_the_schemas_fields():
     assert not found, "field lists outside xfid/engine/schema.py (derive them from it):\n" + "\n".join(found)
 
 
+CLEANED_MODULES = ("engine/spark/engine", "drift/history", "report/attach")
+"""Modules (under xfid/) that derive every list of fields from xfid.engine.schema, inside functions too."""
+
+
+def field_runs(source, fields, least=3):
+    """(line, names) of every literal (tuple, list, set, dict keys) or call whose arguments write
+    `least` or more of `fields` as strings, anywhere in a module's `source`."""
+    import ast
+
+    for node in ast.walk(ast.parse(source)):
+        items = (node.keys if isinstance(node, ast.Dict) else node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set))
+                 else node.args if isinstance(node, ast.Call) else [])
+        hit = [e.value for e in items if isinstance(e, ast.Constant) and isinstance(e.value, str) and e.value in fields]
+        if len(hit) >= least:
+            yield node.lineno, hit
+
+
+def _all_field_names():
+    from xfid.engine import schema
+
+    return {f.name for fs in (schema.ROW_FIELDS, schema.ROW_EXTRA_FIELDS, schema.STAT_FIELDS,
+                              schema.COMPARISON_FIELDS, schema.COUNT_FIELDS, schema.COVERAGE_FIELDS) for f in fs}
+
+
+def test_the_cleaned_modules_write_no_field_list_even_inside_functions():
+    """spark/engine's stats input and row order, the drift history's series point, the report's
+    numbers CSV: each list of row, comparison or statistic fields comes from xfid.engine.schema."""
+    from pathlib import Path
+
+    import xfid
+
+    fields, root = _all_field_names(), Path(xfid.__file__).parent
+    found = [f"{mod}.py:{line} {hit}" for mod in CLEANED_MODULES
+             for line, hit in field_runs((root / f"{mod}.py").read_text(), fields)]
+    assert not found, "field lists outside xfid/engine/schema.py (derive them from it):\n" + "\n".join(found)
+
+
+def test_the_field_list_check_sees_what_it_looks_for():
+    """The check above finds a list in a call, a tuple in a function and a dict's keys."""
+    fields = _all_field_names()
+    src = ('def f(df):\n    df.select("a", "workload", "op", "rel_error")\n'
+           '    for c in ("target", "metric", "stat"):\n        pass\n'
+           '    return {"mape": 1, "bias": 2, "kendall": 3}, ("workload", "x", "y")\n')
+    assert [line for line, _ in field_runs(src, fields)] == [2, 3, 5]
+
+
 ROW_BUILDERS = ("rows", "spark/groups")
 """The modules that build the rows (the local engine's frame, Spark's per-group Arrow arrays)."""
 

@@ -7,6 +7,16 @@ import math
 from typing import Any
 
 from xfid.engine.jsonout import clean
+from xfid.engine.schema import (
+    CODE,
+    KEY_FIELDS,
+    NUMBER,
+    SIDE_VALUES,
+    SIDES,
+    TARGET_GROUP_FIELDS,
+    TEXT,
+    row_field,
+)
 from xfid.errors import TrackerError
 from xfid.schema import STACK_HINTS
 from xfid.store import Store
@@ -46,14 +56,14 @@ def series_point(chk: dict[str, Any], fp: str, r: dict[str, Any]) -> dict[str, A
     """One check's point of a key's series: the key, both values, the error and each side's run,
     source and config (what `moves` compares)."""
     return {"check_id": chk["id"], "time": chk["time"], "fingerprint": fp,
-            **{k: clean(r.get(k)) for k in ("target", "workload", "op", "metric", "stat", "candidate", "reference",
-                                          "candidate_value", "reference_value", "rel_error", "kind",
-                                          *SIDE_COLUMNS)}}
+            **{k: clean(r.get(k)) for k in POINT_COLUMNS}}
 
 
-SIDE_COLUMNS = ("candidate_run", "reference_run", "candidate_source_path", "reference_source_path",
-                "candidate_config", "reference_config", "rel_error_low", "rel_error_high", "stack_changed")
+SIDE_COLUMNS = (*(row_field(TEXT, entry, side) for entry in ("run", "source_path", "config") for side in SIDES),
+                "rel_error_low", "rel_error_high", "stack_changed")
 """What a series point keeps of each side, to say which side moved (`moves`)."""
+POINT_COLUMNS = (*KEY_FIELDS, *SIDES, *SIDE_VALUES, row_field(NUMBER, "rel"), row_field(CODE, "kind"), *SIDE_COLUMNS)
+"""The row columns a series point keeps, in its order."""
 MIN_CHANGE = 0.05
 """A key's error moving by more than this (absolute, 5 percentage points, as `[drift] error_abs`) is a move."""
 VALUE_EPS = 1e-9
@@ -79,7 +89,7 @@ def moves(series: list[dict[str, Any]], min_change: float = MIN_CHANGE) -> list[
                 a["rel_error_low"] <= b["rel_error_high"] and b["rel_error_low"] <= a["rel_error_high"]:
             continue  # within the noise of the two checks
         sides = {}
-        for side in ("candidate", "reference"):
+        for side in SIDES:
             va, vb = a.get(f"{side}_value"), b.get(f"{side}_value")
             changed = not (_finite(va) and _finite(vb)) or abs(vb - va) > VALUE_EPS * max(abs(va), abs(vb), 1e-300)
             if changed:
@@ -162,12 +172,12 @@ def pair_history(store: Store, alpha: float | None = None) -> list[dict[str, Any
             mape = agg.get("mape")
             if not isinstance(mape, (int, float)) or not math.isfinite(mape):
                 continue
-            key = tuple(str(agg.get(k, "")) for k in ("target", "candidate", "reference", "metric", "stat"))
+            key = tuple(str(agg.get(k, "")) for k in TARGET_GROUP_FIELDS)
             by.setdefault(key, []).append({"check_id": chk["id"], "time": chk["time"], "mape": float(mape),
                                            "n": agg.get("n")})
     out = []
     for key, series in sorted(by.items()):
         cps = series_change_points([p["mape"] for p in series], alpha)
-        out.append({**dict(zip(("target", "candidate", "reference", "metric", "stat"), key, strict=True)),
+        out.append({**dict(zip(TARGET_GROUP_FIELDS, key, strict=True)),
                     "series": series, "change_points": [c.to_dict() for c in cps]})
     return out

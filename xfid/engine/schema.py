@@ -103,6 +103,9 @@ GROUP_FIELDS: tuple[Field, ...] = (Field("target", S), Field("workload", S), Fie
                                    Field("reference", S), Field("metric", S), Field("stat", S))
 """What an aggregate is of (workload None: the target level)."""
 
+TARGET_GROUP_FIELDS = tuple(f.name for f in GROUP_FIELDS if f.name != "workload")
+"""What a target-level aggregate is of (GROUP_FIELDS less the workload), in that order."""
+
 ESTIMATE, BOUND = "estimate", "bound"
 """A statistic's role: the estimate's (how far a number is from its reference) or the bound's
 (violations, and the fraction of the bound achieved)."""
@@ -196,6 +199,12 @@ SNAPSHOT_AGG_FIELDS = ("target", "candidate", "reference", "metric", "stat", "n"
 """The comparison fields a snapshot keeps per target-level aggregate (in this order)."""
 
 
+KEY_FIELDS = ("target", "workload", "op", "metric", "stat")
+"""What one number is of (each fidelity has one per key); a row is one key of one pair (SIDES)."""
+ROW_ORDER = ("target", "metric", "stat", "workload", "op")
+"""The key fields in the order both engines sort a pair's rows by (after the pair)."""
+
+
 def names(fields: Iterable[Field]) -> tuple[str, ...]:
     """The names of `fields`, in order."""
     return tuple(f.name for f in fields)
@@ -220,6 +229,19 @@ def row_field(kind: str, name: str = "", side: str = "") -> str:
     return found[0]
 
 
+STATS_INPUT = tuple(row_field(*s) for s in ((NUMBER, "rel"), (NUMBER, "log_ratio"), (NUMBER, "cand_value"),
+                                           (NUMBER, "ref_value"), (NUMBER, "within"), (NUMBER, "efficiency"),
+                                           (CODE, "kind")))
+"""The row fields xfid.engine.stats' grouped statistics read of a group's rows (besides its key)."""
+SIDE_VALUES = (row_field(NUMBER, "cand_value"), row_field(NUMBER, "ref_value"))
+"""Each side's number (SIDES' order)."""
+SHOWN_NUMBERS = (row_field(NUMBER, "rel"), row_field(NUMBER, "efficiency"), row_field(NUMBER, "tol"),
+                 row_field(NUMBER, "factor"))
+"""The numbers of a row a report lists beside its two values (xfid.report.attach), in that order."""
+NULLABLE_TEXT = names(f for f in (*ROW_FIELDS, *ROW_EXTRA_FIELDS) if f.type == S and not f.category)
+"""The row fields of text that are not categories: a missing one is None in a rows frame."""
+
+
 def arrow_schema(fields: Iterable[Field]) -> pa.Schema:
     """The Arrow schema of `fields`."""
     return pa.schema([(f.name, f.type) for f in fields])
@@ -242,6 +264,8 @@ def _check_subsets() -> None:
     missing = ([n for n in (*SNAPSHOT_KEY_FIELDS, *DISCREPANCY_JSON_FIELDS) if n not in rows] + [n for n in SNAPSHOT_AGG_FIELDS if n not in comps]
                + [n for pair in CI_FIELDS.values() for n in pair if n not in stats] + [n for n in CI_FIELDS
                                                                                         if n not in comps])
+    if sorted(ROW_ORDER) != sorted(KEY_FIELDS) or not set(KEY_FIELDS) <= rows:
+        missing.append(f"ROW_ORDER {ROW_ORDER} / KEY_FIELDS {KEY_FIELDS}")
     if missing:
         raise AssertionError(f"xfid.engine.schema names undeclared fields: {missing}")
 

@@ -8,19 +8,26 @@ The PDF names this file; `report.pdf` → `report-numbers.csv` beside it.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from xfid.engine.schema import KEY_FIELDS, NUMBER, SHOWN_NUMBERS, row_field
 from xfid.report.data import PairSection, ReportData, is_missing
 from xfid.textsafe import csv_cell
 
-COLUMNS = ("section", "item", "field", "value", "unit", "target", "workload", "op", "metric", "stat", "fidelity",
-           "source_path", "source_loc", "note")
-PAIR_FIELDS = ("n", "mape", "bias", "spearman", "kendall", "within_tolerance", "prev_mape", "tolerance", "violations",
-               "violation_worst", "achieved_median", "achieved_q1", "achieved_q3", "prev_violations", "prev_achieved")
+COLUMNS = ("section", "item", "field", "value", "unit", *KEY_FIELDS, "fidelity", "source_path", "source_loc", "note")
+PAIR_FIELDS = tuple(f.name for f in dataclasses.fields(PairSection) if f.type in ("int", "int | None", "float | None"))
+"""A pair section's numbers (its statistics, the previous check's and the tolerance), in its order."""
+PAIR_INTERVALS = tuple(f.name for f in dataclasses.fields(PairSection) if f.type == "list[float] | None")
+"""A pair section's [low, high] intervals."""
+
+ISSUE_NUMBERS = (*(f for f in SHOWN_NUMBERS if f != row_field(NUMBER, "efficiency")), "age")
+"""What the CSV lists of an issue beside its two values: a row's shown numbers less the achieved
+fraction, and the issue's age."""
 
 
 def numbers_path(report: Path) -> Path:
@@ -47,7 +54,8 @@ def _check(d: ReportData) -> str:
 
 
 def _key(p: PairSection) -> dict[str, str]:
-    return {"target": p.target, "metric": p.metric, "stat": p.stat}
+    """The key fields a pair section has (the target, metric and stat)."""
+    return {k: getattr(p, k) for k in KEY_FIELDS if hasattr(p, k)}
 
 
 def _pairs(d: ReportData) -> Iterator[dict[str, Any]]:
@@ -60,7 +68,7 @@ def _pairs(d: ReportData) -> Iterator[dict[str, Any]]:
             if v is not None:
                 yield _row("pair", item, f, v, unit=p.unit if f == "tolerance" else "", **_key(p), fidelity=item,
                            source_path=src, note=p.compared_as)
-        for f in ("mape_ci", "achieved_ci"):
+        for f in PAIR_INTERVALS:
             ci = getattr(p, f)
             if ci:
                 yield _row("pair", item, f"{f}_low", ci[0], **_key(p), source_path=src, note="seeded bootstrap 95%")
@@ -73,12 +81,11 @@ def _pair_rows(p: PairSection, item: str) -> Iterator[dict[str, Any]]:
         return
     cols = set(p.rows.columns)
     for r in p.rows.to_dict("records"):
-        base = {"target": p.target, "workload": r.get("workload"), "op": r.get("op"), "metric": p.metric,
-                "stat": p.stat, "unit": p.unit, "note": r.get("kind")}
+        base = {**{k: r.get(k) for k in KEY_FIELDS}, **_key(p), "unit": p.unit, "note": r.get("kind")}
         for side in ("candidate", "reference"):
             yield _row("pair-row", item, f"{side}_value", r.get(f"{side}_value"), **base, fidelity=getattr(p, side),
                        source_path=r.get(f"{side}_source_path"), source_loc=r.get(f"{side}_source_loc"))
-        for f in ("rel_error", "efficiency", "tolerance", "factor"):
+        for f in SHOWN_NUMBERS:
             if f in cols and not is_missing(r.get(f)):
                 yield _row("pair-row", item, f, r.get(f), **{**base, "unit": ""}, fidelity=item,
                            source_path="derived from candidate_value and reference_value above")
@@ -93,13 +100,13 @@ def _issues(d: ReportData) -> Iterator[dict[str, Any]]:
     for section, issues in (("issue-active", d.open_issues), ("issue-resolved", d.resolved_issues)):
         for i in issues:
             r = by_fp.get(str(i.get("fingerprint")), {})
-            key = {k: i.get(k) for k in ("target", "workload", "op", "metric", "stat")}
+            key = {k: i.get(k) for k in KEY_FIELDS}
             for side in ("candidate", "reference"):
                 yield _row(section, str(i.get("id")), f"{side}_value", i.get(f"{side}_value"), unit=i.get("unit"),
                            **key, fidelity=i.get(side), source_path=r.get(f"{side}_source_path", "tracker"),
                            source_loc=r.get(f"{side}_source_loc", "the issue's last observation"),
                            note=f"{i.get('kind')} · {i.get('state')}")
-            for f in ("rel_error", "tolerance", "factor", "age"):
+            for f in ISSUE_NUMBERS:
                 if not is_missing(i.get(f)):
                     yield _row(section, str(i.get("id")), f, i.get(f), **key,
                                source_path="tracker" if f != "factor" else "tracker (severity less its kind's rank)",

@@ -37,7 +37,7 @@ from xfid.engine.pairs import check_conversions, resolve_pairs
 from xfid.engine.request import Request
 from xfid.engine.result import Aligned, Selection, Start, begin, finish
 from xfid.engine.rows import ROW_EXTRA
-from xfid.engine.schema import ROW_FIELDS
+from xfid.engine.schema import KEY_FIELDS, NULLABLE_TEXT, ROW_FIELDS, ROW_ORDER, STATS_INPUT
 from xfid.engine.scopes import SCOPE_NAMES
 from xfid.engine.spark.groups import (
     ALIGN_INPUT,
@@ -264,8 +264,7 @@ def aggregate(a: SparkAligned) -> pd.DataFrame:
     kind = F.col("kind")
     usable = (s.aligned.filter(F.col("counts").isNull() & (kind != "missing_reference") & finite("rel_error")
                                & finite("log_ratio"))
-              .select(*STATS_GROUP, "workload", "op", "rel_error", "log_ratio", "candidate_value",
-                      "reference_value", "within", "efficiency", "kind"))
+              .select(*STATS_GROUP, *(k for k in KEY_FIELDS if k not in STATS_GROUP), *STATS_INPUT))
     sctx = StatsContext.of(s.settings, s.req.kendall, s.req.bootstrap, s.pairs)
     stats = usable.groupBy(*STATS_GROUP).applyInArrow(_bound(stats_arrow, sctx), STATS_SCHEMA).toPandas()
     a.selected = None
@@ -355,7 +354,7 @@ def _local_rows(frames: list[pd.DataFrame]) -> pd.DataFrame:
         col = col if isinstance(col.dtype, pd.CategoricalDtype) else col.astype("category")
         built[c] = col.cat.set_categories(pd.Index(sorted(str(x) for x in col.cat.categories), dtype=object))
     keys = [_column(frames, "pair_index").to_numpy(),
-            *(built[c].cat.codes.to_numpy() for c in ("target", "metric", "stat", "workload", "op"))]
+            *(built[c].cat.codes.to_numpy() for c in ROW_ORDER)]
     idx = np.lexsort(keys[::-1])  # pair, then key
     del keys
     out: dict[str, Any] = {}
@@ -363,11 +362,11 @@ def _local_rows(frames: list[pd.DataFrame]) -> pd.DataFrame:
         col = built.pop(c) if c in built else _column(frames, c)
         out[c] = col.take(idx).reset_index(drop=True)
         del col
+    for c in NULLABLE_TEXT:
+        out[c] = out[c].astype(object).where(out[c].notna(), None)
     out["kind"] = pd.Categorical(out["kind"].astype(object), categories=list(KINDS))
     out["scope"] = pd.Categorical(out["scope"].astype(object), categories=SCOPE_NAMES)
     out["reference_n"] = out["reference_n"].astype("Int64")
     out["candidate_n"] = out["candidate_n"].astype(np.int64)
     out["within"] = out["within"].astype(bool)
-    for c in ("fingerprint", "candidate_source_loc", "reference_source_loc", "note"):
-        out[c] = out[c].astype(object).where(out[c].notna(), None)
     return pd.DataFrame(out)
