@@ -19,7 +19,6 @@ if TYPE_CHECKING:
 
 CHUNK = 1 << 18
 """Rows whose joined keys are built at once (the joined bytes of 3.7M rows would be ~400 MB)."""
-FINGERPRINT_FIELDS = ("target", "workload", "op", "metric", "stat", "candidate", "reference")
 HELPER_MIN = 1 << 20
 """Fewest rows of which a helper process hashes a share. Starting it (interpreter, numpy) took
 ~0.2 s here and a row ~0.7 us in either process, so half of 1M rows saves ~0.15 s of wall time
@@ -47,7 +46,7 @@ def fingerprint_many(parts: list[list[str]], codes: list[object]) -> list[str]:
     this process hashes its rows as well.
 
     Args:
-        parts: for each of FINGERPRINT_FIELDS, the list of its distinct strings.
+        parts: for each of xfid.engine.schema.FINGERPRINT_FIELDS, the list of its distinct strings.
         codes: for each field, an integer array (one element per row) indexing into parts.
     """
     n = len(codes[0]) if codes else 0  # type: ignore[arg-type]

@@ -190,9 +190,6 @@ DISCREPANCY_JSON_FIELDS = (
 )
 """The row fields of a discrepancy in `--format json`, in the order it prints them."""
 
-SNAPSHOT_KEY_FIELDS = ("target", "workload", "op", "metric", "stat", "candidate", "reference", "candidate_value",
-                       "reference_value", "unit", "rel_error", "log_ratio", "tolerance", "kind", "within")
-"""The row fields a baseline snapshot keeps per fingerprint (xfid.drift.snapshot; in this order)."""
 SNAPSHOT_AGG_FIELDS = ("target", "candidate", "reference", "metric", "stat", "n", "mape", "median_ape", "bias",
                        "log_rmse", "spearman", "kendall", "within_tolerance", "compared_as", "violations",
                        "violation_worst", "achieved_median", "achieved_q1", "achieved_q3")
@@ -201,6 +198,11 @@ SNAPSHOT_AGG_FIELDS = ("target", "candidate", "reference", "metric", "stat", "n"
 
 KEY_FIELDS = ("target", "workload", "op", "metric", "stat")
 """What one number is of (each fidelity has one per key); a row is one key of one pair (SIDES)."""
+FINGERPRINT_FIELDS = (*KEY_FIELDS, *SIDES)
+"""What a row's fingerprint hashes, in this order (xfid.engine.fingerprints; Spark's sha2)."""
+SNAPSHOT_KEY_FIELDS = (*FINGERPRINT_FIELDS, "candidate_value", "reference_value", "unit", "rel_error", "log_ratio",
+                       "tolerance", "kind", "within")
+"""The row fields a baseline snapshot keeps per fingerprint (xfid.drift.snapshot; in this order)."""
 ROW_ORDER = ("target", "metric", "stat", "workload", "op")
 """The key fields in the order both engines sort a pair's rows by (after the pair)."""
 

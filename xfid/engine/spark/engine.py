@@ -31,13 +31,19 @@ from pandas.api.types import union_categoricals
 from xfid.config import Config
 from xfid.engine.aggregate import pack_comparisons
 from xfid.engine.contract import ROW_COLUMNS, Correlation
-from xfid.engine.fingerprints import FINGERPRINT_FIELDS
 from xfid.engine.pairrows import KINDS
 from xfid.engine.pairs import check_conversions, resolve_pairs
 from xfid.engine.request import Request
 from xfid.engine.result import Aligned, Selection, Start, begin, finish
 from xfid.engine.rows import ROW_EXTRA
-from xfid.engine.schema import KEY_FIELDS, NULLABLE_TEXT, ROW_FIELDS, ROW_ORDER, STATS_INPUT
+from xfid.engine.schema import (
+    FINGERPRINT_FIELDS,
+    KEY_FIELDS,
+    NULLABLE_TEXT,
+    ROW_FIELDS,
+    ROW_ORDER,
+    STATS_INPUT,
+)
 from xfid.engine.scopes import SCOPE_NAMES
 from xfid.engine.spark.groups import (
     ALIGN_INPUT,
