@@ -223,6 +223,44 @@ def test_spark_equals_local_on_every_rule(spark, tmp_path, kw):
             want.rows["kind"])
 
 
+def test_a_raw_op_only_an_older_run_has_contributes_nothing(spark, tmp_path):
+    """Per key the latest run that has it (or the --run choice), and of the raw ops an op map
+    merges only that run's (its duplicates, flags and nulls too); older runs' records
+    (duplicates with other medians among them) count as history. The Spark selection and the
+    local engine agree."""
+    ts1, ts2, ts3 = "2026-11-01T00:00:00Z", "2026-11-02T00:00:00Z", "2026-11-03T00:00:00Z"
+    meas = [
+        rec("measured", "attn_qkv_a", 3e-4, run="m1", timestamp=ts1),
+        rec("measured", "attn_qkv_b", 4e-4, run="m1", timestamp=ts1, flags="invalid"),  # only the older run
+        rec("measured", "attn_qkv_c", 9e-4, run="m1", timestamp=ts1),  # only the older run
+        *(rec("measured", "attn_qkv_a", v, run="m2", timestamp=ts3) for v in (3.5e-4, 3.9e-4)),
+        rec("measured", "attn_qkv_a", None, run="m2", timestamp=ts3, null_reason="not reported"),
+        rec("measured", "attn_qkv_d", 1e-4, run="m2", timestamp=ts3),  # only the newer run
+        rec("measured", "gemm", 1e-3, run="m1", timestamp=ts1, flags="invalid"),  # the newer run has no gemm
+        rec("measured", "gemm", 1.4e-3, run="m1", timestamp=ts1),
+        rec("measured", "mlp", 2e-3, run="m1", timestamp=ts1, flags="invalid"),  # flagged in the older run only
+        rec("measured", "mlp", 2.2e-3, run="m2", timestamp=ts3),
+        # three runs of one key, each with duplicates of another median: the latest run's only
+        *(rec("measured", "norm", v, run="m0", timestamp=ts1) for v in (9e-5, 8e-5, 7e-5, 6e-5)),
+        *(rec("measured", "norm", v, run="mx", timestamp=ts2) for v in (5e-5, 1e-4, 2e-4)),
+        *(rec("measured", "norm", v, run="m2", timestamp=ts3) for v in (1.2e-4, 1.1e-4, 1.1e-4, 1.3e-4)),
+    ]
+    arch = [rec("archmodel", op, v, run="a1", timestamp=ts1)
+            for op, v in (("attn.qkv_proj", 8e-4), ("gemm", 1.1e-3), ("mlp", 2.1e-3), ("norm", 1e-4))]
+    store = make_store(tmp_path, {"arch.csv": arch, "meas.csv": meas}, name="older-raw-ops")
+    cfg = config({"op_map": [{"source": "*", "match": "^attn_qkv", "op": "attn.qkv_proj"}],
+                  "compare": [{"candidate": "archmodel", "reference": "measured"}]})
+    for kw in ({}, {"runs": {"measured": "mx"}}):
+        want = correlate(store, cfg, include_missing=True, **kw)
+        got = spark_correlate(store, cfg, spark, include_missing=True, **kw)
+        assert_same(got, want, f"raw ops of older runs {kw}")
+    want = correlate(store, cfg, include_missing=True)
+    notes = " | ".join(str(n) for n in want.rows["note"])
+    assert "sum of 2 raw ops: attn_qkv_a, attn_qkv_d" in notes and "attn_qkv_b" not in notes, notes
+    assert "median of 4 records" in notes, notes
+    assert want.settings["counts"]["history_records"] == 4 + 4 + 3  # attn_qkv_a/b/c and mlp of m1; norm of m0, mx
+
+
 def test_tracked_fingerprints_come_back_whatever_their_kind(spark, tmp_path):
     store, cfg = rule_store(tmp_path)
     want = correlate(store, cfg)
