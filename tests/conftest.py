@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -15,6 +16,15 @@ from hypothesis import HealthCheck, settings
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 settings.register_profile("xfid", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("xfid")
+
+MAX_WORKERS = 4
+"""pytest-xdist's workers for `-n auto` (pyproject's addopts): one per CPU this process may run on,
+at most 4 (each may start a Spark JVM, a browser, servers' clients and the demo's copies)."""
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    return max(1, min(len(os.sched_getaffinity(0)), MAX_WORKERS))
+
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

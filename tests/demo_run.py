@@ -1,13 +1,19 @@
-"""`xfid demo` run once per test session in a fresh folder, and its printed next commands run as printed.
+"""`xfid demo` run once per test run in a fresh folder, and its printed next commands run as printed.
 
-Shared by tests/test_demo_consistency.py and tests/test_counts.py (the demo takes ~40 s).
+The demo takes ~40 s: it is built once per test run (once for all of pytest-xdist's workers,
+under a file lock) and each user gets a copy of its folder (a store is a folder: a copy is a
+store of its own), with the folder's path in what the demo printed replaced by the copy's.
+Shared by the tests that read or change the demo's store, reports and output.
 """
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -52,12 +58,38 @@ def xfid(cwd: Path, command: str | list[str], timeout: int = 300) -> subprocess.
 _RUN: dict[str, Demo] = {}
 
 
+def _built(factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The folder of the one `xfid --store <dir>/store demo --out reports` of this test run, and
+    what it printed. Under pytest-xdist the workers share it (their temp folders have one parent)."""
+    root = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    home = root / "demo-built"
+    done = root / "demo-built.json"
+    with open(root / "demo-built.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one worker builds it; the others wait, then copy
+        if not done.exists():
+            shutil.rmtree(home, ignore_errors=True)
+            home.mkdir()
+            r = xfid(home, ["xfid", "--store", str(home / "store"), "demo", "--out", "reports"], timeout=900)
+            assert r.returncode == 0, r.stdout + r.stderr
+            done.write_text(json.dumps({"out": r.stdout}))
+        out = json.loads(done.read_text())["out"]
+    return home, out
+
+
+def copy_demo(factory: pytest.TempPathFactory, name: str = "demo") -> Demo:
+    """A copy of the demo's folder (store and reports) of its own, as if the demo had run there."""
+    home, out = _built(factory)
+    cwd = factory.mktemp(name)
+    shutil.copytree(home, cwd, symlinks=True, dirs_exist_ok=True)
+    out = out.replace(str(home), str(cwd))
+    cmds = [ln.strip() for ln in out.split("\nnext (", 1)[1].splitlines() if ln.startswith("  xfid ")]
+    return Demo(cwd, cwd / "store", out, cmds)
+
+
 def run_demo(factory: pytest.TempPathFactory) -> Demo:
-    """`xfid --store <dir>/store demo --out reports` in a new folder, once per session."""
+    """The demo's folder shared by the tests of this session (a copy of the run's one demo)."""
     if "demo" not in _RUN:
-        cwd = factory.mktemp("demo-run")
-        r = xfid(cwd, ["xfid", "--store", str(cwd / "store"), "demo", "--out", "reports"], timeout=900)
-        assert r.returncode == 0, r.stdout + r.stderr
-        cmds = [ln.strip() for ln in r.stdout.split("\nnext (", 1)[1].splitlines() if ln.startswith("  xfid ")]
-        _RUN["demo"] = Demo(cwd, cwd / "store", r.stdout, cmds)
+        _RUN["demo"] = copy_demo(factory, "demo-run")
     return _RUN["demo"]

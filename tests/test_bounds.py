@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from tests.conftest import FIXTURES, Cli
+from tests.demo_run import copy_demo
 from tests.test_engine_helpers import config, make_store, rec
 from xfid.drift.drift import Thresholds, compare_snapshots
 from xfid.drift.snapshot import make_snapshot, validate
@@ -32,12 +33,9 @@ DEMO_CONFIG = FIXTURES / "demo" / "xfid.toml"
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> tuple[Cli, Path]:
-    """The demo's store and report folder (xfid demo, once for the module)."""
-    d = tmp_path_factory.mktemp("demo")
-    cli = Cli(d / "store", d)
-    r = cli("demo", "--out", str(d / "reports"))
-    assert r.exit_code == 0, r.output
-    return cli, d / "reports"
+    """The demo's store and report folder (a copy of the run's one demo: tests/demo_run.py)."""
+    d = copy_demo(tmp_path_factory).cwd
+    return Cli(d / "store", d), d / "reports"
 
 
 def _correlate(cli: Cli, *args: str):

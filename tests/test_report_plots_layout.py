@@ -368,16 +368,13 @@ def test_parity_fallback_tolerance_is_the_configured_default():
 @pytest.mark.slow
 def test_demo_plots_have_no_text_outside_and_no_overlap(tmp_path_factory):
     """`xfid demo`'s store, its report data as the report builds it, every plot of every pair."""
-    from tests.conftest import Cli
+    from tests.demo_run import copy_demo
     from xfid.api import open_store
     from xfid.demo import DEMO_CONFIG
     from xfid.report.assemble import build_report_data
     from xfid.report.period import resolve_period
 
-    d = tmp_path_factory.mktemp("demo-plots")
-    r = Cli(d / "store", d)("demo", "--out", str(d / "reports"))
-    assert r.exit_code == 0, r.output
-    st = open_store(d / "store", config=DEMO_CONFIG)
+    st = open_store(copy_demo(tmp_path_factory, "demo-plots").store, config=DEMO_CONFIG)
     data = build_report_data(st.backend(), st.config, resolve_period(None, None, datetime.now(UTC).date().isoformat()))
     assert len(data.pairs) > 10
     drawn = 0

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests.demo_run import copy_demo
 from tests.servers import pg_server, unavailable  # noqa: F401
 from tests.serving import child_env, make_store, running_server, token, xfid
 
@@ -36,13 +37,9 @@ def chromium() -> str:
 
 @pytest.fixture(scope="module")
 def demo_store(tmp_path_factory) -> Path:
-    """The demo's store (xfid demo, once for the module)."""
+    """The demo's store (a copy of the run's one demo: tests/demo_run.py)."""
     chromium()
-    d = tmp_path_factory.mktemp("demo")
-    env = child_env()
-    env.pop("XFID_DATABASE_URL", None)
-    xfid(env, d / "store", "demo", "--out", str(d / "reports"))
-    return d / "store"
+    return copy_demo(tmp_path_factory).store
 
 
 def shots(tmp_path: Path, name: str) -> Path:
