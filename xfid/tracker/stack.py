@@ -31,7 +31,6 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from xfid.engine.schema import FINGERPRINT_FIELDS
 from xfid.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -254,8 +253,7 @@ def _write(corr: Correlation, cells: list[str | None], kinds: list[str]) -> None
     corr.discrepancies = _discrepancies(rows, corr.discrepancies)
 
 
-KEY_FIELDS = ("fingerprint", *FINGERPRINT_FIELDS)
-"""What names a changed row in the summary: its fingerprint, key and pair."""
+KEY_FIELDS = ("fingerprint", "target", "workload", "op", "metric", "stat", "candidate", "reference")
 
 
 def changed_rows(rows: pd.DataFrame | None) -> list[dict[str, Any]]:

@@ -30,7 +30,6 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from xfid.engine.schema import FINGERPRINT_FIELDS
 from xfid.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -41,8 +40,7 @@ if TYPE_CHECKING:
 
 STALE_AFTER = 2
 STALE_WINDOW = 10
-KEY_FIELDS = FINGERPRINT_FIELDS
-"""What a stale key is (a row's key and pair)."""
+KEY_FIELDS = ("target", "workload", "op", "metric", "stat", "candidate", "reference")
 
 
 @dataclass(frozen=True)
