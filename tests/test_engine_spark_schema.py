@@ -39,7 +39,8 @@ def test_selected_entries_have_the_declared_schema(spark, tmp_path):  # noqa: F8
 def test_spark_sql_fingerprints_are_the_same_bytes(spark):  # noqa: F811
     """engine.fingerprint_column (sha2 in Spark SQL) equals fingerprint() (hashlib), non-ASCII,
     separators' neighbours and empty fields included."""
-    from xfid.engine.fingerprints import FINGERPRINT_FIELDS, fingerprint
+    from xfid.engine.fingerprints import fingerprint
+    from xfid.engine.schema import FINGERPRINT_FIELDS
     from xfid.engine.spark.engine import fingerprint_column
 
     keys = [("h100-sxm", "llama/decode/bs8", "gemm", "latency", "value", "archmodel", "measured"),
