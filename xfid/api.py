@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from xfid.report.period import Period
     from xfid.store import Store
     from xfid.tracker import CheckSummary, Tracker
+    from xfid.tracker.chunks import RowChunks
 
 PathLike = str | os.PathLike[str]
 Runs = str | Sequence[str] | Mapping[str, str] | None
@@ -531,7 +532,7 @@ class XfidStore:
     def check(self, targets: str | Sequence[str] | None = None, run: Runs = None, as_of: Any = None, *,
               actor: str | None = None, label: str | None = None, resolve_after: int | None = None,
               correlation: Correlation | None = None, engine: str | EngineChoice | None = None,
-              request: Request | None = None) -> CheckSummary:
+              request: Request | None = None, chunk_rows: int | None = None) -> CheckSummary:
         """Correlate (or take `correlation`) and update the tracker: file, reopen and resolve issues.
 
         Args:
@@ -542,6 +543,8 @@ class XfidStore:
             correlation: record this correlation instead of correlating now.
             engine: as for `correlate()`; Spark also brings back the rows of the open issues.
             request: the selection as one Request instead of targets, run and as_of.
+            chunk_rows: rows the tracker handles at a time (default xfid.tracker.chunks.CHUNK_ROWS);
+                the result is the same whatever the value.
 
         Returns:
             The check summary: ids new, reopened, resolved, still open, waived; counts.
@@ -566,28 +569,64 @@ class XfidStore:
                 req = req.but(exclude_keys=key_set(invalid))
             correlation = self.correlate(request=req, engine=eng)
         corr = correlation
-        from xfid.tracker import noise
-
-        settings = noise.NoiseSettings.from_config(self.config.section("tracker"),
-                                                   str(self.config.path or "bundled xfid.toml"))
-        if corr.rows is not None and "noise" not in corr.rows.columns:
-            noise.annotate(corr, self.backend(), self.config)
-        from xfid.tracker import stack, stale
+        from xfid.tracker import noise, stack, stale
 
         quiet = stale.StaleSettings.from_config(self.config)  # a bad value refused before anything is written
-        stack.annotate(corr, self.config)
+        settings = noise.NoiseSettings.from_config(self.config.section("tracker"),
+                                                   str(self.config.path or "bundled xfid.toml"))
+        stack.factor_of(self.config)  # likewise
+        rows = self._check_rows(corr, chunk_rows)
         from xfid.storeconfig import record_of
 
         used = record_of(self.config)
         if corr.config_hash and corr.config_hash != used[0]:  # a correlation made under another config
             used = (corr.config_hash, None, None)  # known by its hash only
         who = who_acts(actor)
+        changed: list[dict[str, Any]] = []
+        now_seen = stale.Seen({}, {})
+
+        def look(chunk: pd.DataFrame) -> None:  # what the summary lists of the rows, chunk by chunk
+            changed.extend(stack.changed_items(chunk))
+            stale.add_seen(now_seen, chunk)
+
         summary = tracker.record_check(corr, actor=who, label=label, clean_checks_to_resolve=k, noise=settings,
-                                       config=used)
-        summary.stack_changed = stack.changed_rows(corr.rows)
-        summary.stale = stale.find(tracker, summary.check_id, quiet, rows=corr.rows)
+                                       config=used, rows=rows, look=look)
+        summary.stack_changed = stack.sort_changed(changed)
+        summary.stale = stale.find(tracker, summary.check_id, quiet, current=now_seen)
         self._notify(summary, who, label)
         return summary
+
+    def _check_rows(self, corr: Correlation, chunk_rows: int | None) -> RowChunks:
+        """The check's rows in chunks of `chunk_rows` (xfid.tracker.chunks), annotated chunk by chunk
+        as a check annotates them (noise intervals from the store's repeats, then stack changes);
+        a correlation without rows gives its discrepancies as they are."""
+        from xfid.tracker import noise, stack
+        from xfid.tracker.chunks import RowChunks
+        from xfid.tracker.recording import _frame
+
+        if corr.rows is None:
+            return RowChunks.of_frame(_frame(corr), chunk_rows)
+        if "noise" in corr.rows.columns and stack.STACK_CHANGED in corr.rows.columns:
+            return RowChunks.of_frame(_frame(corr), chunk_rows)  # annotated: its discrepancies stay added
+        plain = RowChunks.of_frame(corr.rows, chunk_rows)  # annotating rebuilds the discrepancies from the rows
+        config = self.config
+        settings = noise.NoiseSettings.from_config(config.section("tracker"), str(config.path or "bundled xfid.toml"))
+        repeats = None
+        if "noise" not in corr.rows.columns:
+            targets: set[str] = set()
+            runs: set[str] = set()
+            for chunk in plain.raw():
+                t, r = noise.repeats_needed(chunk)
+                targets |= t
+                runs |= r
+            repeats = noise.repeats_of(self.backend(), config, targets, runs)
+
+        def annotate(chunk: pd.DataFrame) -> pd.DataFrame:
+            if repeats is not None and len(chunk):
+                chunk = noise.attach_rows(chunk, repeats, settings)[0]
+            return stack.annotate_rows(chunk, config)[0]
+
+        return RowChunks(plain.raw, annotate)
 
     def _notify(self, summary: CheckSummary, actor: str, label: str | None) -> None:
         """The [[notify.webhook]]s after a check that filed or reopened issues; failures are warnings."""

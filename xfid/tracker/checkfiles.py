@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,6 +29,7 @@ from xfid.store import REBUILD_HINT
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
     from xfid.sqlbackend import Database
     from xfid.store import Store
@@ -70,32 +72,74 @@ def record_attempt(conn: Database, tmp: Path) -> None:
 
 def write_temp(root: Path, rows: pd.DataFrame, store_id: str) -> Path:
     """Write rows to a hidden temp file (outside any lock) and fsync it; returns its path."""
-    import pyarrow as pa
+    return write_temp_chunks(root, [rows], store_id)
+
+
+def write_temp_chunks(root: Path, chunks: Iterable[pd.DataFrame], store_id: str) -> Path:
+    """Write the rows, given as frames of the same columns one after the other (at least one),
+    to a hidden temp file (outside any lock) and fsync it; returns its path. One row group per
+    non-empty frame; the file's schema is the first frame's (`rows_schema`)."""
     import pyarrow.parquet as pq
 
     d = checks_dir(root)
     d.mkdir(parents=True, exist_ok=True)
+    doc = {"store_id": store_id, "commit_protocol": committed.PROTOCOL}
+    tmp = committed.written_name(d, store_id)
+    writer = None
     try:
-        table = pa.Table.from_pandas(rows, preserve_index=False)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        # mixed-type object columns (dicts next to strings...): store their text form
+        for rows in chunks:
+            if writer is None:
+                table = rows_schema(_table(rows))
+                meta = {**(table.schema.metadata or {}), CHECK_META.encode(): json.dumps(doc).encode()}
+                table = table.replace_schema_metadata(meta)
+                writer = pq.ParquetWriter(tmp, table.schema, compression="zstd")
+                writer.write_table(table)
+                schema = table.schema
+            elif len(rows):
+                writer.write_table(_table(rows, schema))
+        if writer is None:
+            raise TrackerError("a check's rows file needs at least one frame of rows (even an empty one)")
+        writer.close()
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+    except BaseException:
+        if writer is not None:
+            with contextlib.suppress(Exception):
+                writer.close()
+        discard(tmp)
+        raise
+    return tmp
+
+
+def _table(rows: pd.DataFrame, schema: pa.Schema | None = None) -> pa.Table:
+    """A frame of rows as Arrow (of `schema` when given); object columns that Arrow cannot type
+    (dicts next to strings...) are stored as their text."""
+    import pyarrow as pa
+
+    try:
+        return pa.Table.from_pandas(rows, schema=schema, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         fixed = rows.copy()
         for c in fixed.columns:
             if fixed[c].dtype == object:
                 fixed[c] = fixed[c].map(lambda v: None if v is None else str(v))
-        table = pa.Table.from_pandas(fixed, preserve_index=False)
-    doc = {"store_id": store_id, "commit_protocol": committed.PROTOCOL}
-    meta = {**(table.schema.metadata or {}), CHECK_META.encode(): json.dumps(doc).encode()}
-    table = table.replace_schema_metadata(meta)
-    tmp = committed.written_name(d, store_id)
-    try:
-        pq.write_table(table, tmp, compression="zstd")
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-    except BaseException:
-        discard(tmp)
-        raise
-    return tmp
+        return pa.Table.from_pandas(fixed, schema=schema, preserve_index=False)
+
+
+def rows_schema(table: pa.Table) -> pa.Table:
+    """`table` with its columns of no type (every value null) given their declared type (the row
+    fields of xfid.engine.schema, the noise and stack columns; else string), so that a later
+    chunk's values fit the file's schema whichever chunk came first."""
+    import pyarrow as pa
+
+    from xfid.engine.dataset import DATASET_SCHEMA
+    from xfid.engine.schema import ROW_FIELDS, arrow_schema
+
+    declared = {f.name: f.type for f in (*arrow_schema(ROW_FIELDS), *DATASET_SCHEMA)}
+    declared.update({"rel_error_low": pa.float64(), "rel_error_high": pa.float64()})
+    fields = [pa.field(f.name, declared.get(f.name, pa.string())) if pa.types.is_null(f.type) else f
+              for f in table.schema]
+    return table.cast(pa.schema(fields, metadata=table.schema.metadata))
 
 
 def stage(root: Path, tmp: Path, store_id: str, check_id: int) -> Path:

@@ -129,14 +129,23 @@ def attach(corr: Correlation, repeats: Repeats, settings: NoiseSettings = NoiseS
 
     Returns the number of rows that got an interval.
     """
+    rows = corr.rows
+    if rows is None or not len(rows):
+        return 0
+    corr.rows, done = attach_rows(rows, repeats, settings)
+    corr.discrepancies = _discrepancies(corr.rows, corr.discrepancies)
+    return done
+
+
+def attach_rows(rows: pd.DataFrame, repeats: Repeats,
+                settings: NoiseSettings = NoiseSettings()) -> tuple[pd.DataFrame, int]:
+    """`rows` (a copy) with NOISE_COLUMNS and the noise-aware kind, and the number of rows that
+    got an interval. Each row is judged on its own (a check's rows may come in chunks)."""
     import pandas as pd
 
     from xfid.engine.fingerprints import fingerprint
     from xfid.tracker.db import as_float
 
-    rows = corr.rows
-    if rows is None or not len(rows):
-        return 0
     kinds = rows["kind"].astype(object).to_numpy(copy=True)
     low = np.full(len(rows), np.nan)
     high = np.full(len(rows), np.nan)
@@ -169,9 +178,7 @@ def attach(corr: Correlation, repeats: Repeats, settings: NoiseSettings = NoiseS
     out["fingerprint"] = fps
     out["kind"] = pd.Categorical(kinds, categories=list(dict.fromkeys([*_kind_names(rows), UNCERTAIN])))
     out["rel_error_low"], out["rel_error_high"], out["noise"] = low, high, how
-    corr.rows = out
-    corr.discrepancies = _discrepancies(out, corr.discrepancies)
-    return done
+    return out, done
 
 
 def _kind_names(rows: pd.DataFrame) -> list[str]:
@@ -195,6 +202,25 @@ def store_repeats(store: Store, config: Config, rows: pd.DataFrame) -> Repeats:
     """Repeats read back from the store: the records of each side's chosen run for the row's key
     (after the op maps). A row whose records cannot be matched one for one with the engine's count
     (several raw ops merged, a converted metric) gets a reason instead, and keeps the point rule."""
+    targets, runs = repeats_needed(rows)
+    return repeats_of(store, config, targets, runs)
+
+
+def repeats_needed(rows: pd.DataFrame) -> tuple[set[str], set[str]]:
+    """The targets and the runs (either side's) of the rows with repeats (n > 1 on a side): what
+    `repeats_of` reads. Over a check's chunks, the union of each chunk's."""
+    import pandas as pd
+
+    need = rows[(pd.to_numeric(rows.get("candidate_n"), errors="coerce").fillna(0) > 1)
+                | (pd.to_numeric(rows.get("reference_n"), errors="coerce").fillna(0) > 1)]
+    if not len(need):
+        return set(), set()
+    runs = {str(x) for c in ("candidate_run", "reference_run") for x in need[c].dropna().astype(str)}
+    return {str(x) for x in need["target"].astype(str)}, runs
+
+
+def repeats_of(store: Store, config: Config, targets: set[str], runs: set[str]) -> Repeats:
+    """The repeats lookup of `store_repeats` for rows of these targets and runs (read once)."""
     import pandas as pd
     import pyarrow.compute as pc
 
@@ -202,14 +228,11 @@ def store_repeats(store: Store, config: Config, rows: pd.DataFrame) -> Repeats:
     from xfid.engine.opmap import apply_op_maps
     from xfid.engine.selection import load
 
-    need = rows[(pd.to_numeric(rows.get("candidate_n"), errors="coerce").fillna(0) > 1)
-                | (pd.to_numeric(rows.get("reference_n"), errors="coerce").fillna(0) > 1)]
-    if not len(need):
+    if not targets:
         return lambda r: None
-    runs = sorted({str(x) for c in ("candidate_run", "reference_run") for x in need[c].dropna().astype(str)})
-    table = load(store, targets=sorted({str(x) for x in need["target"].astype(str)}), source_loc=False)
+    table = load(store, targets=sorted(targets), source_loc=False)
     if table.num_rows:
-        table = table.filter(pc.is_in(table.column("run").cast("string"), value_set=pa_strings(runs)))
+        table = table.filter(pc.is_in(table.column("run").cast("string"), value_set=pa_strings(sorted(runs))))
     if not table.num_rows:
         return lambda r: "the repeats' records are not in the store"
     src, src_names = raw_codes(table.column("source"))

@@ -80,7 +80,12 @@ def _finite(v: Any) -> bool:
 
 def seen(rows: pd.DataFrame | None) -> Seen:
     """The sources, runs and keys with a value in a check's rows."""
-    out = Seen({}, {})
+    return add_seen(Seen({}, {}), rows)
+
+
+def add_seen(out: Seen, rows: pd.DataFrame | None) -> Seen:
+    """`out` with what `rows` hold added (a check's rows chunk by chunk, in order, give `seen` of
+    them all); returns `out`."""
     if rows is None or not len(rows) or "fingerprint" not in rows.columns:
         return out
     cols = [c for c in ("fingerprint", "kind", *KEY_FIELDS, "candidate_value", "reference_value", "candidate_run",
@@ -165,7 +170,7 @@ class History:
 
 
 def find(tracker: Tracker, check_id: int | None = None, settings: StaleSettings | None = None,
-         rows: pd.DataFrame | None = None) -> dict[str, Any]:
+         rows: pd.DataFrame | None = None, current: Seen | None = None) -> dict[str, Any]:
     """The stale keys and sources at one check (default: the latest), as
     {"check_id", "stale_after", "stale_window", "keys": [...], "sources": [...]}.
 
@@ -175,7 +180,8 @@ def find(tracker: Tracker, check_id: int | None = None, settings: StaleSettings 
     source: fidelity, target, why ("no values", or "no new run"), last_check, last_time,
     silent_checks.
 
-    `rows`: the check's rows when the caller holds them (not read again).
+    `rows`: the check's rows when the caller holds them (not read again); `current`: what they
+    hold (`seen`, or `add_seen` chunk by chunk), given instead.
     """
     settings = settings or StaleSettings()
     checks = sorted(tracker.checks(), key=lambda c: c["id"])
@@ -192,7 +198,8 @@ def find(tracker: Tracker, check_id: int | None = None, settings: StaleSettings 
         return out
     seq = [*prev, cur]
     h = History([*(seen(tracker.check_rows(c["id"])) for c in prev),
-                 seen(rows if rows is not None else tracker.check_rows(cur["id"]))])
+                 current if current is not None
+                 else seen(rows if rows is not None else tracker.check_rows(cur["id"]))])
     n = len(prev)
     fps = {fp for c in h.checks[:-1] for fp in c.keys}
     for fp in sorted(fps):
