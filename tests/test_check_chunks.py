@@ -22,6 +22,7 @@ import pytest
 
 from tests.conftest import FIXTURES
 from tests.test_engine_helpers import make_store, rec, write_csv
+from tests.test_engine_spark import spark  # noqa: F401  (the module session fixture)
 from tests.test_tracker_helpers import corr, row
 from xfid.errors import TrackerError
 from xfid.store import Store
@@ -48,6 +49,15 @@ def _sources(text: str) -> str:
     return json.dumps(sorted(json.loads(text), key=lambda d: str(d.get("content_hash"))), sort_keys=True)
 
 
+def _settings(text: str) -> str:
+    """A check's settings less what says how Spark's rows came back (collected, or written as
+    Parquet and read back: xfid.tracker.chunks)."""
+    d = json.loads(text)
+    for k in ("rows_returned", "rows_kept"):
+        (d.get("spark") or {}).pop(k, None)
+    return json.dumps(d, sort_keys=True)
+
+
 def tracker_db(path: Path) -> dict[str, list[tuple]]:
     """Every tracker table of a store's database, row by row, timestamps and folder blanked."""
     home = str(path.parent)
@@ -57,7 +67,7 @@ def tracker_db(path: Path) -> dict[str, list[tuple]]:
         for t in TRACKER_TABLES:
             cur = con.execute(f"SELECT * FROM {t} ORDER BY rowid")
             cols = [d[0] for d in cur.description]
-            out[t] = [tuple(_plain(_sources(v) if c == "sources" else v, home)
+            out[t] = [tuple(_plain(_sources(v) if c == "sources" else _settings(v) if c == "settings" else v, home)
                             for c, v in zip(cols, r, strict=True) if c not in VARIES) for r in cur]
         return out
     finally:
@@ -258,3 +268,40 @@ def test_chunks_are_positioned_and_read_again(tmp_path):
     assert [len(p) for p in RowChunks.of_frame(frame.iloc[:0], 3)] == [0]
     with pytest.raises(TrackerError, match="rows per chunk"):
         RowChunks.of_frame(frame, 0)
+
+
+# --- Spark: the executors write the discrepancies, the tracker reads them back in chunks -------------
+def _spark_runs(tmp: Path, name: str, chunked: bool, seed: int) -> tuple[Path, list[dict[str, Any]]]:
+    """The busy store's checks under Spark: `chunked`, as `check` does it (the discrepancies written
+    by the executors, read back 7 rows at a time); else the collected rows given as one frame."""
+    from xfid.api import XfidStore
+    from xfid.engine.engines import open_fingerprints
+
+    first, later = busy_store_steps(tmp, seed)
+    d = tmp / name
+    d.mkdir()
+    make_store(d, {"a.csv": first}, name="s").close()
+    (d / "xfid.toml").write_text(TOML)
+    out = []
+    with XfidStore(d / "s", d / "xfid.toml") as s:
+        def check() -> dict[str, Any]:
+            if chunked:
+                return summary(s.check(actor="t", engine="spark", chunk_rows=7))
+            req = s.request().but(track=tuple(open_fingerprints(s.tracker)))
+            return summary(s.check(actor="t", correlation=s.correlate(request=req, engine="spark")))
+
+        out.append(check())
+        for i, recs in enumerate(later):
+            s.ingest(write_csv(d / f"run{i}.csv", recs), adapter="xfid-records")
+            out.append(check())
+        assert not [p for p in (d / "s" / "checks").iterdir() if p.name.startswith(".check-rows-")]
+    return d / "s", out
+
+
+def test_spark_check_reads_the_written_discrepancies_in_the_collected_order(spark, tmp_path):  # noqa: F811
+    whole, want = _spark_runs(tmp_path, "collected", False, 1)
+    got_path, got = _spark_runs(tmp_path, "chunked", True, 1)
+    assert got == want
+    assert_same_stores(got_path, whole)
+    assert sum(len(s["new"]) for s in want) > 7 and sum(len(s["resolved"]) for s in want) > 0
+    assert any(s["reopened"] for s in want) and sum(s["counts"]["uncertain"] for s in want) > 0

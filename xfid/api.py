@@ -12,10 +12,11 @@ Every `xfid` command is one call into this module; notebooks use the same calls:
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -553,9 +554,18 @@ class XfidStore:
             ConfigError, TrackerError: a bad resolve_after; the correlation's errors.
         """
         k = self.resolve_after(resolve_after)
+        with contextlib.ExitStack() as scratch:
+            return self._check(k, targets, run, as_of, actor, label, correlation, engine, request, chunk_rows,
+                               scratch)
+
+    def _check(self, k: int, targets: str | Sequence[str] | None, run: Runs, as_of: Any, actor: str | None,
+               label: str | None, correlation: Correlation | None, engine: str | EngineChoice | None,
+               request: Request | None, chunk_rows: int | None, scratch: contextlib.ExitStack) -> CheckSummary:
+        """check()'s body; `scratch` holds the folder of the discrepancies an engine wrote until it returns."""
         tracker = self.tracker
+        source = None
         if correlation is None:
-            from xfid.engine.engines import get_engine, open_fingerprints
+            from xfid.engine.engines import correlate_with, get_engine, open_fingerprints
 
             eng = get_engine(self.config, engine)
             req = only_rows_back(request if request is not None else self.request(targets, run, as_of), "check")
@@ -567,7 +577,23 @@ class XfidStore:
                 from xfid.engine.request import key_set
 
                 req = req.but(exclude_keys=key_set(invalid))
-            correlation = self.correlate(request=req, engine=eng)
+            if eng.all_rows:
+                correlation = self.correlate(request=req, engine=eng)
+            else:  # its executors write the discrepancies, the tracker reads them back in chunks
+                import tempfile
+
+                from xfid.correlation import CorrelationResult
+                from xfid.tracker.checkfiles import checks_dir
+                from xfid.tracker.chunks import dataset_source
+
+                home = checks_dir(self.backend().checks_root)
+                home.mkdir(parents=True, exist_ok=True)
+                folder = Path(scratch.enter_context(tempfile.TemporaryDirectory(prefix=".check-rows-", dir=home)))
+                folder = folder / "rows.parquet"
+                correlation = CorrelationResult.of(correlate_with(self.backend(), self.config, eng,
+                                                                  request=req.but(out=str(folder))))
+                source = dataset_source(folder, correlation.rows, correlation.settings.get("pairs") or [],
+                                        include_missing=req.include_missing, size=chunk_rows)
         corr = correlation
         from xfid.tracker import noise, stack, stale
 
@@ -575,7 +601,7 @@ class XfidStore:
         settings = noise.NoiseSettings.from_config(self.config.section("tracker"),
                                                    str(self.config.path or "bundled xfid.toml"))
         stack.factor_of(self.config)  # likewise
-        rows = self._check_rows(corr, chunk_rows)
+        rows = self._check_rows(corr, chunk_rows, source)
         from xfid.storeconfig import record_of
 
         used = record_of(self.config)
@@ -596,23 +622,29 @@ class XfidStore:
         self._notify(summary, who, label)
         return summary
 
-    def _check_rows(self, corr: Correlation, chunk_rows: int | None) -> RowChunks:
+    def _check_rows(self, corr: Correlation, chunk_rows: int | None,
+                    source: Callable[[], Iterator[pd.DataFrame]] | None = None) -> RowChunks:
         """The check's rows in chunks of `chunk_rows` (xfid.tracker.chunks), annotated chunk by chunk
         as a check annotates them (noise intervals from the store's repeats, then stack changes);
-        a correlation without rows gives its discrepancies as they are."""
+        a correlation without rows gives its discrepancies as they are. `source`: the chunks of
+        rows (xfid.tracker.chunks.dataset_source), instead of `corr.rows`."""
         from xfid.tracker import noise, stack
         from xfid.tracker.chunks import RowChunks
         from xfid.tracker.recording import _frame
 
-        if corr.rows is None:
+        if source is not None:
+            plain = RowChunks(source)
+        elif corr.rows is None:
             return RowChunks.of_frame(_frame(corr), chunk_rows)
-        if "noise" in corr.rows.columns and stack.STACK_CHANGED in corr.rows.columns:
+        elif "noise" in corr.rows.columns and stack.STACK_CHANGED in corr.rows.columns:
             return RowChunks.of_frame(_frame(corr), chunk_rows)  # annotated: its discrepancies stay added
-        plain = RowChunks.of_frame(corr.rows, chunk_rows)  # annotating rebuilds the discrepancies from the rows
+        else:
+            plain = RowChunks.of_frame(corr.rows, chunk_rows)  # annotating rebuilds the discrepancies from the rows
+        columns = corr.rows.columns if corr.rows is not None else ()
         config = self.config
         settings = noise.NoiseSettings.from_config(config.section("tracker"), str(config.path or "bundled xfid.toml"))
         repeats = None
-        if "noise" not in corr.rows.columns:
+        if "noise" not in columns:
             targets: set[str] = set()
             runs: set[str] = set()
             for chunk in plain.raw():

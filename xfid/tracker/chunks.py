@@ -18,6 +18,7 @@ does not depend on the other rows of its chunk) and keep the index.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -101,3 +102,84 @@ def check_size(size: int | None) -> int:
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise TrackerError(f"rows per chunk must be an integer >= 1, got {size!r}")
     return n
+
+
+def dataset_source(folder: str | Path, tracked: pd.DataFrame, pairs: list[dict[str, Any]], *,
+                   include_missing: bool, size: int | None = None) -> Callable[[], Iterator[pd.DataFrame]]:
+    """The rows of a check whose discrepancies an engine wrote as a Parquet dataset (Spark's
+    executors: xfid.engine.spark.output, parts written in the collected order, pair then key, read
+    part by part in name order), with the `tracked` rows that came back (the open issues' rows:
+    those that are not discrepancies, ok rows above all, are put in their place), as a source of
+    chunks for `RowChunks`: the rows, order and dtypes of the collected path (what the engine's
+    Correlation.rows holds without `out`). `pairs`: the correlation's settings["pairs"] (their
+    order is the rows' pair order)."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from xfid.engine.dataset import DATASET_SCHEMA
+    from xfid.engine.spark.engine import _local_rows
+
+    n = check_size(size)
+    index = {}
+    for i, p in enumerate(pairs):
+        index.setdefault((str(p.get("candidate")), str(p.get("reference"))), i)
+
+    def with_pairs(frame: pd.DataFrame) -> pd.DataFrame:
+        pair = [index[(str(c), str(r))] for c, r in zip(frame["candidate"], frame["reference"], strict=True)]
+        return frame.assign(pair_index=np.asarray(pair, dtype=np.int64))
+
+    kinds = tracked["kind"].astype(str)
+    other = (kinds == "ok") | ((kinds == "missing_reference") & (not include_missing))
+    extra = with_pairs(tracked[other.to_numpy()].reset_index(drop=True)) if len(tracked) else None
+    extra_keys = [_order_key(r) for r in extra[list(ORDER_COLUMNS)].itertuples(index=False)] \
+        if extra is not None else []
+    parts = sorted(p for p in Path(folder).glob("*.parquet") if not p.name.startswith(("_", ".")))
+
+    def source() -> Iterator[pd.DataFrame]:
+        j = 0  # the next tracked row to place
+        for part in parts:
+            for batch in pq.ParquetFile(part).iter_batches(batch_size=n):
+                if not batch.num_rows:
+                    continue
+                frame = with_pairs(pa_table(batch, DATASET_SCHEMA).to_pandas())
+                last = _order_key(tuple(frame[c].iloc[-1] for c in ORDER_COLUMNS))
+                k = j
+                while k < len(extra_keys) and extra_keys[k] <= last:
+                    k += 1
+                yield _local_rows([frame, *([extra.iloc[j:k].copy()] if k > j else [])])
+                j = k
+        if extra is not None and j < len(extra_keys):
+            yield _local_rows([extra.iloc[j:].copy()])
+
+    def source_or_empty() -> Iterator[pd.DataFrame]:
+        empty = True
+        for frame in source():
+            empty = False
+            yield frame
+        if empty:
+            yield _local_rows([])
+
+    return source_or_empty
+
+
+ORDER_COLUMNS = ("pair_index", "target", "metric", "stat", "workload", "op")
+"""The collected path's row order (xfid.engine.spark.engine._local_rows): pair, then key
+(xfid.engine.spark.output.PART_ORDER)."""
+
+
+def _order_key(values: Iterable[Any]) -> tuple:
+    """A row's place in ORDER_COLUMNS' order: strings by code point, a missing value first."""
+    import pandas as pd
+
+    it = iter(values)
+    out: list[Any] = [int(next(it))]
+    for v in it:
+        out.append((0, "") if v is None or (not isinstance(v, str) and pd.isna(v)) else (1, str(v)))
+    return tuple(out)
+
+
+def pa_table(batch: Any, schema: Any) -> Any:
+    """A record batch as a table of `schema` (the dataset's types)."""
+    import pyarrow as pa
+
+    return pa.Table.from_batches([batch]).select(schema.names).cast(schema)
