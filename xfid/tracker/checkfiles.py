@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -332,6 +332,39 @@ def read(root: Path, check_id: int, rows_file: str | None, store_id: str | None 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    path, data = _verified(root, check_id, rows_file, store_id, saved)
+    try:
+        return pq.read_table(pa.BufferReader(data)).to_pandas()
+    except (OSError, pa.ArrowInvalid) as e:
+        raise TrackerError(f"{path}: cannot read the rows of check {check_id}: {e} (run `xfid doctor`)") from None
+
+
+def read_chunks(root: Path, check_id: int, rows_file: str | None, store_id: str | None = None, *,
+                saved: Saved | None = None, columns: Iterable[str] | None = None,
+                size: int = 500_000) -> Iterator[pd.DataFrame]:
+    """`read()`'s rows as frames of at most `size` rows, in order, of `columns` only (those the
+    file has; default all): the file is verified first, then parsed a batch at a time.
+
+    Raises:
+        TrackerError: as `read()`.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path, data = _verified(root, check_id, rows_file, store_id, saved)
+    try:
+        pf = pq.ParquetFile(pa.BufferReader(data))
+        have = pf.schema_arrow.names
+        cols = have if columns is None else [c for c in columns if c in have]
+        for batch in pf.iter_batches(batch_size=size, columns=cols):
+            yield pa.Table.from_batches([batch]).to_pandas()
+    except (OSError, pa.ArrowInvalid) as e:
+        raise TrackerError(f"{path}: cannot read the rows of check {check_id}: {e} (run `xfid doctor`)") from None
+
+
+def _verified(root: Path, check_id: int, rows_file: str | None, store_id: str | None,
+              saved: Saved | None) -> tuple[Path, bytes]:
+    """(path, bytes) of one check's rows file, verified against what the check recorded."""
     if not rows_file:
         raise TrackerError(f"check {check_id} saved no rows")
     saved = saved or Saved(check_id, rows_file)
@@ -342,7 +375,4 @@ def read(root: Path, check_id: int, rows_file: str | None, store_id: str | None 
     if why is not None:
         raise TrackerError(f"{path}: this is not the rows file of check {check_id}: {why} (was it overwritten? "
                            "run `xfid doctor`; restore the file from a backup of the store)")
-    try:
-        return pq.read_table(pa.BufferReader(data)).to_pandas()
-    except (OSError, pa.ArrowInvalid) as e:
-        raise TrackerError(f"{path}: cannot read the rows of check {check_id}: {e} (run `xfid doctor`)") from None
+    return path, data

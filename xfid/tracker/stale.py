@@ -78,6 +78,19 @@ def _finite(v: Any) -> bool:
         return False
 
 
+def _seen_of(tracker: Tracker, check_id: int) -> Seen:
+    """`seen` of a saved check's rows, read a chunk at a time (only the columns it looks at)."""
+    out = Seen({}, {})
+    for chunk in tracker.check_row_chunks(check_id, columns=SEEN_COLUMNS):
+        add_seen(out, chunk)
+    return out
+
+
+SEEN_COLUMNS = ("fingerprint", "kind", *KEY_FIELDS, "candidate_value", "reference_value", "candidate_run",
+                "reference_run")
+"""The row columns `seen` reads."""
+
+
 def seen(rows: pd.DataFrame | None) -> Seen:
     """The sources, runs and keys with a value in a check's rows."""
     return add_seen(Seen({}, {}), rows)
@@ -88,8 +101,7 @@ def add_seen(out: Seen, rows: pd.DataFrame | None) -> Seen:
     them all); returns `out`."""
     if rows is None or not len(rows) or "fingerprint" not in rows.columns:
         return out
-    cols = [c for c in ("fingerprint", "kind", *KEY_FIELDS, "candidate_value", "reference_value", "candidate_run",
-                        "reference_run") if c in rows.columns]
+    cols = [c for c in SEEN_COLUMNS if c in rows.columns]
     for r in rows[cols].to_dict("records"):
         t = str(r.get("target"))
         cand = (str(r.get("candidate")), t)
@@ -197,7 +209,7 @@ def find(tracker: Tracker, check_id: int | None = None, settings: StaleSettings 
     if len(prev) < settings.after:
         return out
     seq = [*prev, cur]
-    h = History([*(seen(tracker.check_rows(c["id"])) for c in prev),
+    h = History([*(_seen_of(tracker, c["id"]) for c in prev),
                  current if current is not None
                  else seen(rows if rows is not None else tracker.check_rows(cur["id"]))])
     n = len(prev)

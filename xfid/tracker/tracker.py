@@ -16,7 +16,7 @@ from xfid.tracker.recording import CheckSummary, record
 from xfid.tracker.summaries import SummarySettings
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable, Iterator
 
     import pandas as pd
 
@@ -373,6 +373,20 @@ class Tracker:
             self.store.fetch_check_file(rows_file)  # saved by another machine into the bucket
         saved = checkfiles.Saved(*db.saved_rows(self.conn, int(check_id))[0])
         return checkfiles.read(self.store.checks_root, int(check_id), rows_file, self.store.store_id, saved=saved)
+
+    def check_row_chunks(self, check_id: int, columns: Iterable[str] | None = None,
+                         size: int = 500_000) -> Iterator[pd.DataFrame]:
+        """`check_rows()` as frames of at most `size` rows, of `columns` only (default all).
+
+        Raises:
+            TrackerError: as check_rows().
+        """
+        rows_file = self._check_field(check_id, "rows_file")
+        if rows_file:
+            self.store.fetch_check_file(rows_file)
+        saved = checkfiles.Saved(*db.saved_rows(self.conn, int(check_id))[0])
+        return checkfiles.read_chunks(self.store.checks_root, int(check_id), rows_file, self.store.store_id,
+                                      saved=saved, columns=columns, size=size)
 
     def check_coverage(self, check_id: int) -> pd.DataFrame | None:
         """The op-map coverage table (Correlation.coverage) one check saw; None for a check recorded
