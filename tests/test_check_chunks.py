@@ -305,3 +305,37 @@ def test_spark_check_reads_the_written_discrepancies_in_the_collected_order(spar
     assert_same_stores(got_path, whole)
     assert sum(len(s["new"]) for s in want) > 7 and sum(len(s["resolved"]) for s in want) > 0
     assert any(s["reopened"] for s in want) and sum(s["counts"]["uncertain"] for s in want) > 0
+
+
+def test_the_rows_file_takes_later_chunks_with_values_and_categories_the_first_lacked(tmp_path):
+    from xfid.tracker import checkfiles
+
+    first = pd.DataFrame({"op": pd.Categorical(["a"]), "note": [None], "rel_error_low": [None], "x": [1.0]})
+    later = pd.DataFrame({"op": pd.Categorical([f"op{i}" for i in range(300)]), "note": ["n"] * 300,
+                          "rel_error_low": [0.5] * 300, "x": [2.0] * 300})
+    path = checkfiles.write_temp_chunks(tmp_path, [first, later], "sid")
+    got = pq.read_table(path).to_pandas()
+    assert len(got) == 301 and list(got["op"].astype(str)[:2]) == ["a", "op0"]
+    assert got["note"].iloc[0] is None or pd.isna(got["note"].iloc[0])
+    assert got["note"].iloc[1] == "n" and got["rel_error_low"].iloc[1] == 0.5
+
+
+@pytest.mark.parametrize("seed", (1, 6))
+def test_repeats_of_the_rows_keys_only_give_the_same_intervals(tmp_path, seed):
+    """The lookup restricted to the rows' keys (what check builds) against the plain one, which
+    reads every record of the rows' targets and runs."""
+    from xfid.api import XfidStore
+    from xfid.tracker import noise
+
+    first, later = busy_store_steps(tmp_path, seed)
+    make_store(tmp_path, {"a.csv": first, "b.csv": later[0]}, name="s").close()
+    (tmp_path / "xfid.toml").write_text(TOML)
+    with XfidStore(tmp_path / "s", tmp_path / "xfid.toml") as s:
+        rows = s.correlate(engine="local").rows
+        settings = noise.NoiseSettings()
+        plain, n_plain = noise.attach_rows(rows, noise.store_repeats(s.backend(), s.config, rows), settings)
+        targets, runs = noise.repeats_needed(rows)
+        keyed = noise.repeats_of(s.backend(), s.config, targets, runs, noise.repeats_keys(rows))
+        got, n_got = noise.attach_rows(rows, keyed, settings)
+    pd.testing.assert_frame_equal(got, plain)
+    assert n_got == n_plain > 5

@@ -647,11 +647,13 @@ class XfidStore:
         if "noise" not in columns:
             targets: set[str] = set()
             runs: set[str] = set()
+            keys: set[tuple[str, ...]] = set()
             for chunk in plain.raw():
                 t, r = noise.repeats_needed(chunk)
                 targets |= t
                 runs |= r
-            repeats = noise.repeats_of(self.backend(), config, targets, runs)
+                keys |= noise.repeats_keys(chunk)
+            repeats = noise.repeats_of(self.backend(), config, targets, runs, keys)
 
         def annotate(chunk: pd.DataFrame) -> pd.DataFrame:
             if repeats is not None and len(chunk):

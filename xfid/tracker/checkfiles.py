@@ -128,8 +128,9 @@ def _table(rows: pd.DataFrame, schema: pa.Schema | None = None) -> pa.Table:
 
 def rows_schema(table: pa.Table) -> pa.Table:
     """`table` with its columns of no type (every value null) given their declared type (the row
-    fields of xfid.engine.schema, the noise and stack columns; else string), so that a later
-    chunk's values fit the file's schema whichever chunk came first."""
+    fields of xfid.engine.schema, the noise and stack columns; else string) and its categories
+    indexed by int32, so that a later chunk's values (and categories) fit the file's schema
+    whichever chunk came first."""
     import pyarrow as pa
 
     from xfid.engine.dataset import DATASET_SCHEMA
@@ -137,8 +138,9 @@ def rows_schema(table: pa.Table) -> pa.Table:
 
     declared = {f.name: f.type for f in (*arrow_schema(ROW_FIELDS), *DATASET_SCHEMA)}
     declared.update({"rel_error_low": pa.float64(), "rel_error_high": pa.float64()})
-    fields = [pa.field(f.name, declared.get(f.name, pa.string())) if pa.types.is_null(f.type) else f
-              for f in table.schema]
+    fields = [pa.field(f.name, declared.get(f.name, pa.string())) if pa.types.is_null(f.type)
+              else pa.field(f.name, pa.dictionary(pa.int32(), f.type.value_type)) if pa.types.is_dictionary(f.type)
+              else f for f in table.schema]
     return table.cast(pa.schema(fields, metadata=table.schema.metadata))
 
 

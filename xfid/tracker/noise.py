@@ -206,6 +206,24 @@ def store_repeats(store: Store, config: Config, rows: pd.DataFrame) -> Repeats:
     return repeats_of(store, config, targets, runs)
 
 
+KEY_SEP = "\x1f"
+
+
+def repeats_keys(rows: pd.DataFrame) -> set[tuple[str, ...]]:
+    """The (fidelity, target, workload, op, metric, run) of each side of the rows with repeats:
+    the record groups their lookups read (`repeats_of(keys=...)`)."""
+    import pandas as pd
+
+    need = rows[(pd.to_numeric(rows.get("candidate_n"), errors="coerce").fillna(0) > 1)
+                | (pd.to_numeric(rows.get("reference_n"), errors="coerce").fillna(0) > 1)]
+    out: set[tuple[str, ...]] = set()
+    for r in need[["candidate", "reference", "target", "workload", "op", "metric", "candidate_run",
+                   "reference_run"]].to_dict("records"):
+        for s in ("candidate", "reference"):
+            out.add((str(r[s]), *(str(r[k]) for k in ("target", "workload", "op", "metric")), str(r[f"{s}_run"])))
+    return out
+
+
 def repeats_needed(rows: pd.DataFrame) -> tuple[set[str], set[str]]:
     """The targets and the runs (either side's) of the rows with repeats (n > 1 on a side): what
     `repeats_of` reads. Over a check's chunks, the union of each chunk's."""
@@ -219,9 +237,13 @@ def repeats_needed(rows: pd.DataFrame) -> tuple[set[str], set[str]]:
     return {str(x) for x in need["target"].astype(str)}, runs
 
 
-def repeats_of(store: Store, config: Config, targets: set[str], runs: set[str]) -> Repeats:
-    """The repeats lookup of `store_repeats` for rows of these targets and runs (read once)."""
+def repeats_of(store: Store, config: Config, targets: set[str], runs: set[str],
+               keys: set[tuple[str, ...]] | None = None) -> Repeats:
+    """The repeats lookup of `store_repeats` for rows of these targets and runs (read once);
+    `keys` (`repeats_keys` of the rows): only the records of these keys are kept (the lookup of
+    the rows' keys is the same, its memory bounded by the rows with repeats, not the store)."""
     import pandas as pd
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     from xfid.engine.keys import encode, raw_codes
@@ -238,6 +260,14 @@ def repeats_of(store: Store, config: Config, targets: set[str], runs: set[str]) 
     src, src_names = raw_codes(table.column("source"))
     o_raw, raw_names = encode(table.column("op"))
     o, on, _, _ = apply_op_maps(src, src_names, o_raw, raw_names, config.op_maps)
+    if keys is not None:  # the records of the keys looked up (their order kept: the bootstrap draws by position)
+        ops = pa.array(np.asarray(on, dtype=object), pa.string()).take(pa.array(o))
+        cols = [table.column(c).cast("string") for c in ("fidelity", "target", "workload")]
+        joined = pc.binary_join_element_wise(*cols, ops, *(table.column(c).cast("string") for c in ("metric", "run")),
+                                             KEY_SEP)
+        mask = pc.fill_null(pc.is_in(joined, value_set=pa_strings(sorted(KEY_SEP.join(k) for k in keys))), False)
+        table = table.filter(mask)
+        o = np.asarray(o)[mask.to_numpy(zero_copy_only=False)]
     df = pd.DataFrame({c: table.column(c).cast("string").to_numpy(zero_copy_only=False)
                        for c in ("fidelity", "target", "workload", "metric", "stat", "run")})
     df["op"] = np.asarray(on, dtype=object)[o]
