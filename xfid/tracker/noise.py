@@ -209,18 +209,22 @@ def store_repeats(store: Store, config: Config, rows: pd.DataFrame) -> Repeats:
 KEY_SEP = "\x1f"
 
 
-def repeats_keys(rows: pd.DataFrame) -> set[tuple[str, ...]]:
-    """The (fidelity, target, workload, op, metric, run) of each side of the rows with repeats:
-    the record groups their lookups read (`repeats_of(keys=...)`)."""
+def repeats_keys(rows: pd.DataFrame) -> set[str]:
+    """The (fidelity, target, workload, op, metric, run) of each side of the rows with repeats,
+    joined by KEY_SEP: the record groups their lookups read (`repeats_of(keys=...)`)."""
     import pandas as pd
 
     need = rows[(pd.to_numeric(rows.get("candidate_n"), errors="coerce").fillna(0) > 1)
                 | (pd.to_numeric(rows.get("reference_n"), errors="coerce").fillna(0) > 1)]
-    out: set[tuple[str, ...]] = set()
-    for r in need[["candidate", "reference", "target", "workload", "op", "metric", "candidate_run",
-                   "reference_run"]].to_dict("records"):
-        for s in ("candidate", "reference"):
-            out.add((str(r[s]), *(str(r[k]) for k in ("target", "workload", "op", "metric")), str(r[f"{s}_run"])))
+    if not len(need):
+        return set()
+    key = None
+    for c in ("target", "workload", "op", "metric"):
+        text = need[c].astype(object).map(str)
+        key = text if key is None else key + KEY_SEP + text
+    out: set[str] = set()
+    for s in ("candidate", "reference"):
+        out.update(need[s].astype(object).map(str) + KEY_SEP + key + KEY_SEP + need[f"{s}_run"].astype(object).map(str))
     return out
 
 
@@ -238,7 +242,7 @@ def repeats_needed(rows: pd.DataFrame) -> tuple[set[str], set[str]]:
 
 
 def repeats_of(store: Store, config: Config, targets: set[str], runs: set[str],
-               keys: set[tuple[str, ...]] | None = None) -> Repeats:
+               keys: set[str] | None = None) -> Repeats:
     """The repeats lookup of `store_repeats` for rows of these targets and runs (read once);
     `keys` (`repeats_keys` of the rows): only the records of these keys are kept (the lookup of
     the rows' keys is the same, its memory bounded by the rows with repeats, not the store)."""
@@ -265,7 +269,7 @@ def repeats_of(store: Store, config: Config, targets: set[str], runs: set[str],
         cols = [table.column(c).cast("string") for c in ("fidelity", "target", "workload")]
         joined = pc.binary_join_element_wise(*cols, ops, *(table.column(c).cast("string") for c in ("metric", "run")),
                                              KEY_SEP)
-        mask = pc.fill_null(pc.is_in(joined, value_set=pa_strings(sorted(KEY_SEP.join(k) for k in keys))), False)
+        mask = pc.fill_null(pc.is_in(joined, value_set=pa_strings(sorted(keys))), False)
         table = table.filter(mask)
         o = np.asarray(o)[mask.to_numpy(zero_copy_only=False)]
     df = pd.DataFrame({c: table.column(c).cast("string").to_numpy(zero_copy_only=False)
