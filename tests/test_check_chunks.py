@@ -339,3 +339,40 @@ def test_repeats_of_the_rows_keys_only_give_the_same_intervals(tmp_path, seed):
         got, n_got = noise.attach_rows(rows, keyed, settings)
     pd.testing.assert_frame_equal(got, plain)
     assert n_got == n_plain > 5
+
+
+def test_the_stale_summary_gathers_the_rows_only_when_it_can_use_them(tmp_path, monkeypatch):
+    """The first `stale_after` checks of a store gather nothing of their rows for the stale summary
+    (it lists nothing before them: on a large store that gathering was the local check's driver
+    peak); later checks gather it chunk by chunk, and the summary equals the one read from the
+    check files (stale.find given no rows)."""
+    from xfid.api import XfidStore
+    from xfid.tracker import stale
+
+    gathered: list[int] = []
+    add_seen = stale.add_seen
+
+    def counting(out: Any, rows: Any) -> Any:
+        gathered.append(len(rows))
+        return add_seen(out, rows)
+
+    first, later = busy_store_steps(tmp_path, 1)
+    d = tmp_path / "gate"
+    d.mkdir()
+    make_store(d, {"a.csv": first}, name="s").close()
+    (d / "xfid.toml").write_text(TOML + "stale_after = 2\n")
+    with XfidStore(d / "s", d / "xfid.toml") as s:
+        per_check = []
+        for i in range(4):
+            if i:
+                s.ingest(write_csv(d / f"run{i}.csv", later[i - 1][: len(later[i - 1]) // (i + 1)]),
+                         adapter="xfid-records")  # fewer keys each time: some go stale
+            gathered.clear()
+            monkeypatch.setattr(stale, "add_seen", counting)
+            got = s.check(actor="t", chunk_rows=7)
+            monkeypatch.setattr(stale, "add_seen", add_seen)
+            per_check.append((sum(gathered), got.rows))  # its rows, and the earlier checks' read back by find
+            assert got.stale == stale.find(s.tracker, got.check_id, stale.StaleSettings(2, 10)), i
+    assert [n for n, _ in per_check[:2]] == [0, 0]
+    assert all(n >= rows > 0 for n, rows in per_check[2:])
+    assert got.stale["keys"]  # the last check did list stale keys

@@ -609,11 +609,14 @@ class XfidStore:
             used = (corr.config_hash, None, None)  # known by its hash only
         who = who_acts(actor)
         changed: list[dict[str, Any]] = []
-        now_seen = stale.Seen({}, {})
+        # what the stale summary needs of the rows (a few values per key: the size of the rows'
+        # dicts), gathered only when it can look at them (not on the first checks of a store)
+        now_seen = stale.Seen({}, {}) if stale.may_look(tracker, quiet) else None
 
         def look(chunk: pd.DataFrame) -> None:  # what the summary lists of the rows, chunk by chunk
             changed.extend(stack.changed_items(chunk))
-            stale.add_seen(now_seen, chunk)
+            if now_seen is not None:
+                stale.add_seen(now_seen, chunk)
 
         summary = tracker.record_check(corr, actor=who, label=label, clean_checks_to_resolve=k, noise=settings,
                                        config=used, rows=rows, look=look)

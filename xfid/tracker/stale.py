@@ -181,6 +181,14 @@ class History:
         return "; ".join(parts)
 
 
+def may_look(tracker: Tracker, settings: StaleSettings) -> bool:
+    """Whether `find` at the check about to be recorded may look at its rows: only when at least
+    `settings.after` checks (of any selection) are recorded before it; with fewer comparable ones
+    it returns before reading any check's rows. (Were one recorded meanwhile, `find` given no
+    rows reads the check's own file: the result is the same.)"""
+    return len(tracker.checks()) >= settings.after
+
+
 def find(tracker: Tracker, check_id: int | None = None, settings: StaleSettings | None = None,
          rows: pd.DataFrame | None = None, current: Seen | None = None) -> dict[str, Any]:
     """The stale keys and sources at one check (default: the latest), as
