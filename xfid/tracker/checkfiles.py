@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,6 +29,7 @@ from xfid.store import REBUILD_HINT
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
     from xfid.sqlbackend import Database
     from xfid.store import Store
@@ -70,32 +72,76 @@ def record_attempt(conn: Database, tmp: Path) -> None:
 
 def write_temp(root: Path, rows: pd.DataFrame, store_id: str) -> Path:
     """Write rows to a hidden temp file (outside any lock) and fsync it; returns its path."""
-    import pyarrow as pa
+    return write_temp_chunks(root, [rows], store_id)
+
+
+def write_temp_chunks(root: Path, chunks: Iterable[pd.DataFrame], store_id: str) -> Path:
+    """Write the rows, given as frames of the same columns one after the other (at least one),
+    to a hidden temp file (outside any lock) and fsync it; returns its path. One row group per
+    non-empty frame; the file's schema is the first frame's (`rows_schema`)."""
     import pyarrow.parquet as pq
 
     d = checks_dir(root)
     d.mkdir(parents=True, exist_ok=True)
+    doc = {"store_id": store_id, "commit_protocol": committed.PROTOCOL}
+    tmp = committed.written_name(d, store_id)
+    writer = None
     try:
-        table = pa.Table.from_pandas(rows, preserve_index=False)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        # mixed-type object columns (dicts next to strings...): store their text form
+        for rows in chunks:
+            if writer is None:
+                table = rows_schema(_table(rows))
+                meta = {**(table.schema.metadata or {}), CHECK_META.encode(): json.dumps(doc).encode()}
+                table = table.replace_schema_metadata(meta)
+                writer = pq.ParquetWriter(tmp, table.schema, compression="zstd")
+                writer.write_table(table)
+                schema = table.schema
+            elif len(rows):
+                writer.write_table(_table(rows, schema))
+        if writer is None:
+            raise TrackerError("a check's rows file needs at least one frame of rows (even an empty one)")
+        writer.close()
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+    except BaseException:
+        if writer is not None:
+            with contextlib.suppress(Exception):
+                writer.close()
+        discard(tmp)
+        raise
+    return tmp
+
+
+def _table(rows: pd.DataFrame, schema: pa.Schema | None = None) -> pa.Table:
+    """A frame of rows as Arrow (of `schema` when given); object columns that Arrow cannot type
+    (dicts next to strings...) are stored as their text."""
+    import pyarrow as pa
+
+    try:
+        return pa.Table.from_pandas(rows, schema=schema, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         fixed = rows.copy()
         for c in fixed.columns:
             if fixed[c].dtype == object:
                 fixed[c] = fixed[c].map(lambda v: None if v is None else str(v))
-        table = pa.Table.from_pandas(fixed, preserve_index=False)
-    doc = {"store_id": store_id, "commit_protocol": committed.PROTOCOL}
-    meta = {**(table.schema.metadata or {}), CHECK_META.encode(): json.dumps(doc).encode()}
-    table = table.replace_schema_metadata(meta)
-    tmp = committed.written_name(d, store_id)
-    try:
-        pq.write_table(table, tmp, compression="zstd")
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-    except BaseException:
-        discard(tmp)
-        raise
-    return tmp
+        return pa.Table.from_pandas(fixed, schema=schema, preserve_index=False)
+
+
+def rows_schema(table: pa.Table) -> pa.Table:
+    """`table` with its columns of no type (every value null) given their declared type (the row
+    fields of xfid.engine.schema, the noise and stack columns; else string) and its categories
+    indexed by int32, so that a later chunk's values (and categories) fit the file's schema
+    whichever chunk came first."""
+    import pyarrow as pa
+
+    from xfid.engine.dataset import DATASET_SCHEMA
+    from xfid.engine.schema import ROW_FIELDS, arrow_schema
+
+    declared = {f.name: f.type for f in (*arrow_schema(ROW_FIELDS), *DATASET_SCHEMA)}
+    declared.update({"rel_error_low": pa.float64(), "rel_error_high": pa.float64()})
+    fields = [pa.field(f.name, declared.get(f.name, pa.string())) if pa.types.is_null(f.type)
+              else pa.field(f.name, pa.dictionary(pa.int32(), f.type.value_type)) if pa.types.is_dictionary(f.type)
+              else f for f in table.schema]
+    return table.cast(pa.schema(fields, metadata=table.schema.metadata))
 
 
 def stage(root: Path, tmp: Path, store_id: str, check_id: int) -> Path:
@@ -288,6 +334,39 @@ def read(root: Path, check_id: int, rows_file: str | None, store_id: str | None 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    path, data = _verified(root, check_id, rows_file, store_id, saved)
+    try:
+        return pq.read_table(pa.BufferReader(data)).to_pandas()
+    except (OSError, pa.ArrowInvalid) as e:
+        raise TrackerError(f"{path}: cannot read the rows of check {check_id}: {e} (run `xfid doctor`)") from None
+
+
+def read_chunks(root: Path, check_id: int, rows_file: str | None, store_id: str | None = None, *,
+                saved: Saved | None = None, columns: Iterable[str] | None = None,
+                size: int = 500_000) -> Iterator[pd.DataFrame]:
+    """`read()`'s rows as frames of at most `size` rows, in order, of `columns` only (those the
+    file has; default all): the file is verified first, then parsed a batch at a time.
+
+    Raises:
+        TrackerError: as `read()`.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path, data = _verified(root, check_id, rows_file, store_id, saved)
+    try:
+        pf = pq.ParquetFile(pa.BufferReader(data))
+        have = pf.schema_arrow.names
+        cols = have if columns is None else [c for c in columns if c in have]
+        for batch in pf.iter_batches(batch_size=size, columns=cols):
+            yield pa.Table.from_batches([batch]).to_pandas()
+    except (OSError, pa.ArrowInvalid) as e:
+        raise TrackerError(f"{path}: cannot read the rows of check {check_id}: {e} (run `xfid doctor`)") from None
+
+
+def _verified(root: Path, check_id: int, rows_file: str | None, store_id: str | None,
+              saved: Saved | None) -> tuple[Path, bytes]:
+    """(path, bytes) of one check's rows file, verified against what the check recorded."""
     if not rows_file:
         raise TrackerError(f"check {check_id} saved no rows")
     saved = saved or Saved(check_id, rows_file)
@@ -298,7 +377,4 @@ def read(root: Path, check_id: int, rows_file: str | None, store_id: str | None 
     if why is not None:
         raise TrackerError(f"{path}: this is not the rows file of check {check_id}: {why} (was it overwritten? "
                            "run `xfid doctor`; restore the file from a backup of the store)")
-    try:
-        return pq.read_table(pa.BufferReader(data)).to_pandas()
-    except (OSError, pa.ArrowInvalid) as e:
-        raise TrackerError(f"{path}: cannot read the rows of check {check_id}: {e} (run `xfid doctor`)") from None
+    return path, data

@@ -129,14 +129,23 @@ def attach(corr: Correlation, repeats: Repeats, settings: NoiseSettings = NoiseS
 
     Returns the number of rows that got an interval.
     """
+    rows = corr.rows
+    if rows is None or not len(rows):
+        return 0
+    corr.rows, done = attach_rows(rows, repeats, settings)
+    corr.discrepancies = _discrepancies(corr.rows, corr.discrepancies)
+    return done
+
+
+def attach_rows(rows: pd.DataFrame, repeats: Repeats,
+                settings: NoiseSettings = NoiseSettings()) -> tuple[pd.DataFrame, int]:
+    """`rows` (a copy) with NOISE_COLUMNS and the noise-aware kind, and the number of rows that
+    got an interval. Each row is judged on its own (a check's rows may come in chunks)."""
     import pandas as pd
 
     from xfid.engine.fingerprints import fingerprint
     from xfid.tracker.db import as_float
 
-    rows = corr.rows
-    if rows is None or not len(rows):
-        return 0
     kinds = rows["kind"].astype(object).to_numpy(copy=True)
     low = np.full(len(rows), np.nan)
     high = np.full(len(rows), np.nan)
@@ -169,9 +178,7 @@ def attach(corr: Correlation, repeats: Repeats, settings: NoiseSettings = NoiseS
     out["fingerprint"] = fps
     out["kind"] = pd.Categorical(kinds, categories=list(dict.fromkeys([*_kind_names(rows), UNCERTAIN])))
     out["rel_error_low"], out["rel_error_high"], out["noise"] = low, high, how
-    corr.rows = out
-    corr.discrepancies = _discrepancies(out, corr.discrepancies)
-    return done
+    return out, done
 
 
 def _kind_names(rows: pd.DataFrame) -> list[str]:
@@ -195,26 +202,76 @@ def store_repeats(store: Store, config: Config, rows: pd.DataFrame) -> Repeats:
     """Repeats read back from the store: the records of each side's chosen run for the row's key
     (after the op maps). A row whose records cannot be matched one for one with the engine's count
     (several raw ops merged, a converted metric) gets a reason instead, and keeps the point rule."""
+    targets, runs = repeats_needed(rows)
+    return repeats_of(store, config, targets, runs)
+
+
+KEY_SEP = "\x1f"
+
+
+def repeats_keys(rows: pd.DataFrame) -> set[str]:
+    """The (fidelity, target, workload, op, metric, run) of each side of the rows with repeats,
+    joined by KEY_SEP: the record groups their lookups read (`repeats_of(keys=...)`)."""
     import pandas as pd
+
+    need = rows[(pd.to_numeric(rows.get("candidate_n"), errors="coerce").fillna(0) > 1)
+                | (pd.to_numeric(rows.get("reference_n"), errors="coerce").fillna(0) > 1)]
+    if not len(need):
+        return set()
+    key = None
+    for c in ("target", "workload", "op", "metric"):
+        text = need[c].astype(object).map(str)
+        key = text if key is None else key + KEY_SEP + text
+    out: set[str] = set()
+    for s in ("candidate", "reference"):
+        out.update(need[s].astype(object).map(str) + KEY_SEP + key + KEY_SEP + need[f"{s}_run"].astype(object).map(str))
+    return out
+
+
+def repeats_needed(rows: pd.DataFrame) -> tuple[set[str], set[str]]:
+    """The targets and the runs (either side's) of the rows with repeats (n > 1 on a side): what
+    `repeats_of` reads. Over a check's chunks, the union of each chunk's."""
+    import pandas as pd
+
+    need = rows[(pd.to_numeric(rows.get("candidate_n"), errors="coerce").fillna(0) > 1)
+                | (pd.to_numeric(rows.get("reference_n"), errors="coerce").fillna(0) > 1)]
+    if not len(need):
+        return set(), set()
+    runs = {str(x) for c in ("candidate_run", "reference_run") for x in need[c].dropna().astype(str)}
+    return {str(x) for x in need["target"].astype(str)}, runs
+
+
+def repeats_of(store: Store, config: Config, targets: set[str], runs: set[str],
+               keys: set[str] | None = None) -> Repeats:
+    """The repeats lookup of `store_repeats` for rows of these targets and runs (read once);
+    `keys` (`repeats_keys` of the rows): only the records of these keys are kept (the lookup of
+    the rows' keys is the same, its memory bounded by the rows with repeats, not the store)."""
+    import pandas as pd
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     from xfid.engine.keys import encode, raw_codes
     from xfid.engine.opmap import apply_op_maps
     from xfid.engine.selection import load
 
-    need = rows[(pd.to_numeric(rows.get("candidate_n"), errors="coerce").fillna(0) > 1)
-                | (pd.to_numeric(rows.get("reference_n"), errors="coerce").fillna(0) > 1)]
-    if not len(need):
+    if not targets:
         return lambda r: None
-    runs = sorted({str(x) for c in ("candidate_run", "reference_run") for x in need[c].dropna().astype(str)})
-    table = load(store, targets=sorted({str(x) for x in need["target"].astype(str)}), source_loc=False)
+    table = load(store, targets=sorted(targets), source_loc=False)
     if table.num_rows:
-        table = table.filter(pc.is_in(table.column("run").cast("string"), value_set=pa_strings(runs)))
+        table = table.filter(pc.is_in(table.column("run").cast("string"), value_set=pa_strings(sorted(runs))))
     if not table.num_rows:
         return lambda r: "the repeats' records are not in the store"
     src, src_names = raw_codes(table.column("source"))
     o_raw, raw_names = encode(table.column("op"))
     o, on, _, _ = apply_op_maps(src, src_names, o_raw, raw_names, config.op_maps)
+    if keys is not None:  # the records of the keys looked up (their order kept: the bootstrap draws by position)
+        ops = pa.array(np.asarray(on, dtype=object), pa.string()).take(pa.array(o))
+        cols = [table.column(c).cast("string") for c in ("fidelity", "target", "workload")]
+        joined = pc.binary_join_element_wise(*cols, ops, *(table.column(c).cast("string") for c in ("metric", "run")),
+                                             KEY_SEP)
+        mask = pc.fill_null(pc.is_in(joined, value_set=pa_strings(sorted(keys))), False)
+        table = table.filter(mask)
+        o = np.asarray(o)[mask.to_numpy(zero_copy_only=False)]
     df = pd.DataFrame({c: table.column(c).cast("string").to_numpy(zero_copy_only=False)
                        for c in ("fidelity", "target", "workload", "metric", "stat", "run")})
     df["op"] = np.asarray(on, dtype=object)[o]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -10,6 +11,7 @@ from xfid.errors import TrackerError
 from xfid.sqlbackend import Database
 from xfid.store import fault_point, write_tx
 from xfid.tracker import checkfiles, config_db, db, evidence, transitions, triage_db
+from xfid.tracker.chunks import RowChunks
 from xfid.tracker.db import KEY_COLUMNS, LATEST_COLUMNS, as_float, as_text, plain
 from xfid.tracker.lifecycle import ACTIVE, FILING_KINDS, TRIAGED, format_id, stamp
 from xfid.tracker.noise import UNCERTAIN, NoiseSettings
@@ -102,40 +104,112 @@ def _coverage(corr: Correlation) -> dict[str, Any] | None:
     return {"columns": [str(x) for x in c.columns], "rows": [plain(list(r)) for r in c.itertuples(index=False)]}
 
 
+class _Tally:
+    """What the filing needs of a check's rows, gathered chunk by chunk in row order: per
+    fingerprint a few values (the filed row chosen, the first uncertain row, the first ok row's
+    clean flag), the set of every fingerprint, and counts."""
+
+    def __init__(self, hysteresis: float):
+        self.hysteresis = hysteresis
+        self.rows = 0
+        self.missing_reference = 0
+        self.fingerprints: set[str] = set()
+        self.best: dict[Any, tuple[float, int]] = {}  # filed: fingerprint -> (severity, position)
+        self.unsure: dict[Any, int] = {}  # uncertain: fingerprint -> first position
+        self.ok: dict[str, bool] = {}  # ok: fingerprint -> is its first ok row clean
+
+    def feed(self, chunks: Iterable[pd.DataFrame],
+             look: Callable[[pd.DataFrame], None] | None = None) -> Iterator[pd.DataFrame]:
+        """Tally each chunk (indexed by position, xfid.tracker.chunks), show it to `look`, pass it on."""
+        for rows in chunks:
+            self.add(rows)
+            if look is not None:
+                look(rows)
+            yield rows
+
+    def add(self, rows: pd.DataFrame) -> None:
+        if len(rows):
+            for col in ("fingerprint", "kind"):
+                if col not in rows.columns:
+                    raise TrackerError(f"correlation rows lack the {col!r} column (see xfid/engine/contract.py)")
+        elif "kind" not in rows.columns:
+            return
+        self.rows += len(rows)
+        kinds = rows["kind"].astype("string")
+        fps = rows["fingerprint"]
+        has_fp = fps.notna()
+        self.missing_reference += int((kinds == "missing_reference").fillna(False).sum())
+        self.fingerprints.update(fps[has_fp].astype(str))
+        filed = rows[kinds.isin(FILING_KINDS).fillna(False)]
+        if filed["fingerprint"].isna().any():
+            bad = filed[filed["fingerprint"].isna()].iloc[0]
+            raise TrackerError(f"correlation row {bad.name} ({', '.join(str(bad.get(c)) for c in KEY_COLUMNS)}) has "
+                               "no fingerprint (the engine must fill it: xfid.engine.fingerprint)")
+        if "severity" in filed.columns:  # each fingerprint's row of highest severity, the first of equals
+            filed = filed.assign(_sev=filed["severity"].map(as_float).fillna(-1.0))
+            filed = filed.sort_values("_sev", ascending=False, kind="stable")
+            sev = filed["_sev"]
+        else:
+            sev = None
+        filed = filed.drop_duplicates("fingerprint")
+        for fp, pos, s in zip(filed["fingerprint"], filed.index,
+                              sev.loc[filed.index] if sev is not None else [-1.0] * len(filed), strict=True):
+            had = self.best.get(fp)
+            if had is None or (sev is not None and s > had[0]):
+                self.best[fp] = (float(s), int(pos))
+        unsure = rows[(kinds == UNCERTAIN).fillna(False) & has_fp].drop_duplicates("fingerprint")
+        for fp, pos in zip(unsure["fingerprint"], unsure.index, strict=True):
+            self.unsure.setdefault(fp, int(pos))
+        ok_rows = rows[(kinds == "ok").fillna(False) & has_fp]
+        ok_rows = ok_rows[~ok_rows["fingerprint"].astype(str).isin(self.ok.keys())].drop_duplicates("fingerprint")
+        for r in ok_rows.to_dict("records"):
+            self.ok[str(r["fingerprint"])] = is_clean(r, self.hysteresis)
+
+    def filed(self) -> list[int]:
+        """The positions of the rows that file, in row order (new ids follow the engine's row order)."""
+        return sorted(pos for _, pos in self.best.values())
+
+    def uncertain(self) -> list[int]:
+        """The first uncertain row of each fingerprint that files no row, in row order."""
+        return sorted(pos for fp, pos in self.unsure.items() if fp not in self.best)
+
+    def worse(self) -> set[str]:
+        return {str(fp) for fp in self.best} | {str(fp) for fp in self.unsure if fp not in self.best}
+
+
 def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label: str | None,
-           k: int, noise: NoiseSettings | None = None, config: CheckConfig | None = None) -> CheckSummary:
+           k: int, noise: NoiseSettings | None = None, config: CheckConfig | None = None,
+           rows: RowChunks | None = None, look: Callable[[pd.DataFrame], None] | None = None) -> CheckSummary:
     """Record one check (the body of Tracker.record_check: see there).
 
     Filing: over-tolerance, bound-violation and config-mismatch rows file (or reopen) at once;
     an `uncertain` row (its interval straddles the tolerance: xfid.tracker.noise) files only
     when its key was uncertain-or-worse in `confirm_after` checks in a row. Resolving: a row
     counts as clean only when it is ok and within tolerance * (1 - hysteresis); ok rows inside
-    that margin are `held` (the clean streak starts again)."""
+    that margin are `held` (the clean streak starts again).
+
+    `rows`: the check's rows in chunks (xfid.tracker.chunks), read three times at most; default
+    `corr`'s rows (and its discrepancies not among them) as one chunk. `look`: called with each
+    chunk once, in order, as the rows file is written."""
     noise = noise or NoiseSettings()
     conn, root = store.conn, store.checks_root
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise TrackerError(f"resolve_after (clean checks to resolve) must be an integer >= 1, got {k!r}")
-    rows = _frame(corr)
-    kinds = rows["kind"].astype("string")
-    filed = rows[kinds.isin(FILING_KINDS).fillna(False)]
-    if filed["fingerprint"].isna().any():
-        bad = filed[filed["fingerprint"].isna()].iloc[0]
-        raise TrackerError(f"correlation row {bad.name} ({', '.join(str(bad.get(c)) for c in KEY_COLUMNS)}) has "
-                           "no fingerprint (the engine must fill it: xfid.engine.fingerprint)")
-    if "severity" in filed.columns:
-        filed = filed.assign(_sev=filed["severity"].map(as_float).fillna(-1.0))
-        filed = filed.sort_values("_sev", ascending=False, kind="stable").drop(columns="_sev")
-    filed = filed.drop_duplicates("fingerprint").sort_index()  # new ids follow the engine's row order
-    unsure = rows[(kinds == UNCERTAIN).fillna(False) & rows["fingerprint"].notna()]
-    unsure = unsure[~unsure["fingerprint"].isin(filed["fingerprint"])].drop_duplicates("fingerprint")
-    worse = set(filed["fingerprint"].astype(str)) | set(unsure["fingerprint"].astype(str))
-    ok_rows = rows[(kinds == "ok").fillna(False) & rows["fingerprint"].notna()]
-    ok_rows = ok_rows[~ok_rows["fingerprint"].astype(str).isin(worse)].drop_duplicates("fingerprint")
-    clean = {str(r["fingerprint"]): is_clean(r, noise.hysteresis) for r in ok_rows.to_dict("records")}
-    summary = CheckSummary(check_id=0, time=stamp(now), rows=len(rows), uncertain=len(unsure),
-                           missing_reference=int((kinds == "missing_reference").fillna(False).sum()))
-    tmp = checkfiles.write_temp(root, rows, store.store_id or "")
-    rows_sha256 = checkfiles.file_hash(tmp)  # outside the lock: doctor and readers verify the file by it
+    if rows is None:
+        frame = _frame(corr)
+        rows = RowChunks(lambda: [frame])
+    tally = _Tally(noise.hysteresis)
+    tmp = checkfiles.write_temp_chunks(root, tally.feed(rows, look), store.store_id or "")
+    filed, unsure = tally.filed(), tally.uncertain()
+    worse = tally.worse()
+    clean = {fp: ok for fp, ok in tally.ok.items() if fp not in worse}
+    summary = CheckSummary(check_id=0, time=stamp(now), rows=tally.rows, uncertain=len(unsure),
+                           missing_reference=tally.missing_reference)
+    try:
+        rows_sha256 = checkfiles.file_hash(tmp)  # outside the lock: doctor and readers verify the file by it
+    except BaseException:
+        checkfiles.discard(tmp)
+        raise
     staged = None
     sent = False  # COMMIT sent: its outcome may be unknown, the committing file is kept (xfid.committed)
     try:
@@ -146,19 +220,19 @@ def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label:
             checkfiles.sweep(store, known)
             cid = summary.check_id = db.insert_check(
                 conn, stamp(now), actor, label, corr.config_hash or "", corr.sources or [], _comparisons(corr),
-                corr.settings or {}, _coverage(corr), len(rows))
+                corr.settings or {}, _coverage(corr), tally.rows)
             if config is not None:  # (hash, path, text) of the config the check was judged by
                 config_db.insert(conn, cid, *config)
             unwaived = set(transitions.expire_waivers(conn, now, actor=actor, check_id=cid))
             existing = db.issues_by_fingerprint(conn)
             summary.evidence_removed, summary.evidence_reduced = evidence.reevaluate(  # xfid sources remove
-                conn, cid, now, actor, existing, set(rows["fingerprint"].dropna().astype(str)), corr.settings,
+                conn, cid, now, actor, existing, tally.fingerprints, corr.settings,
                 {str(s.get("source_id")) for s in corr.sources or [] if isinstance(s, dict)})
             before = triage_db.pending(conn)
             streaks = {fp: before.get(fp, 0) + 1 for fp in worse}
-            for row in filed.to_dict("records"):
+            for row in rows.records(filed):
                 _observe(conn, cid, now, actor, row, existing.get(str(row["fingerprint"])), summary, unwaived)
-            for row in unsure.to_dict("records"):
+            for row in rows.records(unsure):
                 fp = str(row["fingerprint"])
                 iss = existing.get(fp)
                 if (iss is not None and iss["state"] != "resolved") or streaks[fp] >= noise.confirm_after:

@@ -200,9 +200,22 @@ def factor_of(config: Config) -> float:
 def annotate(corr: Correlation, config: Config) -> int:
     """Add the `stack_changed` column to the check's rows and hold the rows the change accounts
     for (see the module docstring); returns the number of rows held. Idempotent."""
+    from xfid.tracker.noise import _discrepancies
+
     rows = corr.rows
     if rows is None or STACK_CHANGED in rows.columns:
         return 0
+    corr.rows, held = annotate_rows(rows, config)
+    corr.discrepancies = _discrepancies(corr.rows, corr.discrepancies)
+    return held
+
+
+def annotate_rows(rows: pd.DataFrame, config: Config) -> tuple[pd.DataFrame, int]:
+    """`rows` (a copy) with the `stack_changed` column and the rows the change accounts for held,
+    and how many were held; `rows` itself when it has the column. Each row is judged on its own
+    (a check's rows may come in chunks)."""
+    if STACK_CHANGED in rows.columns:
+        return rows, 0
     factor = factor_of(config)
     cells: list[str | None] = [None] * len(rows)
     scoped = any(t.stack for t in config.tolerances)
@@ -224,8 +237,7 @@ def annotate(corr: Correlation, config: Config) -> int:
             if kinds[i] in HOLD_KINDS and _accounted(r, factor):
                 kinds[i] = STACK_CHANGED
                 held += 1
-    _write(corr, cells, kinds)
-    return held
+    return _with(rows, cells, kinds), held
 
 
 def _accounted(row: dict[str, Any], factor: float) -> bool:
@@ -236,12 +248,10 @@ def _accounted(row: dict[str, Any], factor: float) -> bool:
     return rel is not None and tol is not None and abs(rel) <= factor * tol
 
 
-def _write(corr: Correlation, cells: list[str | None], kinds: list[str]) -> None:
+def _with(rows: pd.DataFrame, cells: list[str | None], kinds: list[str]) -> pd.DataFrame:
     import pandas as pd
 
-    from xfid.tracker.noise import _discrepancies
-
-    rows = corr.rows.copy()
+    rows = rows.copy()
     k = rows["kind"]
     cats = [str(x) for x in k.cat.categories] if hasattr(k, "cat") else []
     if hasattr(k, "cat"):
@@ -249,8 +259,7 @@ def _write(corr: Correlation, cells: list[str | None], kinds: list[str]) -> None
     else:
         rows["kind"] = pd.Series(kinds, index=rows.index, dtype=object)
     rows[STACK_CHANGED] = pd.Series(cells, index=rows.index, dtype=object)
-    corr.rows = rows
-    corr.discrepancies = _discrepancies(rows, corr.discrepancies)
+    return rows
 
 
 KEY_FIELDS = ("fingerprint", "target", "workload", "op", "metric", "stat", "candidate", "reference")
@@ -259,6 +268,12 @@ KEY_FIELDS = ("fingerprint", "target", "workload", "op", "metric", "stat", "cand
 def changed_rows(rows: pd.DataFrame | None) -> list[dict[str, Any]]:
     """The rows marked stack_changed: key, kind (stack_changed when held), error, tolerance and
     the changes, for the check summary (JSON) and the report."""
+    return sort_changed(changed_items(rows))
+
+
+def changed_items(rows: pd.DataFrame | None) -> list[dict[str, Any]]:
+    """changed_rows() of `rows` in row order (chunk by chunk: their lists joined, then
+    `sort_changed`, give the whole check's)."""
     from xfid.tracker.db import as_float, as_text
 
     if rows is None or STACK_CHANGED not in rows.columns or not len(rows):
@@ -271,8 +286,12 @@ def changed_rows(rows: pd.DataFrame | None) -> list[dict[str, Any]]:
         out.append({**{k: as_text(r.get(k)) for k in KEY_FIELDS}, "kind": str(r.get("kind")),
                     "rel_error": as_float(r.get("rel_error")), "tolerance": as_float(r.get("tolerance")),
                     "held": str(r.get("kind")) == STACK_CHANGED, "changes": ch, "text": describe(ch)})
-    out.sort(key=lambda it: it["held"] + 2 * (it["kind"] == "ok"))  # filed first, then held, then ok (stable)
     return out
+
+
+def sort_changed(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Filed first, then held, then ok (stable: row order within each)."""
+    return sorted(items, key=lambda it: it["held"] + 2 * (it["kind"] == "ok"))
 
 
 def headline(rows: pd.DataFrame | list[dict[str, Any]] | None) -> str | None:

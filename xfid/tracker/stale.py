@@ -78,13 +78,30 @@ def _finite(v: Any) -> bool:
         return False
 
 
+def _seen_of(tracker: Tracker, check_id: int) -> Seen:
+    """`seen` of a saved check's rows, read a chunk at a time (only the columns it looks at)."""
+    out = Seen({}, {})
+    for chunk in tracker.check_row_chunks(check_id, columns=SEEN_COLUMNS):
+        add_seen(out, chunk)
+    return out
+
+
+SEEN_COLUMNS = ("fingerprint", "kind", *KEY_FIELDS, "candidate_value", "reference_value", "candidate_run",
+                "reference_run")
+"""The row columns `seen` reads."""
+
+
 def seen(rows: pd.DataFrame | None) -> Seen:
     """The sources, runs and keys with a value in a check's rows."""
-    out = Seen({}, {})
+    return add_seen(Seen({}, {}), rows)
+
+
+def add_seen(out: Seen, rows: pd.DataFrame | None) -> Seen:
+    """`out` with what `rows` hold added (a check's rows chunk by chunk, in order, give `seen` of
+    them all); returns `out`."""
     if rows is None or not len(rows) or "fingerprint" not in rows.columns:
         return out
-    cols = [c for c in ("fingerprint", "kind", *KEY_FIELDS, "candidate_value", "reference_value", "candidate_run",
-                        "reference_run") if c in rows.columns]
+    cols = [c for c in SEEN_COLUMNS if c in rows.columns]
     for r in rows[cols].to_dict("records"):
         t = str(r.get("target"))
         cand = (str(r.get("candidate")), t)
@@ -164,8 +181,16 @@ class History:
         return "; ".join(parts)
 
 
+def may_look(tracker: Tracker, settings: StaleSettings) -> bool:
+    """Whether `find` at the check about to be recorded may look at its rows: only when at least
+    `settings.after` checks (of any selection) are recorded before it; with fewer comparable ones
+    it returns before reading any check's rows. (Were one recorded meanwhile, `find` given no
+    rows reads the check's own file: the result is the same.)"""
+    return len(tracker.checks()) >= settings.after
+
+
 def find(tracker: Tracker, check_id: int | None = None, settings: StaleSettings | None = None,
-         rows: pd.DataFrame | None = None) -> dict[str, Any]:
+         rows: pd.DataFrame | None = None, current: Seen | None = None) -> dict[str, Any]:
     """The stale keys and sources at one check (default: the latest), as
     {"check_id", "stale_after", "stale_window", "keys": [...], "sources": [...]}.
 
@@ -175,7 +200,8 @@ def find(tracker: Tracker, check_id: int | None = None, settings: StaleSettings 
     source: fidelity, target, why ("no values", or "no new run"), last_check, last_time,
     silent_checks.
 
-    `rows`: the check's rows when the caller holds them (not read again).
+    `rows`: the check's rows when the caller holds them (not read again); `current`: what they
+    hold (`seen`, or `add_seen` chunk by chunk), given instead.
     """
     settings = settings or StaleSettings()
     checks = sorted(tracker.checks(), key=lambda c: c["id"])
@@ -191,8 +217,9 @@ def find(tracker: Tracker, check_id: int | None = None, settings: StaleSettings 
     if len(prev) < settings.after:
         return out
     seq = [*prev, cur]
-    h = History([*(seen(tracker.check_rows(c["id"])) for c in prev),
-                 seen(rows if rows is not None else tracker.check_rows(cur["id"]))])
+    h = History([*(_seen_of(tracker, c["id"]) for c in prev),
+                 current if current is not None
+                 else seen(rows if rows is not None else tracker.check_rows(cur["id"]))])
     n = len(prev)
     fps = {fp for c in h.checks[:-1] for fp in c.keys}
     for fp in sorted(fps):

@@ -16,10 +16,13 @@ from xfid.tracker.recording import CheckSummary, record
 from xfid.tracker.summaries import SummarySettings
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
+
     import pandas as pd
 
     from xfid.engine import Correlation
     from xfid.store import Store
+    from xfid.tracker.chunks import RowChunks
 
 SYSTEM_ACTOR = "xfid"
 ISSUE_KEYS = ("id", "fingerprint", "state", "kind", "severity", "target", "workload", "op", "metric",
@@ -73,7 +76,9 @@ class Tracker:
     def record_check(self, corr: Correlation, *, actor: str, now: datetime | None = None,
                      label: str | None = None, clean_checks_to_resolve: int = 1,
                      noise: NoiseSettings | None = None,
-                     config: tuple[str, str | None, str | None] | None = None) -> CheckSummary:
+                     config: tuple[str, str | None, str | None] | None = None,
+                     rows: RowChunks | None = None,
+                     look: Callable[[pd.DataFrame], None] | None = None) -> CheckSummary:
         """Record one check: file new issues, reopen recurring ones, auto-resolve clean ones.
 
         Args:
@@ -86,6 +91,8 @@ class Tracker:
             noise: confirm_after and hysteresis (xfid.tracker.noise; default NoiseSettings()).
             config: (hash, path, text) of the config the check was judged by, recorded with it
                 (xfid.tracker.config_db); None records none.
+            rows: the check's rows in chunks (xfid.tracker.chunks), instead of `corr.rows`.
+            look: called with each chunk of the rows once, in order, before anything is filed.
 
         Returns:
             The summary: ids that are new, reopened, resolved, still open, waived.
@@ -97,7 +104,7 @@ class Tracker:
         lifecycle.check_text_sizes("the check", actor=actor, label=label)
         self.store.require_writable("record a check")
         return record(self.store, corr, actor=actor, now=utc(now), label=label, k=clean_checks_to_resolve,
-                      noise=noise, config=config)
+                      noise=noise, config=config, rows=rows, look=look)
 
     def transition(self, issue_id: str, action: str, *, actor: str, note: str | None = None,
                    owner: str | None = None, reason: str | None = None, until: date | str | None = None,
@@ -366,6 +373,20 @@ class Tracker:
             self.store.fetch_check_file(rows_file)  # saved by another machine into the bucket
         saved = checkfiles.Saved(*db.saved_rows(self.conn, int(check_id))[0])
         return checkfiles.read(self.store.checks_root, int(check_id), rows_file, self.store.store_id, saved=saved)
+
+    def check_row_chunks(self, check_id: int, columns: Iterable[str] | None = None,
+                         size: int = 500_000) -> Iterator[pd.DataFrame]:
+        """`check_rows()` as frames of at most `size` rows, of `columns` only (default all).
+
+        Raises:
+            TrackerError: as check_rows().
+        """
+        rows_file = self._check_field(check_id, "rows_file")
+        if rows_file:
+            self.store.fetch_check_file(rows_file)
+        saved = checkfiles.Saved(*db.saved_rows(self.conn, int(check_id))[0])
+        return checkfiles.read_chunks(self.store.checks_root, int(check_id), rows_file, self.store.store_id,
+                                      saved=saved, columns=columns, size=size)
 
     def check_coverage(self, check_id: int) -> pd.DataFrame | None:
         """The op-map coverage table (Correlation.coverage) one check saw; None for a check recorded

@@ -20,6 +20,11 @@ import pandas as pd
 from xfid.engine.dataset import DATASET_SCHEMA
 from xfid.engine.schema import GROUP_FIELDS, SPARK_TYPES, names
 
+PART_ORDER = ("pair_index", "target", "metric", "stat", "workload", "op")
+"""The order of the rows in the parts, read part by part in name order: the collected path's
+(engine._local_rows: pair, then key; strings by code point, nulls first), which `check` reads
+them in (xfid.tracker.chunks.dataset_source)."""
+
 VIOLATION_COLUMNS = (*names(GROUP_FIELDS), "fingerprint", "kind", "severity", "factor")
 """What `with_violation_ids` reads of a bound violation (xfid.engine.aggregate): the aggregate it
 belongs to, its fingerprint, and what orders it (severity, as the discrepancies are; factor)."""
@@ -35,7 +40,7 @@ def is_discrepancy(include_missing: bool) -> Any:
 
 def write_discrepancies(rows: Any, req: Any) -> pd.DataFrame:
     """Write the discrepancies among `rows` (Spark's aligned rows with their fingerprints) into
-    the new folder `req.out` from the executors; returns the bound violations' naming fields,
+    the new folder `req.out` from the executors, sorted by PART_ORDER; returns the bound violations' naming fields,
     in the order the local engine lists its discrepancies (severity descending, then fingerprint).
 
     With `req.fingerprints != "all"` a missing_reference row's fingerprint is null, as in the rows
@@ -47,6 +52,7 @@ def write_discrepancies(rows: Any, req: Any) -> pd.DataFrame:
         disc = disc.withColumn("fingerprint", F.when(F.col("kind").isin("ok", "missing_reference"),
                                                      F.lit(None).cast("string")).otherwise(F.col("fingerprint")))
     cols = [F.col(f.name).cast(SPARK_TYPES[f.type]).alias(f.name) for f in DATASET_SCHEMA]
+    disc = disc.orderBy(*PART_ORDER)  # a range sort: the parts in name order hold the rows in the collected order
     disc.select(*cols).write.option("compression", "zstd").mode("errorifexists").parquet(
         f"file://{Path(req.out).resolve()}")  # the path as given (a test writes under "out dir %20 é")
     found = rows.filter(F.col("kind") == "bound_violation").select(*VIOLATION_COLUMNS).toArrow()
