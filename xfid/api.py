@@ -591,7 +591,7 @@ class XfidStore:
                 folder = Path(scratch.enter_context(tempfile.TemporaryDirectory(prefix=".check-rows-", dir=home)))
                 folder = folder / "rows.parquet"
                 correlation = CorrelationResult.of(correlate_with(self.backend(), self.config, eng,
-                                                                  request=req.but(out=str(folder))))
+                                                                  request=req.but(out=str(folder), out_ordered=True)))
                 source = dataset_source(folder, correlation.rows, correlation.settings.get("pairs") or [],
                                         include_missing=req.include_missing, size=chunk_rows)
         corr = correlation

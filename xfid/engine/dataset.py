@@ -6,11 +6,11 @@ A folder whose name ends in `.parquet`, laid out the same by both engines:
   rows' contract columns, then `efficiency`, `factor`, `scope`: the fields of a discrepancy in
   the json and csv outputs). Spark's executors write their parts themselves; the local engine
   writes its frame from this process. The rows are NOT in the order the json output lists
-  them (severity, then fingerprint): sort on read when that order matters (`ORDER`). Spark's
-  parts, read one after the other in name order, hold the rows in the order of its collected
-  rows (pair, then key: spark/output.PART_ORDER), which `check` reads them back in
-  (xfid.tracker.chunks.dataset_source); the local engine's parts hold its discrepancy frame's
-  order.
+  them (severity, then fingerprint): sort on read when that order matters (`ORDER`). The local
+  engine's parts hold its discrepancy frame's order; Spark's parts hold whatever each writer
+  held, or, when the request asks for it (`Request.out_ordered`: `check`'s scratch dataset),
+  read one after the other in name order, the order of its collected rows (pair, then key:
+  spark/output.PART_ORDER), which `check` reads them back in (xfid.tracker.chunks.dataset_source).
 * `_correlation.json`: the rest of the result as `--format json` prints it (settings, counts,
   comparisons, coverage), with an empty `discrepancies` list.
 * `_xfid.json`: what marks the folder as one xfid wrote (format, version, row count, columns);

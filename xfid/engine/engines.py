@@ -117,6 +117,9 @@ class LocalEngine:
     def correlate(self, store: Store, config: Config, request: Request) -> Correlation:
         from xfid.engine.pipeline import correlate  # the same steps
 
+        if request.out_ordered:  # its parts hold the discrepancies in their listed order (severity)
+            raise EngineError("the local engine writes the discrepancies in the order it lists them (by severity), "
+                              "not in the rows' order (out_ordered): read its rows instead (it returns them all)")
         self.check_fits(store)
         corr = correlate(store, config, request)
         if request.out:  # the same dataset as Spark's executors write, from this process

@@ -37,6 +37,10 @@ class Request:
         out: write the discrepancies as Parquet parts into this new folder instead of bringing
             them back (xfid.engine.dataset; the API's `correlate(out=...)` gives a temp folder
             here and renames it into place).
+        out_ordered: the parts, read one after the other in name order, hold the rows in the
+            order the rows would come back in (pair, then key); an engine whose writers hold
+            rows in another order sorts them for it (Spark: a range sort). `check` reads its
+            scratch dataset back in that order; `-o` needs no order and pays for none.
     """
 
     targets: tuple[str, ...] = ()
@@ -52,6 +56,7 @@ class Request:
     keep: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     exclude_keys: tuple[tuple[str, ...], ...] = ()
     out: str | None = None
+    out_ordered: bool = False
 
     @classmethod
     def of(cls, *, targets: Iterable[str] | None = None, runs: Runs = None, as_of: Any = None,
