@@ -18,9 +18,9 @@ from typing import Any
 import pandas as pd
 
 from xfid.engine.dataset import DATASET_SCHEMA
-from xfid.engine.schema import GROUP_FIELDS, SPARK_TYPES, names
+from xfid.engine.schema import GROUP_FIELDS, ROW_ORDER, SPARK_TYPES, names
 
-PART_ORDER = ("pair_index", "target", "metric", "stat", "workload", "op")
+PART_ORDER = ("pair_index", *ROW_ORDER)
 """The order of the rows in the parts, read part by part in name order: the collected path's
 (engine._local_rows: pair, then key; strings by code point, nulls first), which `check` reads
 them in (xfid.tracker.chunks.dataset_source)."""
