@@ -31,6 +31,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from xfid.engine.schema import FINGERPRINT_FIELDS
 from xfid.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -262,7 +263,7 @@ def _with(rows: pd.DataFrame, cells: list[str | None], kinds: list[str]) -> pd.D
     return rows
 
 
-KEY_FIELDS = ("fingerprint", "target", "workload", "op", "metric", "stat", "candidate", "reference")
+KEY_FIELDS = ("fingerprint", *FINGERPRINT_FIELDS)
 
 
 def changed_rows(rows: pd.DataFrame | None) -> list[dict[str, Any]]:

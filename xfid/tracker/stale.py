@@ -30,6 +30,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from xfid.engine.schema import FINGERPRINT_FIELDS
 from xfid.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -40,7 +41,8 @@ if TYPE_CHECKING:
 
 STALE_AFTER = 2
 STALE_WINDOW = 10
-KEY_FIELDS = ("target", "workload", "op", "metric", "stat", "candidate", "reference")
+KEY_FIELDS = FINGERPRINT_FIELDS
+"""What a seen key is of: the fields its fingerprint hashes."""
 
 
 @dataclass(frozen=True)
