@@ -12,6 +12,7 @@ import json
 import random
 import re
 import sqlite3
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -151,7 +152,11 @@ TOML = ('[[compare]]\ncandidate = "archmodel"\nreference = "measured"\n\n[[toler
         '[tracker]\nconfirm_after = 2\nresolve_after = 2\n')
 
 
-def run_busy(tmp: Path, name: str, chunk_rows: int | None, seed: int) -> tuple[Path, list[dict[str, Any]]]:
+def busy_checks(tmp: Path, name: str, seed: int, check: Callable[[Any], dict[str, Any]],
+                again: bool = False) -> tuple[Path, list[dict[str, Any]]]:
+    """The busy store built in `tmp / name` and checked by `check(store)` after its first files and
+    after each later run (`again`: once more on the same data at the end); returns (the store's
+    folder, the summaries)."""
     from xfid.api import XfidStore
 
     first, later = busy_store_steps(tmp, seed)
@@ -159,14 +164,18 @@ def run_busy(tmp: Path, name: str, chunk_rows: int | None, seed: int) -> tuple[P
     d.mkdir()
     make_store(d, {"a.csv": first}, name="s").close()
     (d / "xfid.toml").write_text(TOML)
-    out = []
     with XfidStore(d / "s", d / "xfid.toml") as s:
-        out.append(summary(s.check(actor="t", chunk_rows=chunk_rows)))
+        out = [check(s)]
         for i, recs in enumerate(later):
             s.ingest(write_csv(d / f"run{i}.csv", recs), adapter="xfid-records")
-            out.append(summary(s.check(actor="t", chunk_rows=chunk_rows)))
-        out.append(summary(s.check(actor="t", chunk_rows=chunk_rows)))  # the same data again: streaks move on
+            out.append(check(s))
+        if again:  # the same data again: streaks move on
+            out.append(check(s))
     return d / "s", out
+
+
+def run_busy(tmp: Path, name: str, chunk_rows: int | None, seed: int) -> tuple[Path, list[dict[str, Any]]]:
+    return busy_checks(tmp, name, seed, lambda s: summary(s.check(actor="t", chunk_rows=chunk_rows)), again=True)
 
 
 @pytest.mark.parametrize("seed", (1, 6))
@@ -274,28 +283,17 @@ def test_chunks_are_positioned_and_read_again(tmp_path):
 def _spark_runs(tmp: Path, name: str, chunked: bool, seed: int) -> tuple[Path, list[dict[str, Any]]]:
     """The busy store's checks under Spark: `chunked`, as `check` does it (the discrepancies written
     by the executors, read back 7 rows at a time); else the collected rows given as one frame."""
-    from xfid.api import XfidStore
     from xfid.engine.engines import open_fingerprints
 
-    first, later = busy_store_steps(tmp, seed)
-    d = tmp / name
-    d.mkdir()
-    make_store(d, {"a.csv": first}, name="s").close()
-    (d / "xfid.toml").write_text(TOML)
-    out = []
-    with XfidStore(d / "s", d / "xfid.toml") as s:
-        def check() -> dict[str, Any]:
-            if chunked:
-                return summary(s.check(actor="t", engine="spark", chunk_rows=7))
-            req = s.request().but(track=tuple(open_fingerprints(s.tracker)))
-            return summary(s.check(actor="t", correlation=s.correlate(request=req, engine="spark")))
+    def check(s: Any) -> dict[str, Any]:
+        if chunked:
+            return summary(s.check(actor="t", engine="spark", chunk_rows=7))
+        req = s.request().but(track=tuple(open_fingerprints(s.tracker)))
+        return summary(s.check(actor="t", correlation=s.correlate(request=req, engine="spark")))
 
-        out.append(check())
-        for i, recs in enumerate(later):
-            s.ingest(write_csv(d / f"run{i}.csv", recs), adapter="xfid-records")
-            out.append(check())
-        assert not [p for p in (d / "s" / "checks").iterdir() if p.name.startswith(".check-rows-")]
-    return d / "s", out
+    store, out = busy_checks(tmp, name, seed, check)
+    assert not [p for p in (store / "checks").iterdir() if p.name.startswith(".check-rows-")]
+    return store, out
 
 
 def test_spark_check_reads_the_written_discrepancies_in_the_collected_order(spark, tmp_path):  # noqa: F811

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from xfid.store import Store
     from xfid.tracker import CheckSummary, Tracker
     from xfid.tracker.chunks import RowChunks
+    from xfid.tracker.noise import NoiseSettings
 
 PathLike = str | os.PathLike[str]
 Runs = str | Sequence[str] | Mapping[str, str] | None
@@ -562,8 +563,12 @@ class XfidStore:
                label: str | None, correlation: Correlation | None, engine: str | EngineChoice | None,
                request: Request | None, chunk_rows: int | None, scratch: contextlib.ExitStack) -> CheckSummary:
         """check()'s body; `scratch` holds the folder of the discrepancies an engine wrote until it returns."""
+        from xfid.tracker import scratch as scratch_folders
+        from xfid.tracker.checkfiles import checks_dir
+
         tracker = self.tracker
         source = None
+        scratch_folders.sweep(checks_dir(self.backend().checks_root))  # what killed checks left
         if correlation is None:
             from xfid.engine.engines import correlate_with, get_engine, open_fingerprints
 
@@ -580,16 +585,12 @@ class XfidStore:
             if eng.all_rows:
                 correlation = self.correlate(request=req, engine=eng)
             else:  # its executors write the discrepancies, the tracker reads them back in chunks
-                import tempfile
-
                 from xfid.correlation import CorrelationResult
-                from xfid.tracker.checkfiles import checks_dir
                 from xfid.tracker.chunks import dataset_source
 
                 home = checks_dir(self.backend().checks_root)
                 home.mkdir(parents=True, exist_ok=True)
-                folder = Path(scratch.enter_context(tempfile.TemporaryDirectory(prefix=".check-rows-", dir=home)))
-                folder = folder / "rows.parquet"
+                folder = scratch_folders.folder(home, scratch) / "rows.parquet"
                 correlation = CorrelationResult.of(correlate_with(self.backend(), self.config, eng,
                                                                   request=req.but(out=str(folder), out_ordered=True)))
                 source = dataset_source(folder, correlation.rows, correlation.settings.get("pairs") or [],
@@ -601,7 +602,7 @@ class XfidStore:
         settings = noise.NoiseSettings.from_config(self.config.section("tracker"),
                                                    str(self.config.path or "bundled xfid.toml"))
         stack.factor_of(self.config)  # likewise
-        rows = self._check_rows(corr, chunk_rows, source)
+        rows = self._check_rows(corr, chunk_rows, settings, source)
         from xfid.storeconfig import record_of
 
         used = record_of(self.config)
@@ -625,10 +626,11 @@ class XfidStore:
         self._notify(summary, who, label)
         return summary
 
-    def _check_rows(self, corr: Correlation, chunk_rows: int | None,
+    def _check_rows(self, corr: Correlation, chunk_rows: int | None, settings: NoiseSettings,
                     source: Callable[[], Iterator[pd.DataFrame]] | None = None) -> RowChunks:
         """The check's rows in chunks of `chunk_rows` (xfid.tracker.chunks), annotated chunk by chunk
-        as a check annotates them (noise intervals from the store's repeats, then stack changes);
+        as a check annotates them (noise intervals from the store's repeats with `settings`, then
+        stack changes);
         a correlation without rows gives its discrepancies as they are. `source`: the chunks of
         rows (xfid.tracker.chunks.dataset_source), instead of `corr.rows`."""
         from xfid.tracker import noise, stack
@@ -636,7 +638,6 @@ class XfidStore:
         from xfid.tracker.recording import _frame
 
         config = self.config
-        settings = noise.NoiseSettings.from_config(config.section("tracker"), str(config.path or "bundled xfid.toml"))
         if source is not None:
             plain = RowChunks(source)
         elif corr.rows is None or ("noise" in corr.rows.columns and stack.STACK_CHANGED in corr.rows.columns):
