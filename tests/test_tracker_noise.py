@@ -14,7 +14,17 @@ import pytest
 from tests.test_tracker_helpers import corr, row
 from xfid.store import Store
 from xfid.tracker import Tracker
-from xfid.tracker.noise import POINT, RESOLVE_AFTER, NoiseSettings, attach, clean, interval, verdict
+from xfid.tracker.noise import (
+    INTERVAL_BATCH,
+    POINT,
+    RESOLVE_AFTER,
+    NoiseSettings,
+    attach,
+    clean,
+    interval,
+    intervals,
+    verdict,
+)
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 TOL = 0.10
@@ -96,6 +106,36 @@ def test_interval_is_seeded_and_covers_the_repeats():
     assert a == b
     # three repeats: the 95% percentile interval of the median is their range
     assert a[0] == pytest.approx(0.07) and a[1] == pytest.approx(0.13)
+
+
+@pytest.mark.parametrize("settings", [NoiseSettings(), NoiseSettings(level=0.9, resamples=501, seed=7)])
+def test_intervals_of_many_keys_are_each_keys_interval(settings):
+    """The batched intervals (keys grouped by repeat counts, INTERVAL_BATCH at a time) equal the
+    plain per-key `interval`, bit for bit: one or two sides with repeats, odd and even counts,
+    NaN repeats, one finite value on a side, no fingerprint, more keys of one shape than a batch."""
+    rng = np.random.default_rng(5)
+    items = []
+    for k in range(INTERVAL_BATCH + 40):
+        nc, nr = (1, 3) if k < INTERVAL_BATCH + 10 else (int(rng.integers(1, 6)), int(rng.integers(1, 6)))
+        cand, ref = rng.lognormal(0, 0.1, nc), rng.lognormal(0, 0.1, nr)
+        if k % 17 == 0:
+            ref[0] = np.nan
+        fp = None if k % 29 == 0 else f"{rng.integers(0, 2**62):016x}"
+        items.append((cand, ref, float(rng.normal(0, 0.1)), fp))
+    got = intervals(items, settings)
+    want = [interval(c, r, rel, fingerprint=fp, settings=settings) for c, r, rel, fp in items]
+    assert got == want
+    assert intervals([], settings) == []
+
+
+def test_the_median_of_the_draws_is_numpys():
+    from xfid.tracker.noise import _median_last
+
+    rng = np.random.default_rng(3)
+    for n in range(1, 9):
+        a = rng.lognormal(0, 0.2, (7, 50, n))
+        a[0, 0] = a[0, 0, 0]  # ties
+        assert np.array_equal(_median_last(a), np.median(a, axis=2))
 
 
 def test_verdicts():

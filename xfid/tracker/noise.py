@@ -96,6 +96,49 @@ def interval(cand: np.ndarray, ref: np.ndarray, rel: float, *, fingerprint: Any 
     return float(low), float(high)
 
 
+INTERVAL_BATCH = 256
+"""Keys whose draws `intervals` holds at once (256 keys x 2,000 resamples x their repeats)."""
+
+
+def _median_last(a: np.ndarray) -> np.ndarray:
+    """np.median(a, axis=-1) of finite values, by a sort: the same numbers (the middle value, or
+    the two middle values' sum halved), faster for the few repeats of a key's draws."""
+    n = a.shape[-1]
+    s = np.sort(a, axis=-1)
+    return s[..., n // 2] if n % 2 else (s[..., n // 2 - 1] + s[..., n // 2]) / 2
+
+
+def intervals(items: list[tuple[np.ndarray, np.ndarray, float, Any]],
+              settings: NoiseSettings = NoiseSettings()) -> list[tuple[float, float]]:
+    """`interval(cand, ref, rel, fingerprint=fp)` of each item (cand, ref, rel, fp), the same
+    numbers (tests/test_tracker_noise.py pins them): each key still draws from its own seeded
+    generator, in the same order; the medians of the draws and the quantiles are computed for
+    up to INTERVAL_BATCH keys of the same repeat counts at once, not key by key (only that
+    many keys' draws are held at a time)."""
+    out: list[tuple[float, float]] = [(0.0, 0.0)] * len(items)
+    groups: dict[tuple, list[tuple[int, list[np.ndarray]]]] = {}
+    for j, (cand, ref, _, _) in enumerate(items):
+        sides = [v[np.isfinite(v)] for v in (np.asarray(cand, float), np.asarray(ref, float))]
+        shape = tuple((len(v), power) for v, power in zip(sides, (1.0, -1.0), strict=True) if len(v) >= 2)
+        groups.setdefault(shape, []).append((j, [v for v in sides if len(v) >= 2]))
+    q = [(1 - settings.level) / 2, (1 + settings.level) / 2]
+    for shape, members in groups.items():
+        for start in range(0, len(members), INTERVAL_BATCH):
+            batch = members[start:start + INTERVAL_BATCH]
+            rngs = [np.random.default_rng([settings.seed, _key_seed(items[j][3])]) for j, _ in batch]
+            rel = np.array([items[j][2] for j, _ in batch], float)
+            factor = np.repeat((1.0 + rel)[:, None], settings.resamples, axis=1)
+            for k, (n, power) in enumerate(shape):  # the candidate's draws before the reference's, as interval()
+                values = np.stack([sides[k] for _, sides in batch])  # (keys, n)
+                picks = np.stack([rng.integers(0, n, (settings.resamples, n)) for rng in rngs])  # (keys, resamples, n)
+                draws = values.ravel()[picks + (np.arange(len(batch)) * n)[:, None, None]]
+                factor *= (_median_last(draws) / np.median(values, axis=1)[:, None]) ** power
+            low, high = np.quantile(factor - 1.0, q, axis=1)
+            for (j, _), lo, hi in zip(batch, low, high, strict=True):
+                out[j] = (float(lo), float(hi))
+    return out
+
+
 def verdict(kind: str, rel: float | None, tol: float | None, low: float | None, high: float | None) -> str:
     """The noise-aware kind of a row whose engine kind is `kind` (only ok / over_tolerance change)."""
     if kind not in ("ok", "over_tolerance") or low is None or high is None or tol is None or rel is None:
@@ -144,6 +187,7 @@ def attach_rows(rows: pd.DataFrame, repeats: Repeats,
     import pandas as pd
 
     from xfid.engine.fingerprints import fingerprint
+    from xfid.engine.schema import FINGERPRINT_FIELDS
     from xfid.tracker.db import as_float
 
     kinds = rows["kind"].astype(object).to_numpy(copy=True)
@@ -156,8 +200,9 @@ def attach_rows(rows: pd.DataFrame, repeats: Repeats,
     many = np.zeros(len(rows), bool)
     for c in has_n:
         many |= pd.to_numeric(rows[c], errors="coerce").fillna(0).to_numpy() > 1
-    for i in np.flatnonzero(many & np.isin(kinds, ["ok", "over_tolerance"])):
-        r = rows.iloc[i].to_dict()
+    judged = np.flatnonzero(many & np.isin(kinds, ["ok", "over_tolerance"]))
+    todo: list[tuple[int, np.ndarray, np.ndarray, float, float]] = []
+    for i, r in zip(judged, rows.iloc[judged].to_dict("records") if len(judged) else [], strict=True):
         rel, tol = as_float(r.get("rel_error")), as_float(r.get("tolerance"))
         if rel is None or tol is None:
             continue
@@ -167,11 +212,13 @@ def attach_rows(rows: pd.DataFrame, repeats: Repeats,
         if isinstance(got, str):
             how[i] = f"point: {got}"
             continue
-        fp = fps[i] if fps[i] is not None else fingerprint(*(str(r[k]) for k in (
-            "target", "workload", "op", "metric", "stat", "candidate", "reference")))
-        lo, hi = interval(got[0], got[1], rel, fingerprint=fp, settings=settings)
-        low[i], high[i], fps[i] = lo, hi, fp
-        how[i] = f"interval: {len(got[0])} x {len(got[1])} repeats, {settings.level:.0%}"
+        if fps[i] is None:
+            fps[i] = fingerprint(*(str(r[k]) for k in FINGERPRINT_FIELDS))
+        todo.append((i, got[0], got[1], rel, tol))
+    found = intervals([(c, ref, rel, fps[i]) for i, c, ref, rel, _ in todo], settings)
+    for (i, c, ref, rel, tol), (lo, hi) in zip(todo, found, strict=True):
+        low[i], high[i] = lo, hi
+        how[i] = f"interval: {len(c)} x {len(ref)} repeats, {settings.level:.0%}"
         kinds[i] = verdict(str(kinds[i]), rel, tol, lo, hi)
         done += 1
     out = rows.copy()
