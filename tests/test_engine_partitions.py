@@ -114,3 +114,67 @@ def test_an_error_while_aligning_stops_the_worker(tmp_path, monkeypatch):
     with pytest.raises(EngineError, match="third pair"):
         correlate(store, config(OPMAP))
     assert threading.active_count() == before  # the worker returned and the pool is gone
+
+
+def _same_selection(a, b):
+    ea, eb = a.entries, b.entries
+    assert ea.fidelities == eb.fidelities and ea.dims == eb.dims
+    for k in ea.codes:
+        np.testing.assert_array_equal(ea.codes[k], eb.codes[k], err_msg=k)
+    for k in ("value", "n", "rep", "flagged"):
+        np.testing.assert_array_equal(getattr(ea, k), getattr(eb, k), err_msg=k)
+    for k in ("key", "ref_value"):
+        np.testing.assert_array_equal(getattr(a.keys, k), getattr(b.keys, k), err_msg=k)
+    assert ea.notes == eb.notes and ea.counts == eb.counts and ea.coverage.equals(eb.coverage)
+    assert a.records.equals(b.records)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_two_partitions_at_once_equal_the_plain_loop(tmp_path, monkeypatch, seed):
+    from xfid.engine import partitions
+
+    store = make_store(tmp_path, _records(seed), name=f"w{seed}")
+    cfg = config(OPMAP)
+    monkeypatch.setattr(partitions, "WORKERS", 2)
+    two = select_store(store, cfg)
+    monkeypatch.setattr(partitions, "WORKERS", 1)  # the plain loop: one selected, the next one read
+    plain = select_store(store, cfg)
+    assert len(plain.entries.fidelities) == 4 and any("sum of 2 raw ops" in v for v in plain.entries.notes.values())
+    _same_selection(two, plain)
+    only = {w: None for w in (1, 2)}
+    for w in only:
+        monkeypatch.setattr(partitions, "WORKERS", w)
+        only[w] = select_store(store, cfg, targets=["a100-sxm"], runs={"*": "x"})
+    _same_selection(only[2], only[1])
+
+
+def test_two_partitions_at_once_read_in_turn_and_stop_at_an_error(tmp_path, monkeypatch):
+    import threading
+
+    from xfid.engine import partitions
+    from xfid.errors import StoreError
+
+    store = make_store(tmp_path, _records(4), name="turns")
+    real = partitions.load
+    reading, most, seen = [], [0], []
+    lock = threading.Lock()
+
+    def counted(*a, **k):
+        with lock:
+            reading.append(1)
+            most[0] = max(most[0], len(reading))
+            seen.append(k["files"][0].parent.name)
+        try:
+            if len(seen) == 2:
+                raise StoreError("the second partition is unreadable")
+            return real(*a, **k)
+        finally:
+            with lock:
+                reading.pop()
+
+    monkeypatch.setattr(partitions, "load", counted)
+    monkeypatch.setattr(partitions, "WORKERS", 2)
+    with pytest.raises(StoreError, match="second partition"):
+        select_store(store, config(OPMAP))
+    assert most[0] == 1  # the reads took turns
+    assert len(seen) <= 3  # the partitions not started were not read after the error
