@@ -7,8 +7,6 @@ chosen records' provenance columns are kept from each partition.
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,8 +32,6 @@ from xfid.store import Store
 
 KEPT = ("unit", "run", "source", "source_path", "source_loc", "config", "timestamp")
 """Columns of the chosen records that later stages read (at Selected.rep)."""
-WORKERS = min(2, os.cpu_count() or 1)
-"""Partitions read and selected at once (each holds its records table while it is selected)."""
 PER_ENTRY = ("value", "ref_value", "n", "flagged")
 """Per-entry arrays besides the codes, merged across partitions."""
 
@@ -88,50 +84,24 @@ def select_store(store: Store, config: Config, *, targets: Sequence[str] | None 
     def one(table: pa.Table) -> _Part | None:
         return _part(select(table, config, runs=runs)) if table.num_rows else None
 
-    # two partitions at once (numpy and Arrow release the GIL): each worker reads a partition and
-    # selects it; the reads take turns, so one partition is read while the others are selected
-    # and at most WORKERS tables are held at once, as in the plain loop (`_select_in_turn`)
-    turn, failed = threading.Lock(), threading.Event()
-
-    def read_and_select(files: list[Path]) -> _Part | None:
-        try:
-            with turn:
-                if failed.is_set():  # an earlier partition failed: its error is raised, nothing more is read
-                    return None
-                table = read(files)
-            return one(table)
-        except BaseException:
-            failed.set()
-            raise
-
-    if WORKERS < 2 or len(groups) < 2:
-        found = [p for p in _select_in_turn(groups, read, one) if p is not None]
-    else:
-        pool = ThreadPoolExecutor(WORKERS)
-        try:
-            found = [p for p in pool.map(read_and_select, groups) if p is not None]
-        finally:  # after an error, the partitions not started are not read
-            pool.shutdown(cancel_futures=True)
-    if not found:  # nothing left after the filters: one empty selection
-        empty = load(store, targets=targets, as_of=as_of, source_loc=True, files=[])
-        return select(empty, config, runs=runs)._replace(records=empty.select(list(KEPT)))
-    if len(found) == 1:
-        return _single(found[0])
-    return _merge(found)
-
-
-def _select_in_turn(groups: list[list[Path]], read: Any, one: Any) -> list[_Part | None]:
-    """The plain loop: one partition selected at a time, the next one read meanwhile."""
-    found: list[_Part | None] = []
+    # one partition at a time, the next one read (Arrow, GIL released) while this one is selected
+    found: list[_Part] = []
     with ThreadPoolExecutor(1) as io:
         nxt = io.submit(read, groups[0])
         for i in range(len(groups)):
             table = nxt.result()
             if i + 1 < len(groups):
                 nxt = io.submit(read, groups[i + 1])
-            found.append(one(table))
+            part = one(table)
             del table
-    return found
+            if part is not None:
+                found.append(part)
+    if not found:  # nothing left after the filters: one empty selection
+        empty = load(store, targets=targets, as_of=as_of, source_loc=True, files=[])
+        return select(empty, config, runs=runs)._replace(records=empty.select(list(KEPT)))
+    if len(found) == 1:
+        return _single(found[0])
+    return _merge(found)
 
 
 def _single(p: _Part) -> Selection:
