@@ -166,17 +166,18 @@ def run_stages(store_dir: str) -> dict:
     rows.fingerprint_many = timed
     store, cfg = Store(store_dir), load_config(None)
     req = Request.of(kendall=True, bootstrap=True, fingerprints="all", provenance=True)
-    t0 = t = _clock()
-    start = begin(cfg, req)
-    sel = pipeline.select(store, cfg, req, start)
-    spent["select"], t = _since(t), _clock()
-    aligned = pipeline.align(sel)
-    spent["align"], t = _since(t), _clock()
-    comps = pipeline.aggregate(aligned)
-    spent["aggregate"], t = _since(t), _clock()
-    c = finish(store, cfg, req, start, aligned, comps)
-    spent["finish"] = _since(t)
-    wall, cpu = _since(t0)
+    with pipeline.small_pages():  # as correlate() runs them
+        t0 = t = _clock()
+        start = begin(cfg, req)
+        sel = pipeline.select(store, cfg, req, start)
+        spent["select"], t = _since(t), _clock()
+        aligned = pipeline.align(sel)
+        spent["align"], t = _since(t), _clock()
+        comps = pipeline.aggregate(aligned)
+        spent["aggregate"], t = _since(t), _clock()
+        c = finish(store, cfg, req, start, aligned, comps)
+        spent["finish"] = _since(t)
+        wall, cpu = _since(t0)
     out = {"wall_s": wall, "cpu_s": cpu, "rows": len(c.rows), "comparisons": len(c.comparisons),
            "discrepancies": len(c.discrepancies)}
     for k, (w, cp) in spent.items():
