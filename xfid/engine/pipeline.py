@@ -124,11 +124,10 @@ def small_pages() -> Iterator[None]:
     local engine, measured 2026-12-07, third pass" and "fourth pass"). Transparent huge pages
     are turned off for the process (prctl) and numpy's advice with them; both are restored
     afterwards. A process that had them off already is left as it was."""
-    setter = _hugepage_setter()
-    switch = _thp_switch()
-    if (setter is None and switch is None) or not stalls_on_huge_pages():
+    if not stalls_on_huge_pages():
         yield
         return
+    setter, switch = _hugepage_setter(), _thp_switch()
     was = setter(False) if setter is not None else None
     thp_was_off = switch(True) if switch is not None else True
     try:
