@@ -166,17 +166,18 @@ def run_stages(store_dir: str) -> dict:
     rows.fingerprint_many = timed
     store, cfg = Store(store_dir), load_config(None)
     req = Request.of(kendall=True, bootstrap=True, fingerprints="all", provenance=True)
-    t0 = t = _clock()
-    start = begin(cfg, req)
-    sel = pipeline.select(store, cfg, req, start)
-    spent["select"], t = _since(t), _clock()
-    aligned = pipeline.align(sel)
-    spent["align"], t = _since(t), _clock()
-    comps = pipeline.aggregate(aligned)
-    spent["aggregate"], t = _since(t), _clock()
-    c = finish(store, cfg, req, start, aligned, comps)
-    spent["finish"] = _since(t)
-    wall, cpu = _since(t0)
+    with pipeline.small_pages():  # as correlate() runs them
+        t0 = t = _clock()
+        start = begin(cfg, req)
+        sel = pipeline.select(store, cfg, req, start)
+        spent["select"], t = _since(t), _clock()
+        aligned = pipeline.align(sel)
+        spent["align"], t = _since(t), _clock()
+        comps = pipeline.aggregate(aligned)
+        spent["aggregate"], t = _since(t), _clock()
+        c = finish(store, cfg, req, start, aligned, comps)
+        spent["finish"] = _since(t)
+        wall, cpu = _since(t0)
     out = {"wall_s": wall, "cpu_s": cpu, "rows": len(c.rows), "comparisons": len(c.comparisons),
            "discrepancies": len(c.discrepancies)}
     for k, (w, cp) in spent.items():
@@ -378,13 +379,17 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="runs per engine (median reported), order rotated")
     ap.add_argument("--tree", action="append", default=[], metavar="NAME=DIR",
                     help="another xfid source tree (e.g. a `git archive` of the commit before a change): "
-                         "engines xfid@NAME and xfid-full@NAME run it, in the same rounds")
+                         "xfid@NAME and xfid-full@NAME (those of the xfid jobs in --engines, else both) "
+                         "run it, in the same rounds")
     args = ap.parse_args()
     if args.child:
         child(*args.child)
         return
     trees = dict(t.split("=", 1) for t in args.tree)
-    engines = args.engines.split(",") + [f"{e}@{name}" for name in trees for e in ("xfid", "xfid-full")]
+    engines = args.engines.split(",")
+    # each tree runs the xfid jobs listed (both if none is), once each: xfid@NAME may also be listed
+    jobs = [e for e in ("xfid", "xfid-full") if e in engines] or ["xfid", "xfid-full"]
+    engines += [f"{e}@{name}" for name in trees for e in jobs if f"{e}@{name}" not in engines]
     if args.stages:  # step by step for each xfid that runs its full default
         engines += [e.replace("xfid-full", "xfid-stages") for e in engines if e.partition("@")[0] == "xfid-full"]
     sizes = args.records or [1_000_000] + ([10_000_000] if args.ten_million else [])

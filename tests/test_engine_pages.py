@@ -64,3 +64,40 @@ def test_the_correlation_is_the_same_either_way(tmp_path, monkeypatch):
     assert len(got[True].rows) and len(got[True].discrepancies)
     for part in ("rows", "comparisons", "discrepancies", "coverage"):
         pd.testing.assert_frame_equal(getattr(got[True], part), getattr(got[False], part))
+
+
+def _thp_off() -> bool:
+    switch = pipeline._thp_switch()
+    was = switch(True)
+    switch(was)
+    return was
+
+
+@pytest.mark.parametrize("stalls", [True, False])
+def test_small_pages_turns_transparent_huge_pages_off_for_the_process_and_back(monkeypatch, stalls):
+    # Arrow's allocator (mimalloc) advises huge pages for its arenas too: numpy's switch alone
+    # left most of the kernel time (docs/scale.md, fourth pass); the process-wide switch covers both
+    if pipeline._thp_switch() is None:
+        pytest.skip("no prctl THP switch here (not Linux)")
+    monkeypatch.setattr(pipeline, "stalls_on_huge_pages", lambda: stalls)
+    before = _thp_off()
+    with pipeline.small_pages():
+        assert _thp_off() is (True if stalls else before)
+    assert _thp_off() is before
+    with pytest.raises(RuntimeError), pipeline.small_pages():
+        raise RuntimeError("an engine error")
+    assert _thp_off() is before
+
+
+def test_a_process_with_huge_pages_off_already_keeps_them_off(monkeypatch):
+    switch = pipeline._thp_switch()
+    if switch is None:
+        pytest.skip("no prctl THP switch here (not Linux)")
+    monkeypatch.setattr(pipeline, "stalls_on_huge_pages", lambda: True)
+    was = switch(True)
+    try:
+        with pipeline.small_pages():
+            assert _thp_off() is True
+        assert _thp_off() is True
+    finally:
+        switch(was)

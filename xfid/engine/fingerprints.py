@@ -69,7 +69,6 @@ def _joined(parts: list[list[str]], codes: list[object]) -> tuple[list[np.ndarra
     (every group's but the first with its leading separator) and each row's index into them."""
     import numpy as np
 
-    sep = b"\x1f"
     cols = [np.asarray(c) for c in codes]
     tables: list[np.ndarray] = []
     invs: list[np.ndarray] = []
@@ -83,19 +82,33 @@ def _joined(parts: list[list[str]], codes: list[object]) -> tuple[list[np.ndarra
             card *= max(len(parts[j]), 1)
             j += 1
         uniq, inv = _dense(key, card)
-        radices = [max(len(p), 1) for p in parts[i:j]]
-        texts = []
-        for u in uniq.tolist():
-            digits = []
-            for r in reversed(radices):
-                u, d = divmod(u, r)
-                digits.append(d)
-            text = sep.join(parts[i + k][d].encode("utf-8") for k, d in enumerate(reversed(digits)))
-            texts.append(text if not tables else sep + text)
-        tables.append(np.array(texts, dtype=object))
+        del key
+        tables.append(_combination_texts(parts[i:j], uniq, lead=bool(tables)))
         invs.append(inv)
         i = j
     return tables, invs
+
+
+def _combination_texts(fields: list[list[str]], combos: np.ndarray, lead: bool) -> np.ndarray:
+    """The joined bytes of each combination (a mixed-radix code over the fields' lengths), with a
+    leading separator if `lead`: per field, its encoded names taken at the combinations' digits,
+    added as object arrays (one bytes add per combination and field, no Python loop per combination)."""
+    import numpy as np
+
+    sep = b"\x1f"
+    digits = []
+    rest = combos.astype(np.int64)
+    for names in reversed(fields):
+        rest, d = np.divmod(rest, max(len(names), 1))
+        digits.append(d)
+    out = None
+    for k, (names, d) in enumerate(zip(fields, reversed(digits), strict=True)):
+        pre = sep if k or lead else b""
+        enc = np.empty(len(names), dtype=object)
+        enc[:] = [pre + x.encode("utf-8") for x in names]
+        out = enc[d] if out is None else out + enc[d]
+    assert out is not None
+    return out
 
 
 def _hash_rows(tables: list[np.ndarray], invs: list[np.ndarray], start: int, stop: int) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -85,22 +86,57 @@ def _hugepage_setter() -> Any:
     return getattr(multiarray, "_set_madvise_hugepage", None)
 
 
+PR_SET_THP_DISABLE, PR_GET_THP_DISABLE = 41, 42
+"""Linux prctl options: transparent huge pages off for the whole process (checked at each fault)."""
+
+
+def _thp_switch() -> Any:
+    """A function that turns transparent huge pages off (True) or back on (False) for this
+    process and answers whether they were off before (prctl PR_SET/GET_THP_DISABLE), or None
+    where there is no such switch (not Linux, no libc, a kernel before 3.15)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.restype = ctypes.c_int
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    if prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) < 0:
+        return None
+
+    def switch(off: bool) -> bool:
+        was = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) > 0
+        prctl(PR_SET_THP_DISABLE, int(off), 0, 0, 0)
+        return was
+
+    return switch
+
+
 @contextmanager
 def small_pages() -> Iterator[None]:
-    """The engine's arrays in normal pages where huge pages would stall: numpy advises huge pages
-    for every large array, and where the kernel then compacts memory on the first touch of each
-    (stalls_on_huge_pages) the engine's ~2 GB of new arrays at 10M records cost seconds of
-    CPU in the kernel (docs/scale.md, "The local engine, measured 2026-12-07, third pass").
-    numpy's setting is restored afterwards."""
-    setter = _hugepage_setter()
-    if setter is None or not stalls_on_huge_pages():
+    """The engine's memory in normal pages where huge pages would stall: numpy advises huge pages
+    for every large array and Arrow's allocator (mimalloc) for its 1 GiB arenas, and where the
+    kernel then compacts memory on the first touch of each (stalls_on_huge_pages) the engine's
+    ~2 GB of new memory at 10M records cost seconds of CPU in the kernel (docs/scale.md, "The
+    local engine, measured 2026-12-07, third pass" and "fourth pass"). Transparent huge pages
+    are turned off for the process (prctl) and numpy's advice with them; both are restored
+    afterwards. A process that had them off already is left as it was."""
+    if not stalls_on_huge_pages():
         yield
         return
-    was = setter(False)
+    setter, switch = _hugepage_setter(), _thp_switch()
+    was = setter(False) if setter is not None else None
+    thp_was_off = switch(True) if switch is not None else True
     try:
         yield
     finally:
-        setter(was)
+        if not thp_was_off:
+            switch(False)
+        if setter is not None:
+            setter(was)
 
 
 @dataclass
