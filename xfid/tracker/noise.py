@@ -100,12 +100,26 @@ INTERVAL_BATCH = 256
 """Keys whose draws `intervals` holds at once (256 keys x 2,000 resamples x their repeats)."""
 
 
-def _median_last(a: np.ndarray) -> np.ndarray:
-    """np.median(a, axis=-1) of finite values, by a sort: the same numbers (the middle value, or
-    the two middle values' sum halved), faster for the few repeats of a key's draws."""
-    n = a.shape[-1]
-    s = np.sort(a, axis=-1)
-    return s[..., n // 2] if n % 2 else (s[..., n // 2 - 1] + s[..., n // 2]) / 2
+NETWORK_MAX = 8
+"""Up to this many repeats, the median of the draws is taken by a sorting network, not a sort."""
+
+
+def _median_of(columns: list[np.ndarray]) -> np.ndarray:
+    """Elementwise np.median of `columns` (equal shapes, finite values): the same numbers (the
+    middle value, or the two middle values' sum halved). Up to NETWORK_MAX columns they are
+    sorted by an odd-even transposition network (elementwise minimum and maximum; a key's few
+    repeats make rows too short for a sort to pay), more by np.sort."""
+    n = len(columns)
+    if n > NETWORK_MAX:
+        s = np.sort(np.stack(columns, axis=-1), axis=-1)
+        columns = [s[..., k] for k in range(n)]
+    else:
+        columns = list(columns)
+        for r in range(n):
+            for k in range(r % 2, n - 1, 2):
+                a, b = columns[k], columns[k + 1]
+                columns[k], columns[k + 1] = np.minimum(a, b), np.maximum(a, b)
+    return columns[n // 2] if n % 2 else (columns[n // 2 - 1] + columns[n // 2]) / 2
 
 
 def intervals(items: list[tuple[np.ndarray, np.ndarray, float, Any]],
@@ -131,8 +145,9 @@ def intervals(items: list[tuple[np.ndarray, np.ndarray, float, Any]],
             for k, (n, power) in enumerate(shape):  # the candidate's draws before the reference's, as interval()
                 values = np.stack([sides[k] for _, sides in batch])  # (keys, n)
                 picks = np.stack([rng.integers(0, n, (settings.resamples, n)) for rng in rngs])  # (keys, resamples, n)
-                draws = values.ravel()[picks + (np.arange(len(batch)) * n)[:, None, None]]
-                factor *= (_median_last(draws) / np.median(values, axis=1)[:, None]) ** power
+                flat, at = values.ravel(), (np.arange(len(batch)) * n)[:, None]
+                draws = [flat[picks[:, :, m] + at] for m in range(n)]  # the m-th pick of every draw
+                factor *= (_median_of(draws) / np.median(values, axis=1)[:, None]) ** power
             low, high = np.quantile(factor - 1.0, q, axis=1)
             for (j, _), lo, hi in zip(batch, low, high, strict=True):
                 out[j] = (float(lo), float(hi))
