@@ -29,25 +29,35 @@ def test_no_defrag_setting_means_no_stall(tmp_path):
     assert pipeline.stalls_on_huge_pages(tmp_path / "missing") is False
 
 
-def _advice():
-    setter = pipeline._hugepage_setter()
-    was = setter(True)
-    setter(was)
+def _small(kind: str) -> bool:
+    """Whether small pages are in force now: numpy's huge-page advice off ("numpy"), or
+    transparent huge pages off for the process ("process": Arrow's allocator, mimalloc, advises
+    huge pages for its arenas too, so numpy's switch alone left most of the kernel time:
+    docs/scale.md, fourth pass)."""
+    if kind == "numpy":
+        setter = pipeline._hugepage_setter()
+        was = setter(True)
+        setter(was)
+        return not was
+    switch = pipeline._thp_switch()
+    was = switch(True)
+    switch(was)
     return was
 
 
 @pytest.mark.parametrize("stalls", [True, False])
-def test_small_pages_turns_the_advice_off_only_where_it_stalls_and_restores_it(monkeypatch, stalls):
-    if pipeline._hugepage_setter() is None:
-        pytest.skip("this numpy has no huge-page switch")
+@pytest.mark.parametrize("kind", ["numpy", "process"])
+def test_small_pages_turns_huge_pages_off_only_where_they_stall_and_restores_them(monkeypatch, kind, stalls):
+    if (pipeline._hugepage_setter() if kind == "numpy" else pipeline._thp_switch()) is None:
+        pytest.skip(f"no {kind} huge-page switch here (an old numpy, or not Linux)")
     monkeypatch.setattr(pipeline, "stalls_on_huge_pages", lambda: stalls)
-    before = _advice()
+    before = _small(kind)
     with pipeline.small_pages():
-        assert _advice() is (False if stalls else before)
-    assert _advice() is before
+        assert _small(kind) is (True if stalls else before)
+    assert _small(kind) is before
     with pytest.raises(RuntimeError), pipeline.small_pages():
         raise RuntimeError("an engine error")
-    assert _advice() is before
+    assert _small(kind) is before
 
 
 def test_the_correlation_is_the_same_either_way(tmp_path, monkeypatch):
@@ -66,29 +76,6 @@ def test_the_correlation_is_the_same_either_way(tmp_path, monkeypatch):
         pd.testing.assert_frame_equal(getattr(got[True], part), getattr(got[False], part))
 
 
-def _thp_off() -> bool:
-    switch = pipeline._thp_switch()
-    was = switch(True)
-    switch(was)
-    return was
-
-
-@pytest.mark.parametrize("stalls", [True, False])
-def test_small_pages_turns_transparent_huge_pages_off_for_the_process_and_back(monkeypatch, stalls):
-    # Arrow's allocator (mimalloc) advises huge pages for its arenas too: numpy's switch alone
-    # left most of the kernel time (docs/scale.md, fourth pass); the process-wide switch covers both
-    if pipeline._thp_switch() is None:
-        pytest.skip("no prctl THP switch here (not Linux)")
-    monkeypatch.setattr(pipeline, "stalls_on_huge_pages", lambda: stalls)
-    before = _thp_off()
-    with pipeline.small_pages():
-        assert _thp_off() is (True if stalls else before)
-    assert _thp_off() is before
-    with pytest.raises(RuntimeError), pipeline.small_pages():
-        raise RuntimeError("an engine error")
-    assert _thp_off() is before
-
-
 def test_a_process_with_huge_pages_off_already_keeps_them_off(monkeypatch):
     switch = pipeline._thp_switch()
     if switch is None:
@@ -97,7 +84,7 @@ def test_a_process_with_huge_pages_off_already_keeps_them_off(monkeypatch):
     was = switch(True)
     try:
         with pipeline.small_pages():
-            assert _thp_off() is True
-        assert _thp_off() is True
+            assert _small("process") is True
+        assert _small("process") is True
     finally:
         switch(was)
