@@ -150,6 +150,28 @@ def test_verdicts():
     assert verdict("over_tolerance", 0.12, 0.10, None, None) == "over_tolerance"  # no repeats: point rule
 
 
+def test_clean_reads_only_its_declared_fields():
+    """A check gives `clean` only CLEAN_INPUT of its ok rows (tracker/recording.py)."""
+    from xfid.tracker.noise import CLEAN_INPUT
+
+    seen: set[str] = set()
+
+    class Reads(dict):
+        def get(self, key, default=None):
+            seen.add(key)
+            return super().get(key, default)
+
+        def __getitem__(self, key):
+            seen.add(key)
+            return super().__getitem__(key)
+
+    for r in ({"kind": "ok", "tolerance": 0.1, "rel_error": 0.05, "rel_error_low": 0.01, "rel_error_high": 0.085},
+              {"kind": "ok", "tolerance": 0.1, "rel_error": 0.07}, {"kind": "over_tolerance"},
+              {"kind": "ok", "tolerance": 0.1, "rel_error": 0.5}):
+        clean(Reads(r, op="x", workload="w", fingerprint="f"), 0.2)
+    assert seen == set(CLEAN_INPUT)
+
+
 def test_hysteresis_margin():
     assert clean({"kind": "ok", "tolerance": 0.1, "rel_error": 0.07}, 0.2)
     assert not clean({"kind": "ok", "tolerance": 0.1, "rel_error": 0.09}, 0.2)

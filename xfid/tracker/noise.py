@@ -167,6 +167,10 @@ def verdict(kind: str, rel: float | None, tol: float | None, low: float | None, 
     return UNCERTAIN
 
 
+CLEAN_INPUT = ("kind", "tolerance", "rel_error", "rel_error_low", "rel_error_high")
+"""The row fields `clean` reads (a check reads only these of its ok rows)."""
+
+
 def clean(row: dict[str, Any], hysteresis: float) -> bool:
     """Whether a row counts towards resolving its issue: ok and its error (its whole interval when
     it has one) within `tol * (1 - hysteresis)`."""

@@ -14,7 +14,7 @@ from xfid.tracker import checkfiles, config_db, db, evidence, transitions, triag
 from xfid.tracker.chunks import RowChunks
 from xfid.tracker.db import KEY_COLUMNS, LATEST_COLUMNS, as_float, as_text, plain
 from xfid.tracker.lifecycle import ACTIVE, FILING_KINDS, TRIAGED, format_id, stamp
-from xfid.tracker.noise import UNCERTAIN, NoiseSettings
+from xfid.tracker.noise import CLEAN_INPUT, UNCERTAIN, NoiseSettings
 from xfid.tracker.noise import clean as is_clean
 
 CheckConfig = tuple[str, str | None, str | None]
@@ -162,7 +162,8 @@ class _Tally:
             self.unsure.setdefault(fp, int(pos))
         ok_rows = rows[(kinds == "ok").fillna(False) & has_fp]
         ok_rows = ok_rows[~ok_rows["fingerprint"].astype(str).isin(self.ok.keys())].drop_duplicates("fingerprint")
-        for r in ok_rows.to_dict("records"):
+        read = ["fingerprint", *(c for c in CLEAN_INPUT if c in ok_rows.columns)]  # what is_clean reads, no more
+        for r in ok_rows[read].to_dict("records"):
             self.ok[str(r["fingerprint"])] = is_clean(r, self.hysteresis)
 
     def filed(self) -> list[int]:
