@@ -568,7 +568,8 @@ class XfidStore:
 
         tracker = self.tracker
         source = None
-        scratch_folders.sweep(checks_dir(self.backend().checks_root))  # what killed checks left
+        home = checks_dir(self.backend().checks_root)
+        scratch_folders.sweep(home)  # what killed checks left
         if correlation is None:
             from xfid.engine.engines import correlate_with, get_engine, open_fingerprints
 
@@ -588,7 +589,6 @@ class XfidStore:
                 from xfid.correlation import CorrelationResult
                 from xfid.tracker.chunks import dataset_source
 
-                home = checks_dir(self.backend().checks_root)
                 home.mkdir(parents=True, exist_ok=True)
                 folder = scratch_folders.folder(home, scratch) / "rows.parquet"
                 correlation = CorrelationResult.of(correlate_with(self.backend(), self.config, eng,

@@ -26,6 +26,7 @@ from xfid import committed
 from xfid.catalog import CatalogMismatch, why_unknown
 from xfid.errors import TrackerError
 from xfid.store import REBUILD_HINT
+from xfid.tracker.chunks import CHUNK_ROWS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -343,7 +344,7 @@ def read(root: Path, check_id: int, rows_file: str | None, store_id: str | None 
 
 def read_chunks(root: Path, check_id: int, rows_file: str | None, store_id: str | None = None, *,
                 saved: Saved | None = None, columns: Iterable[str] | None = None,
-                size: int = 500_000) -> Iterator[pd.DataFrame]:
+                size: int = CHUNK_ROWS) -> Iterator[pd.DataFrame]:
     """`read()`'s rows as frames of at most `size` rows, in order, of `columns` only (those the
     file has; default all): the file is verified first, then parsed a batch at a time.
 

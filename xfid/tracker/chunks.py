@@ -118,6 +118,7 @@ def dataset_source(folder: str | Path, tracked: pd.DataFrame, pairs: list[dict[s
 
     from xfid.engine.dataset import DATASET_SCHEMA
     from xfid.engine.spark.engine import _local_rows
+    from xfid.engine.spark.output import PART_ORDER
 
     n = check_size(size)
     index = {}
@@ -131,7 +132,7 @@ def dataset_source(folder: str | Path, tracked: pd.DataFrame, pairs: list[dict[s
     kinds = tracked["kind"].astype(str)
     other = (kinds == "ok") | ((kinds == "missing_reference") & (not include_missing))
     extra = with_pairs(tracked[other.to_numpy()].reset_index(drop=True)) if len(tracked) else None
-    extra_keys = [_order_key(r) for r in extra[list(ORDER_COLUMNS)].itertuples(index=False)] \
+    extra_keys = [_order_key(r) for r in extra[list(PART_ORDER)].itertuples(index=False)] \
         if extra is not None else []
     parts = sorted(p for p in Path(folder).glob("*.parquet") if not p.name.startswith(("_", ".")))
 
@@ -142,7 +143,7 @@ def dataset_source(folder: str | Path, tracked: pd.DataFrame, pairs: list[dict[s
                 if not batch.num_rows:
                     continue
                 frame = with_pairs(pa_table(batch, DATASET_SCHEMA).to_pandas())
-                last = _order_key(tuple(frame[c].iloc[-1] for c in ORDER_COLUMNS))
+                last = _order_key(tuple(frame[c].iloc[-1] for c in PART_ORDER))
                 k = j
                 while k < len(extra_keys) and extra_keys[k] <= last:
                     k += 1
@@ -162,13 +163,9 @@ def dataset_source(folder: str | Path, tracked: pd.DataFrame, pairs: list[dict[s
     return source_or_empty
 
 
-ORDER_COLUMNS = ("pair_index", "target", "metric", "stat", "workload", "op")
-"""The collected path's row order (xfid.engine.spark.engine._local_rows): pair, then key
-(xfid.engine.spark.output.PART_ORDER)."""
-
-
 def _order_key(values: Iterable[Any]) -> tuple:
-    """A row's place in ORDER_COLUMNS' order: strings by code point, a missing value first."""
+    """A row's place in the parts' order (xfid.engine.spark.output.PART_ORDER: pair, then key, as
+    the collected path's engine._local_rows): strings by code point, a missing value first."""
     import pandas as pd
 
     it = iter(values)

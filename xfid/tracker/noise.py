@@ -376,10 +376,3 @@ def pa_strings(values: list[str]) -> Any:
 
     return pa.array(values, pa.string())
 
-
-def annotate(corr: Correlation, store: Store, config: Config) -> int:
-    """attach() with the repeats read from the store and the `[tracker]` settings of `config`."""
-    settings = NoiseSettings.from_config(config.section("tracker"), str(config.path or "bundled xfid.toml"))
-    if corr.rows is None or not len(corr.rows):
-        return 0
-    return attach(corr, store_repeats(store, config, corr.rows), settings)

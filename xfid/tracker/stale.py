@@ -219,9 +219,8 @@ def find(tracker: Tracker, check_id: int | None = None, settings: StaleSettings 
     if len(prev) < settings.after:
         return out
     seq = [*prev, cur]
-    h = History([*(_seen_of(tracker, c["id"]) for c in prev),
-                 current if current is not None
-                 else seen(rows if rows is not None else tracker.check_rows(cur["id"]))])
+    latest = current if current is not None else seen(rows) if rows is not None else _seen_of(tracker, cur["id"])
+    h = History([*(_seen_of(tracker, c["id"]) for c in prev), latest])
     n = len(prev)
     fps = {fp for c in h.checks[:-1] for fp in c.keys}
     for fp in sorted(fps):

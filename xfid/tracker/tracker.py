@@ -10,6 +10,7 @@ from xfid import sqlbackend
 from xfid.errors import StoreError, TrackerError
 from xfid.store import write_tx
 from xfid.tracker import checkfiles, config_db, db, lifecycle, summaries, transitions, triage_db
+from xfid.tracker.chunks import CHUNK_ROWS
 from xfid.tracker.lifecycle import FILING_KINDS, STATES, TransitionRefused, format_id, stamp, utc
 from xfid.tracker.noise import NoiseSettings
 from xfid.tracker.recording import CheckSummary, record
@@ -375,7 +376,7 @@ class Tracker:
         return checkfiles.read(self.store.checks_root, int(check_id), rows_file, self.store.store_id, saved=saved)
 
     def check_row_chunks(self, check_id: int, columns: Iterable[str] | None = None,
-                         size: int = 500_000) -> Iterator[pd.DataFrame]:
+                         size: int = CHUNK_ROWS) -> Iterator[pd.DataFrame]:
         """`check_rows()` as frames of at most `size` rows, of `columns` only (default all).
 
         Raises:
