@@ -19,6 +19,7 @@ from xfid.engine.schema import (
     ENTRY,
     FIDELITY,
     FINGERPRINT,
+    KEY_FIELDS,
     NUMBER,
     REFERENCE,
     ROW_EXTRA_FIELDS,
@@ -253,9 +254,10 @@ def _fingerprints(sel: Selected, P: dict[str, Any], fids: list[str], fid_code: d
     if not len(want):
         return pd.Series(nones, dtype=object, copy=False)
     c, dims, e = sel.codes, sel.dims, cand[want]
-    parts = [dims["target"], dims["workload"], dims["op"], dims["metric"], dims["stat"], fids, fids]
-    codes = [c["target"][e], c["workload"][e], c["op"][e], P["metric"][want], c["stat"][e],
-             fid_code[CANDIDATE][want], fid_code[REFERENCE][want]]
+    # FINGERPRINT_FIELDS' order: the key (the row's own metric, which a conversion may change from
+    # its candidate entry's), then both sides' fidelities
+    parts = [*(dims[k] for k in KEY_FIELDS), *(fids for _ in SIDES)]
+    codes = [*(P[k][want] if k == "metric" else c[k][e] for k in KEY_FIELDS), *(fid_code[s][want] for s in SIDES)]
     fp = np.full(len(kind), None, dtype=object)
     fp[want] = fingerprint_many(parts, codes)
     return pd.Series(fp, dtype=object, copy=False)
