@@ -128,16 +128,61 @@ def test_intervals_of_many_keys_are_each_keys_interval(settings):
     assert intervals([], settings) == []
 
 
-def test_the_median_of_the_draws_is_numpys():
-    """The sorting network (and the sort beyond NETWORK_MAX) give np.median's numbers, ties too."""
-    from xfid.tracker.noise import NETWORK_MAX, _median_of
+def test_the_median_classes_give_numpys_medians():
+    """A resample's median read through its class (by the table of every draw up to TABLE_MAX
+    possible draws, by the sorted ranks beyond) is np.median of the values it drew: odd and even
+    counts, ties, equal values throughout."""
+    from xfid.tracker.noise import TABLE_MAX, _median_classes
 
     rng = np.random.default_rng(3)
-    for n in range(1, NETWORK_MAX + 4):
-        a = rng.lognormal(0, 0.2, (7, 50, n))
-        a[0, 0] = a[0, 0, 0]  # ties
-        a[1, :, : n // 2] = 1.0
-        assert np.array_equal(_median_of([a[..., k] for k in range(n)]), np.median(a, axis=2)), n
+    sizes = [n for n in range(2, 10)]
+    assert any(n ** n <= TABLE_MAX for n in sizes) and any(n ** n > TABLE_MAX for n in sizes)
+    for n in sizes:
+        values = rng.lognormal(0, 0.2, (7, n))
+        values[0, 1:] = values[0, 0]  # all tied
+        values[1, : n // 2] = 1.0  # some tied
+        picks = rng.integers(0, n, (7, 300, n))
+        classes, medians = _median_classes(values, picks)
+        want = np.median(np.take_along_axis(values[:, None, :], picks, axis=2), axis=2)
+        assert np.array_equal(np.take_along_axis(medians, classes, axis=1), want), n
+
+
+@pytest.mark.parametrize("q", [0.025, 0.975, 0.05, 0.5, 0.95, 0.0, 1.0, 0.3333])
+@pytest.mark.parametrize("total", [1, 2, 7, 501, 2000])
+def test_quantiles_from_counts_are_numpys(q, total):
+    """np.quantile of the draws, read from the distinct values and their counts: the same
+    floats (interpolated on either side of 0.5), NaN where a drawn value is NaN, infinities."""
+    from xfid.tracker.noise import _lerp_quantile
+
+    rng = np.random.default_rng(int(q * 1000) + total)
+    values = rng.normal(0, 0.1, (40, 9))
+    values[1, 3] = np.inf
+    values[2, :] = -np.inf
+    values[3, 0] = np.nan
+    values[4, 5] = values[4, 2]  # two classes of one value
+    draws = rng.integers(0, 9, (40, total))
+    draws[5] = 4  # every draw in one class
+    draws[3, 1:] = np.where(draws[3, 1:] == 0, 1, draws[3, 1:])  # NaN drawn once
+    draws[3, 0] = 0
+    counts = np.stack([np.bincount(d, minlength=9) for d in draws])
+    with np.errstate(invalid="ignore"):  # inf - inf, as the draws' errors of a zero median give
+        want = np.quantile(np.take_along_axis(values, draws, axis=1), q, axis=1)
+        got = _lerp_quantile(values, counts, q, total)
+    assert np.array_equal(got, want, equal_nan=True)
+
+
+def test_intervals_of_zero_and_tied_repeats_are_each_keys_interval():
+    """Repeats whose median is 0 (the draws' ratios infinite or undefined), all equal, and long
+    (beyond the table of draws): the batched intervals still equal `interval`, NaN included."""
+    items = [(np.array([0.0, 0.0, 1.0]), np.array([1.0, 1.1, 0.9]), 0.05, "0000000000000001"),
+             (np.array([1.0, 2.0]), np.array([0.0, 0.0, 0.0, 3.0]), -0.02, "0000000000000002"),
+             (np.array([2.0, 2.0, 2.0]), np.array([1.0, 1.0, 1.0]), 0.0, "0000000000000003"),
+             (np.linspace(1, 2, 7), np.linspace(1, 3, 6), 0.1, "0000000000000004")]
+    for settings in (NoiseSettings(), NoiseSettings(resamples=2, level=0.5)):
+        with np.errstate(divide="ignore", invalid="ignore"):  # 0 / 0 and x / 0 in the ratios
+            got = intervals(items, settings)
+            want = [interval(c, r, rel, fingerprint=fp, settings=settings) for c, r, rel, fp in items]
+        assert np.array_equal(np.array(got), np.array(want), equal_nan=True)
 
 
 def test_verdicts():
@@ -224,3 +269,37 @@ def test_check_reads_the_repeats_from_the_store(tmp_path):
     assert qkv["rel_error_low"] < rel < qkv["rel_error_high"]
     assert rows.loc["attn.sdpa", "noise"] == POINT
     assert "active issues now" in check_text(out)
+
+
+def test_record_groups_are_a_plain_groupby():
+    """The repeats' groups (integer codes, one stable sort) are what a pandas groupby over the
+    texts gives: the same groups, each group's finite values in the records' order; groups of
+    non-finite values only are absent (a lookup finds neither)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    from xfid.tracker.noise import GROUP_COLUMNS, _record_groups
+
+    rng = np.random.default_rng(11)
+    n = 3000
+    cols = {c: rng.choice([f"{c}{i}" for i in range(4)], n) for c in GROUP_COLUMNS if c != "op"}
+    value = rng.lognormal(0, 0.1, n)
+    value[rng.random(n) < 0.1] = np.nan
+    value[5] = np.inf
+    op_names = ["matmul", "softmax", "norm"]
+    op = rng.integers(0, 3, n)
+    table = pa.table({**{c: pa.array(v).dictionary_encode() if c == "target" else pa.array(v)
+                         for c, v in cols.items()}, "value": value})
+    got = _record_groups(table, op, op_names)
+
+    df = pd.DataFrame({**cols, "op": np.asarray(op_names, dtype=object)[op], "value": value})
+    want: dict[tuple, dict[str, np.ndarray]] = {}
+    for k, g in df.groupby(list(GROUP_COLUMNS), sort=False)["value"]:
+        v = g.to_numpy()
+        if np.isfinite(v).any():
+            want.setdefault(k[:-1], {})[k[-1]] = v[np.isfinite(v)]
+    assert got.keys() == want.keys()
+    for k in want:
+        assert got[k].keys() == want[k].keys()
+        for stat in want[k]:
+            assert np.array_equal(got[k][stat], want[k][stat])

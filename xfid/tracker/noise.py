@@ -40,7 +40,13 @@ RESOLVE_AFTER = 2
 """The default of `[tracker] resolve_after`: clean checks in a row that resolve an issue."""
 
 Repeats = Callable[[dict[str, Any]], "tuple[np.ndarray, np.ndarray] | str | None"]
-"""A row -> (candidate values, reference values) of its repeats, a reason text, or None (no repeats)."""
+"""A row -> (candidate values, reference values) of its repeats, a reason text, or None (no repeats).
+It is given the row's REPEATS_INPUT fields."""
+REPEATS_INPUT = ("target", "workload", "op", "metric", "stat", "candidate", "reference", "candidate_run",
+                 "reference_run", "candidate_n", "reference_n", "note", "rel_error", "tolerance")
+"""The row fields `attach_rows` reads of a row with repeats and gives its Repeats lookup (the key,
+both sides' fidelity, run and count, the notes, the error and tolerance; with the fingerprint's
+fields, xfid.engine.schema.FINGERPRINT_FIELDS, which they include)."""
 
 
 @dataclass(frozen=True)
@@ -98,57 +104,98 @@ def interval(cand: np.ndarray, ref: np.ndarray, rel: float, *, fingerprint: Any 
 
 INTERVAL_BATCH = 256
 """Keys whose draws `intervals` holds at once (256 keys x 2,000 resamples x their repeats)."""
+TABLE_MAX = 4096
+"""Up to this many possible draws of one resample (n ** n for n repeats: n <= 5), a draw's median
+is read from a table of every possible draw; beyond, from the sorted ranks of its picks."""
 
 
-NETWORK_MAX = 8
-"""Up to this many repeats, the median of the draws is taken by a sorting network, not a sort."""
+def _median_classes(values: np.ndarray, picks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For keys' repeats `values` (keys, n; finite) and their resamples' picks (keys, R, n:
+    positions drawn with replacement): each resample's class (keys, R) and each class's median
+    (keys, classes), so that the median of resample r of key k is `medians[k, classes[k, r]]`,
+    the same number np.median gives for `values[k, picks[k, r]]`.
 
-
-def _median_of(columns: list[np.ndarray]) -> np.ndarray:
-    """Elementwise np.median of `columns` (equal shapes, finite values): the same numbers (the
-    middle value, or the two middle values' sum halved). Up to NETWORK_MAX columns they are
-    sorted by an odd-even transposition network (elementwise minimum and maximum; a key's few
-    repeats make rows too short for a sort to pay), more by np.sort."""
-    n = len(columns)
-    if n > NETWORK_MAX:
-        s = np.sort(np.stack(columns, axis=-1), axis=-1)
-        columns = [s[..., k] for k in range(n)]
+    A resample's median depends only on the ranks of the values it drew (the order is
+    monotone): for odd n the middle rank (n classes), for even n the two middle ones (n * n
+    classes, the pair's values summed and halved as np.median does)."""
+    keys, n = values.shape
+    order = np.argsort(values, axis=1, kind="stable")
+    ranked = np.take_along_axis(values, order, axis=1)  # each key's values, sorted
+    rank = np.argsort(order, axis=1)  # position -> rank
+    mid = n // 2
+    if n % 2:
+        medians = ranked
     else:
-        columns = list(columns)
-        for r in range(n):
-            for k in range(r % 2, n - 1, 2):
-                a, b = columns[k], columns[k + 1]
-                columns[k], columns[k + 1] = np.minimum(a, b), np.maximum(a, b)
-    return columns[n // 2] if n % 2 else (columns[n // 2 - 1] + columns[n // 2]) / 2
+        medians = ((ranked[:, :, None] + ranked[:, None, :]) / 2).reshape(keys, n * n)
+
+    def classes_of(ranks: np.ndarray) -> np.ndarray:  # (..., n) ranks -> the class of their median
+        s = np.sort(ranks, axis=-1)
+        return s[..., mid] if n % 2 else s[..., mid - 1] * n + s[..., mid]
+
+    if n ** n <= TABLE_MAX:  # every possible draw's class, per key; a resample's draw is a base-n number
+        digits = np.arange(n ** n)[:, None] // n ** np.arange(n - 1, -1, -1) % n  # (n ** n, n) positions
+        table = classes_of(rank[:, digits])  # (keys, n ** n)
+        number = picks @ n ** np.arange(n - 1, -1, -1)  # (keys, R)
+        number += (np.arange(keys) * n ** n)[:, None]  # into the keys' tables laid end to end
+        return table.ravel()[number], medians
+    return classes_of(np.take_along_axis(rank[:, None, :], picks, axis=2)), medians
+
+
+def _lerp_quantile(values: np.ndarray, counts: np.ndarray, q: float, total: int) -> np.ndarray:
+    """np.quantile(draws, q, axis=1) (its default linear method) of draws given as distinct
+    `values` (keys, classes) with their `counts` (keys, classes; each row sums to `total`): the two
+    order statistics numpy interpolates between, read from the cumulated counts, interpolated by
+    np.quantile itself on those two numbers (the same weight, so the same rounding). NaN where a
+    drawn value is NaN, as numpy gives."""
+    virtual = (total - 1) * np.float64(q)
+    below = min(int(np.floor(virtual)), total - 1)
+    above = min(below + 1, total - 1)
+    order = np.argsort(values, axis=1, kind="stable")  # NaN last, as numpy's partition puts them
+    ranked = np.take_along_axis(values, order, axis=1)
+    cum = np.cumsum(np.take_along_axis(counts, order, axis=1), axis=1)
+    pair = np.stack([np.take_along_axis(ranked, np.argmax(cum > k, axis=1)[:, None], axis=1)[:, 0]
+                     for k in (below, above)], axis=1)
+    out = np.quantile(pair, virtual - np.floor(virtual), axis=1)
+    out[(np.isnan(values) & (counts > 0)).any(axis=1)] = np.nan
+    return out
 
 
 def intervals(items: list[tuple[np.ndarray, np.ndarray, float, Any]],
               settings: NoiseSettings = NoiseSettings()) -> list[tuple[float, float]]:
     """`interval(cand, ref, rel, fingerprint=fp)` of each item (cand, ref, rel, fp), the same
     numbers (tests/test_tracker_noise.py pins them): each key still draws from its own seeded
-    generator, in the same order; the medians of the draws and the quantiles are computed for
-    up to INTERVAL_BATCH keys of the same repeat counts at once, not key by key (only that
-    many keys' draws are held at a time)."""
+    generator, in the same order. Up to INTERVAL_BATCH keys of the same repeat counts at once
+    (only that many keys' draws are held), and without a median or a quantile over every
+    resample: a resample's median is one of a few numbers per side (`_median_classes`), so the
+    draws' errors are one of a few per key, each computed once with interval()'s operations;
+    the quantiles are read from their counts (`_lerp_quantile`)."""
     out: list[tuple[float, float]] = [(0.0, 0.0)] * len(items)
     groups: dict[tuple, list[tuple[int, list[np.ndarray]]]] = {}
     for j, (cand, ref, _, _) in enumerate(items):
         sides = [v[np.isfinite(v)] for v in (np.asarray(cand, float), np.asarray(ref, float))]
         shape = tuple((len(v), power) for v, power in zip(sides, (1.0, -1.0), strict=True) if len(v) >= 2)
         groups.setdefault(shape, []).append((j, [v for v in sides if len(v) >= 2]))
-    q = [(1 - settings.level) / 2, (1 + settings.level) / 2]
+    total = settings.resamples
     for shape, members in groups.items():
         for start in range(0, len(members), INTERVAL_BATCH):
             batch = members[start:start + INTERVAL_BATCH]
             rngs = [np.random.default_rng([settings.seed, _key_seed(items[j][3])]) for j, _ in batch]
-            rel = np.array([items[j][2] for j, _ in batch], float)
-            factor = np.repeat((1.0 + rel)[:, None], settings.resamples, axis=1)
+            keys = len(batch)
+            factor = (1.0 + np.array([items[j][2] for j, _ in batch], float))[:, None]  # (keys, classes so far)
+            joint = np.zeros((keys, total), np.int64)  # each resample's class over the sides so far
             for k, (n, power) in enumerate(shape):  # the candidate's draws before the reference's, as interval()
                 values = np.stack([sides[k] for _, sides in batch])  # (keys, n)
-                picks = np.stack([rng.integers(0, n, (settings.resamples, n)) for rng in rngs])  # (keys, resamples, n)
-                flat, at = values.ravel(), (np.arange(len(batch)) * n)[:, None]
-                draws = [flat[picks[:, :, m] + at] for m in range(n)]  # the m-th pick of every draw
-                factor *= (_median_of(draws) / np.median(values, axis=1)[:, None]) ** power
-            low, high = np.quantile(factor - 1.0, q, axis=1)
+                picks = np.concatenate([rng.integers(0, n, (total, n)) for rng in rngs]).reshape(keys, total, n)
+                classes, medians = _median_classes(values, picks)
+                step = (medians / np.median(values, axis=1)[:, None]) ** power
+                factor = (factor[:, :, None] * step[:, None, :]).reshape(keys, -1)
+                joint = joint * medians.shape[1] + classes
+            errors = factor - 1.0
+            width = errors.shape[1]
+            counts = np.bincount((joint + (np.arange(keys) * width)[:, None]).ravel(),
+                                 minlength=keys * width).reshape(keys, width)
+            low, high = (_lerp_quantile(errors, counts, q, total)
+                         for q in ((1 - settings.level) / 2, (1 + settings.level) / 2))
             for (j, _), lo, hi in zip(batch, low, high, strict=True):
                 out[j] = (float(lo), float(hi))
     return out
@@ -221,7 +268,10 @@ def attach_rows(rows: pd.DataFrame, repeats: Repeats,
         many |= pd.to_numeric(rows[c], errors="coerce").fillna(0).to_numpy() > 1
     judged = np.flatnonzero(many & np.isin(kinds, ["ok", "over_tolerance"]))
     todo: list[tuple[int, np.ndarray, np.ndarray, float, float]] = []
-    for i, r in zip(judged, rows.iloc[judged].to_dict("records") if len(judged) else [], strict=True):
+    read = [c for c in dict.fromkeys((*REPEATS_INPUT, *FINGERPRINT_FIELDS)) if c in rows.columns]
+    columns = [rows[c].iloc[judged].tolist() for c in read]  # what to_dict("records") gives, of these fields
+    records = [dict(zip(read, values, strict=True)) for values in zip(*columns, strict=True)]
+    for i, r in zip(judged, records, strict=True):
         rel, tol = as_float(r.get("rel_error")), as_float(r.get("tolerance"))
         if rel is None or tol is None:
             continue
@@ -312,7 +362,6 @@ def repeats_of(store: Store, config: Config, targets: set[str], runs: set[str],
     """The repeats lookup of `store_repeats` for rows of these targets and runs (read once);
     `keys` (`repeats_keys` of the rows): only the records of these keys are kept (the lookup of
     the rows' keys is the same, its memory bounded by the rows with repeats, not the store)."""
-    import pandas as pd
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -338,15 +387,7 @@ def repeats_of(store: Store, config: Config, targets: set[str], runs: set[str],
         mask = pc.fill_null(pc.is_in(joined, value_set=pa_strings(sorted(keys))), False)
         table = table.filter(mask)
         o = np.asarray(o)[mask.to_numpy(zero_copy_only=False)]
-    df = pd.DataFrame({c: table.column(c).cast("string").to_numpy(zero_copy_only=False)
-                       for c in ("fidelity", "target", "workload", "metric", "stat", "run")})
-    df["op"] = np.asarray(on, dtype=object)[o]
-    df["value"] = table.column("value").to_numpy(zero_copy_only=False).astype(float)
-    groups: dict[tuple, dict[str, np.ndarray]] = {}
-    for k, g in df.groupby(["fidelity", "target", "workload", "op", "metric", "run", "stat"], dropna=False,
-                           sort=False)["value"]:
-        v = g.to_numpy()
-        groups.setdefault(k[:-1], {})[k[-1]] = v[np.isfinite(v)]
+    groups = _record_groups(table, np.asarray(o), on)
 
     def side(r: dict[str, Any], s: str) -> np.ndarray | None:
         """The side's records: the row's stat, else the one stat of the key with the engine's count
@@ -369,6 +410,44 @@ def repeats_of(store: Store, config: Config, targets: set[str], runs: set[str],
         return c, ref
 
     return lookup
+
+
+GROUP_COLUMNS = ("fidelity", "target", "workload", "op", "metric", "run", "stat")
+"""What a group of repeats shares: the side's key (after the op maps), its run, and its stat."""
+
+
+def _record_groups(table: Any, op: np.ndarray, op_names: list[str]) -> dict[tuple, dict[str, np.ndarray]]:
+    """The finite values of the records in `table` grouped by GROUP_COLUMNS (`op`: each record's
+    code into `op_names`, the op after the op maps): {(fidelity, target, workload, op, metric,
+    run): {stat: values}}, each group's values in the records' order (the bootstrap draws by
+    position). Grouped by integer codes, one stable sort."""
+    import pyarrow as pa
+
+    from xfid.engine.keys import combine, raw_codes, run_starts
+
+    value = table.column("value").to_numpy(zero_copy_only=False).astype(float)
+    keep = np.flatnonzero(np.isfinite(value))
+    codes, names = [], []
+    for c in GROUP_COLUMNS:
+        if c == "op":
+            code, texts = op[keep], list(op_names)
+        else:
+            code, texts = raw_codes(table.column(c).take(pa.array(keep)))
+            code = np.where(code < 0, len(texts), code)  # null: None, matching no row's text
+            texts.append(None)
+        codes.append(code)
+        names.append(texts)
+    key, _ = combine(codes, [len(t) for t in names])
+    order = np.argsort(key, kind="stable")
+    starts = run_starts(key[order])
+    ends = np.append(starts[1:], len(order))
+    firsts = order[starts]
+    labels = [[t[i] for i in code[firsts]] for code, t in zip(codes, names, strict=True)]
+    values = value[keep][order]
+    groups: dict[tuple, dict[str, np.ndarray]] = {}
+    for *side, stat, a, b in zip(*labels, starts, ends, strict=True):
+        groups.setdefault(tuple(side), {})[stat] = values[a:b]
+    return groups
 
 
 def pa_strings(values: list[str]) -> Any:
