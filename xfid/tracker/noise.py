@@ -160,45 +160,77 @@ def _lerp_quantile(values: np.ndarray, counts: np.ndarray, q: float, total: int)
     return out
 
 
+THREADS = 2
+"""Threads that compute batches of intervals at once: a generator's draws, the sorts and the
+arithmetic over a batch's resamples run without the GIL."""
+
+
 def intervals(items: list[tuple[np.ndarray, np.ndarray, float, Any]],
               settings: NoiseSettings = NoiseSettings()) -> list[tuple[float, float]]:
     """`interval(cand, ref, rel, fingerprint=fp)` of each item (cand, ref, rel, fp), the same
     numbers (tests/test_tracker_noise.py pins them): each key still draws from its own seeded
     generator, in the same order. Up to INTERVAL_BATCH keys of the same repeat counts at once
-    (only that many keys' draws are held), and without a median or a quantile over every
-    resample: a resample's median is one of a few numbers per side (`_median_classes`), so the
-    draws' errors are one of a few per key, each computed once with interval()'s operations;
-    the quantiles are read from their counts (`_lerp_quantile`)."""
+    (`_batch_intervals`; only that many keys' draws are held by a thread), on THREADS threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
     out: list[tuple[float, float]] = [(0.0, 0.0)] * len(items)
     groups: dict[tuple, list[tuple[int, list[np.ndarray]]]] = {}
     for j, (cand, ref, _, _) in enumerate(items):
         sides = [v[np.isfinite(v)] for v in (np.asarray(cand, float), np.asarray(ref, float))]
         shape = tuple((len(v), power) for v, power in zip(sides, (1.0, -1.0), strict=True) if len(v) >= 2)
         groups.setdefault(shape, []).append((j, [v for v in sides if len(v) >= 2]))
-    total = settings.resamples
-    for shape, members in groups.items():
-        for start in range(0, len(members), INTERVAL_BATCH):
-            batch = members[start:start + INTERVAL_BATCH]
-            rngs = [np.random.default_rng([settings.seed, _key_seed(items[j][3])]) for j, _ in batch]
-            keys = len(batch)
-            factor = (1.0 + np.array([items[j][2] for j, _ in batch], float))[:, None]  # (keys, classes so far)
-            joint = np.zeros((keys, total), np.int64)  # each resample's class over the sides so far
-            for k, (n, power) in enumerate(shape):  # the candidate's draws before the reference's, as interval()
-                values = np.stack([sides[k] for _, sides in batch])  # (keys, n)
-                picks = np.concatenate([rng.integers(0, n, (total, n)) for rng in rngs]).reshape(keys, total, n)
-                classes, medians = _median_classes(values, picks)
-                step = (medians / np.median(values, axis=1)[:, None]) ** power
-                factor = (factor[:, :, None] * step[:, None, :]).reshape(keys, -1)
-                joint = joint * medians.shape[1] + classes
-            errors = factor - 1.0
-            width = errors.shape[1]
-            counts = np.bincount((joint + (np.arange(keys) * width)[:, None]).ravel(),
-                                 minlength=keys * width).reshape(keys, width)
-            low, high = (_lerp_quantile(errors, counts, q, total)
-                         for q in ((1 - settings.level) / 2, (1 + settings.level) / 2))
-            for (j, _), lo, hi in zip(batch, low, high, strict=True):
-                out[j] = (float(lo), float(hi))
+    batches = [(shape, members[a:a + INTERVAL_BATCH]) for shape, members in groups.items()
+               for a in range(0, len(members), INTERVAL_BATCH)]
+
+    def run(task: tuple[tuple, list[tuple[int, list[np.ndarray]]]]) -> None:
+        shape, batch = task
+        fps, rel = [items[j][3] for j, _ in batch], [items[j][2] for j, _ in batch]
+        low, high = _batch_intervals(shape, [sides for _, sides in batch], rel, fps, settings)
+        for (j, _), lo, hi in zip(batch, low, high, strict=True):
+            out[j] = (float(lo), float(hi))
+
+    if THREADS > 1 and len(batches) > 1:
+        with ThreadPoolExecutor(THREADS) as pool:
+            list(pool.map(run, batches))
+    else:
+        for task in batches:
+            run(task)
     return out
+
+
+def _batch_intervals(shape: tuple, sides: list[list[np.ndarray]], rel: list[float], fps: list[Any],
+                     settings: NoiseSettings) -> tuple[np.ndarray, np.ndarray]:
+    """The intervals of keys of one `shape` ((repeats, power) of each side with repeats; `sides`:
+    each key's repeats of those sides), without a median or a quantile over every resample: a
+    resample's median is one of a few numbers per side (`_median_classes`), so the draws' errors
+    are one of a few per key, each computed once with interval()'s operations; the quantiles are
+    read from their counts (`_lerp_quantile`). A zero median makes the ratios infinite or
+    undefined and the interval NaN, as interval() gives, without numpy's warnings."""
+    with np.errstate(divide="ignore", invalid="ignore"):  # per thread: not inherited from the caller
+        return _batch_draws(shape, sides, rel, fps, settings)
+
+
+def _batch_draws(shape: tuple, sides: list[list[np.ndarray]], rel: list[float], fps: list[Any],
+                 settings: NoiseSettings) -> tuple[np.ndarray, np.ndarray]:
+    total = settings.resamples
+    rngs = [np.random.default_rng([settings.seed, _key_seed(fp)]) for fp in fps]
+    keys = len(rngs)
+    factor = (1.0 + np.array(rel, float))[:, None]  # (keys, classes so far)
+    joint = np.zeros((keys, total), np.int64)  # each resample's class over the sides so far
+    for k, (n, power) in enumerate(shape):  # the candidate's draws before the reference's, as interval()
+        values = np.stack([key_sides[k] for key_sides in sides])  # (keys, n)
+        picks = np.concatenate([rng.integers(0, n, (total, n)) for rng in rngs]).reshape(keys, total, n)
+        classes, medians = _median_classes(values, picks)
+        step = (medians / np.median(values, axis=1)[:, None]) ** power
+        factor = (factor[:, :, None] * step[:, None, :]).reshape(keys, -1)
+        joint = joint * medians.shape[1] + classes
+    errors = factor - 1.0
+    width = errors.shape[1]
+    counts = np.bincount((joint + (np.arange(keys) * width)[:, None]).ravel(),
+                         minlength=keys * width).reshape(keys, width)
+    low, high = (_lerp_quantile(errors, counts, q, total)
+                 for q in ((1 - settings.level) / 2, (1 + settings.level) / 2))
+    return low, high
 
 
 def verdict(kind: str, rel: float | None, tol: float | None, low: float | None, high: float | None) -> str:
