@@ -385,8 +385,8 @@ def repeats_needed(rows: pd.DataFrame) -> tuple[set[str], set[str]]:
                 | (pd.to_numeric(rows.get("reference_n"), errors="coerce").fillna(0) > 1)]
     if not len(need):
         return set(), set()
-    runs = {str(x) for c in ("candidate_run", "reference_run") for x in need[c].dropna().astype(str)}
-    return {str(x) for x in need["target"].astype(str)}, runs
+    runs = {str(x) for c in ("candidate_run", "reference_run") for x in need[c].dropna().unique()}
+    return {str(x) for x in need["target"].unique()}, runs
 
 
 def repeats_of(store: Store, config: Config, targets: set[str], runs: set[str],
