@@ -172,12 +172,14 @@ def test_quantiles_from_counts_are_numpys(q, total):
 
 
 def test_intervals_of_zero_and_tied_repeats_are_each_keys_interval():
-    """Repeats whose median is 0 (the draws' ratios infinite or undefined), all equal, and long
-    (beyond the table of draws): the batched intervals still equal `interval`, NaN included."""
+    """Repeats whose median is 0 (the draws' ratios infinite or undefined), all equal, long
+    (beyond the table of draws) and so many that their medians outnumber the draws: the batched
+    intervals still equal `interval`, NaN included."""
     items = [(np.array([0.0, 0.0, 1.0]), np.array([1.0, 1.1, 0.9]), 0.05, "0000000000000001"),
              (np.array([1.0, 2.0]), np.array([0.0, 0.0, 0.0, 3.0]), -0.02, "0000000000000002"),
              (np.array([2.0, 2.0, 2.0]), np.array([1.0, 1.0, 1.0]), 0.0, "0000000000000003"),
-             (np.linspace(1, 2, 7), np.linspace(1, 3, 6), 0.1, "0000000000000004")]
+             (np.linspace(1, 2, 7), np.linspace(1, 3, 6), 0.1, "0000000000000004"),
+             (np.linspace(1, 2, 400), np.array([1.0, 1.2, 0.9]), 0.1, "0000000000000005")]  # more medians than draws
     for settings in (NoiseSettings(), NoiseSettings(resamples=2, level=0.5)):
         with np.errstate(divide="ignore", invalid="ignore"):  # 0 / 0 and x / 0 in the ratios
             got = intervals(items, settings)

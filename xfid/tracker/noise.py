@@ -103,7 +103,10 @@ def interval(cand: np.ndarray, ref: np.ndarray, rel: float, *, fingerprint: Any 
 
 
 INTERVAL_BATCH = 256
-"""Keys whose draws `intervals` holds at once (256 keys x 2,000 resamples x their repeats)."""
+"""Most keys whose draws `intervals` holds at once (256 keys x 2,000 resamples x their repeats)."""
+PICKS_MAX = 1 << 22
+"""Most picks (resamples x repeats, over a batch's keys) of one side a batch draws at once, 32 MB:
+keys with many repeats (a kernel timed a thousand times in one run) go a few at a time."""
 TABLE_MAX = 4096
 """Up to this many possible draws of one resample (n ** n for n repeats: n <= 5), a draw's median
 is read from a table of every possible draw; beyond, from the sorted ranks of its picks."""
@@ -129,8 +132,8 @@ def _median_classes(values: np.ndarray, picks: np.ndarray) -> tuple[np.ndarray, 
         medians = ((ranked[:, :, None] + ranked[:, None, :]) / 2).reshape(keys, n * n)
 
     def classes_of(ranks: np.ndarray) -> np.ndarray:  # (..., n) ranks -> the class of their median
-        s = np.sort(ranks, axis=-1)
-        return s[..., mid] if n % 2 else s[..., mid - 1] * n + s[..., mid]
+        s = np.partition(ranks, [mid] if n % 2 else [mid - 1, mid], axis=-1)
+        return s[..., mid] if n % 2 else s[..., mid - 1].astype(np.int64) * n + s[..., mid]
 
     if n ** n <= TABLE_MAX:  # every possible draw's class, per key; a resample's draw is a base-n number
         digits = np.arange(n ** n)[:, None] // n ** np.arange(n - 1, -1, -1) % n  # (n ** n, n) positions
@@ -138,7 +141,8 @@ def _median_classes(values: np.ndarray, picks: np.ndarray) -> tuple[np.ndarray, 
         number = picks @ n ** np.arange(n - 1, -1, -1)  # (keys, R)
         number += (np.arange(keys) * n ** n)[:, None]  # into the keys' tables laid end to end
         return table.ravel()[number], medians
-    return classes_of(np.take_along_axis(rank[:, None, :], picks, axis=2)), medians
+    small = rank.astype(np.int16 if n <= 1 << 15 else np.int64)  # the gathered ranks: a quarter of the memory
+    return classes_of(np.take_along_axis(small[:, None, :], picks, axis=2)).astype(np.int64), medians
 
 
 def _lerp_quantile(values: np.ndarray, counts: np.ndarray, q: float, total: int) -> np.ndarray:
@@ -170,7 +174,8 @@ def intervals(items: list[tuple[np.ndarray, np.ndarray, float, Any]],
     """`interval(cand, ref, rel, fingerprint=fp)` of each item (cand, ref, rel, fp), the same
     numbers (tests/test_tracker_noise.py pins them): each key still draws from its own seeded
     generator, in the same order. Up to INTERVAL_BATCH keys of the same repeat counts at once
-    (`_batch_intervals`; only that many keys' draws are held by a thread), on THREADS threads."""
+    (`_batch_intervals`; fewer where their picks would pass PICKS_MAX: only a batch's draws are
+    held by a thread), on THREADS threads."""
     from concurrent.futures import ThreadPoolExecutor
 
     out: list[tuple[float, float]] = [(0.0, 0.0)] * len(items)
@@ -179,8 +184,10 @@ def intervals(items: list[tuple[np.ndarray, np.ndarray, float, Any]],
         sides = [v[np.isfinite(v)] for v in (np.asarray(cand, float), np.asarray(ref, float))]
         shape = tuple((len(v), power) for v, power in zip(sides, (1.0, -1.0), strict=True) if len(v) >= 2)
         groups.setdefault(shape, []).append((j, [v for v in sides if len(v) >= 2]))
-    batches = [(shape, members[a:a + INTERVAL_BATCH]) for shape, members in groups.items()
-               for a in range(0, len(members), INTERVAL_BATCH)]
+    batches = []
+    for shape, members in groups.items():
+        size = max(1, min(INTERVAL_BATCH, PICKS_MAX // (settings.resamples * max([n for n, _ in shape] or [1]))))
+        batches += [(shape, members[a:a + size]) for a in range(0, len(members), size)]
 
     def run(task: tuple[tuple, list[tuple[int, list[np.ndarray]]]]) -> None:
         shape, batch = task
@@ -204,7 +211,8 @@ def _batch_intervals(shape: tuple, sides: list[list[np.ndarray]], rel: list[floa
     each key's repeats of those sides), without a median or a quantile over every resample: a
     resample's median is one of a few numbers per side (`_median_classes`), so the draws' errors
     are one of a few per key, each computed once with interval()'s operations; the quantiles are
-    read from their counts (`_lerp_quantile`). A zero median makes the ratios infinite or
+    read from their counts (`_lerp_quantile`). Where those numbers outnumber the draws (many
+    repeats), each draw's error is computed and np.quantile takes them, as interval() does. A zero median makes the ratios infinite or
     undefined and the interval NaN, as interval() gives, without numpy's warnings."""
     with np.errstate(divide="ignore", invalid="ignore"):  # per thread: not inherited from the caller
         return _batch_draws(shape, sides, rel, fps, settings)
@@ -213,23 +221,31 @@ def _batch_intervals(shape: tuple, sides: list[list[np.ndarray]], rel: list[floa
 def _batch_draws(shape: tuple, sides: list[list[np.ndarray]], rel: list[float], fps: list[Any],
                  settings: NoiseSettings) -> tuple[np.ndarray, np.ndarray]:
     total = settings.resamples
+    quantiles = ((1 - settings.level) / 2, (1 + settings.level) / 2)
     rngs = [np.random.default_rng([settings.seed, _key_seed(fp)]) for fp in fps]
     keys = len(rngs)
-    factor = (1.0 + np.array(rel, float))[:, None]  # (keys, classes so far)
-    joint = np.zeros((keys, total), np.int64)  # each resample's class over the sides so far
+    drawn = []  # per side: each resample's class, and each class's factor
     for k, (n, power) in enumerate(shape):  # the candidate's draws before the reference's, as interval()
         values = np.stack([key_sides[k] for key_sides in sides])  # (keys, n)
         picks = np.concatenate([rng.integers(0, n, (total, n)) for rng in rngs]).reshape(keys, total, n)
         classes, medians = _median_classes(values, picks)
-        step = (medians / np.median(values, axis=1)[:, None]) ** power
+        drawn.append((classes, (medians / np.median(values, axis=1)[:, None]) ** power))
+    start = (1.0 + np.array(rel, float))[:, None]
+    if int(np.prod([step.shape[1] for _, step in drawn])) > total:  # more error values than draws: each draw's
+        factor = np.repeat(start, total, axis=1)
+        for classes, step in drawn:
+            factor *= np.take_along_axis(step, classes, axis=1)
+        low, high = np.quantile(factor - 1.0, quantiles, axis=1)
+        return low, high
+    factor, joint = start, np.zeros((keys, total), np.int64)  # every class combination's factor, each draw's
+    for classes, step in drawn:
         factor = (factor[:, :, None] * step[:, None, :]).reshape(keys, -1)
-        joint = joint * medians.shape[1] + classes
+        joint = joint * step.shape[1] + classes
     errors = factor - 1.0
     width = errors.shape[1]
     counts = np.bincount((joint + (np.arange(keys) * width)[:, None]).ravel(),
                          minlength=keys * width).reshape(keys, width)
-    low, high = (_lerp_quantile(errors, counts, q, total)
-                 for q in ((1 - settings.level) / 2, (1 + settings.level) / 2))
+    low, high = (_lerp_quantile(errors, counts, q, total) for q in quantiles)
     return low, high
 
 
