@@ -231,16 +231,18 @@ def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label:
                 {str(s.get("source_id")) for s in corr.sources or [] if isinstance(s, dict)})
             before = triage_db.pending(conn)
             streaks = {fp: before.get(fp, 0) + 1 for fp in worse}
-            for row in rows.records(filed):
-                _observe(conn, cid, now, actor, row, existing.get(str(row["fingerprint"])), summary, unwaived)
-            for row in rows.records(unsure):
-                fp = str(row["fingerprint"])
+            confirmed, why = [], {}  # the uncertain rows that file, and what their notes add
+            for fp, pos in sorted(((str(fp), pos) for fp, pos in tally.unsure.items() if fp not in tally.best),
+                                  key=lambda x: x[1]):
                 iss = existing.get(fp)
                 if (iss is not None and iss["state"] != "resolved") or streaks[fp] >= noise.confirm_after:
-                    _observe(conn, cid, now, actor, row, iss, summary, unwaived,
-                             why=f"uncertain in {streaks[fp]} consecutive check(s) (confirm_after = {noise.confirm_after})")
+                    confirmed.append(pos)
+                    why[fp] = f"uncertain in {streaks[fp]} consecutive check(s) (confirm_after = {noise.confirm_after})"
                 else:
                     summary.pending.append(fp)
+            filing = Filing(conn, cid, now, actor, existing, summary, unwaived)
+            FILE_ROWS(filing, rows, filed, {})
+            FILE_ROWS(filing, rows, confirmed, why)
             triage_db.set_pending(conn, streaks, cid)
             for fp in sorted(clean):
                 iss = existing.get(fp)
@@ -277,6 +279,96 @@ def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label:
     if final is not None:
         store.share_check_file(final)  # a bucket's store: the other machines read the rows from there
     return summary
+
+
+@dataclass
+class Filing:
+    """What filing a check's rows needs besides the rows: where, when, by whom, the issues as the
+    check read them, the summary and the unwaived issues it adds to."""
+
+    conn: Database
+    cid: int
+    now: datetime
+    actor: str
+    existing: dict[str, dict[str, Any]]
+    summary: CheckSummary
+    unwaived: set[int]
+
+
+def file_each(f: Filing, rows: RowChunks, positions: list[int], why: dict[str, str]) -> None:
+    """File the rows at `positions` one by one (`_observe`): the plain version of `file_batched`."""
+    for row in rows.records(positions):
+        fp = str(row["fingerprint"])
+        _observe(f.conn, f.cid, f.now, f.actor, row, f.existing.get(fp), f.summary, f.unwaived, why=why.get(fp))
+
+
+def file_batched(f: Filing, rows: RowChunks, positions: list[int], why: dict[str, str]) -> None:
+    """File the rows at `positions` as `file_each` does, a chunk at a time: every row's action is
+    decided first (as `_observe` decides it), then each table is written with one statement per
+    kind of write (transitions.write_many, db.update_issues, db.insert_observations), the values
+    converted column by column. The same rows, issue numbers, notes, times and summary lists."""
+    for frame in rows.frames(positions):
+        _file_frame(f, frame.reset_index(drop=True), why)
+
+
+FILE_ROWS: Callable[[Filing, RowChunks, list[int], dict[str, str]], None] = file_batched
+"""How `record` files its rows (tests pin `file_batched` against `file_each`)."""
+
+
+def _file_frame(f: Filing, frame: pd.DataFrame, why: dict[str, str]) -> None:
+    t = stamp(f.now)
+    cid, summary = f.cid, f.summary
+    fps = [str(v) for v in frame["fingerprint"].tolist()]
+    kinds = frame["kind"].tolist()
+    latest = {c: db.column_values(frame, c) for c in LATEST_COLUMNS}
+    keys = {c: db.column_values(frame, c) for c in KEY_COLUMNS}
+    issues = [f.existing.get(fp) for fp in fps]
+    last = db.last_actions(f.conn, (int(iss["num"]) for iss in issues if iss is not None and iss["state"] in TRIAGED))
+    planned: list[transitions.Planned] = []
+    nums: list[int | None] = []  # each row's issue number (None: a new issue, numbered by write_many)
+    lists: list[list[str]] = []  # the summary list each row's id goes to
+    updates: list[tuple[int, dict[str, Any]]] = []
+    for i, (fp, iss) in enumerate(zip(fps, issues, strict=True)):
+        extra = f"; {why[fp]}" if why.get(fp) else ""
+        seen = {**{c: latest[c][i] for c in LATEST_COLUMNS}, "clean_streak": 0, "last_seen": t, "last_check": cid}
+        if iss is None:
+            planned.append(transitions.Planned(
+                None, "detected", {"fingerprint": fp, **{c: keys[c][i] for c in KEY_COLUMNS}, **seen,
+                                   "first_seen": t, "first_check": cid}, f"first seen in check {cid}{extra}"))
+            nums.append(None)
+            lists.append(summary.new)
+            continue
+        num, state = int(iss["num"]), iss["state"]
+        nums.append(num)
+        rel = latest["rel_error"][i]
+        bound = iss["waiver_max_error"]
+        if state in TRIAGED:
+            if last.get(num) != "still_seen":
+                related = iss.get("related_to")
+                planned.append(transitions.Planned(
+                    iss, "still_seen", seen, f"seen again ({kinds[i]}) in check {cid}; stays {state}"
+                    + (f" of {format_id(int(related))}" if related is not None else "") + " (not reopened)"))
+            else:
+                updates.append((num, {**seen, "updated_at": t}))
+            lists.append(summary.triaged)
+        elif state == "resolved":
+            planned.append(transitions.Planned(iss, "recurred", seen, f"seen again in check {cid}{extra}"))
+            lists.append(summary.reopened)
+        elif state == "waived" and bound is not None and rel is not None and abs(rel) > bound:
+            planned.append(transitions.Planned(
+                iss, "waiver_exceeded", seen, f"|rel_error| {abs(rel):.4g} > waiver bound {bound:.4g} in check {cid}"))
+            f.unwaived.add(num)
+            lists.append(summary.still_open)
+        else:
+            updates.append((num, {**seen, "updated_at": t}))
+            lists.append(summary.waived if state == "waived" else summary.still_open)
+    fresh = iter(w.num for w, p in zip(transitions.write_many(f.conn, planned, actor=f.actor, now=f.now, check_id=cid),
+                                       planned, strict=True) if p.issue is None)
+    nums = [next(fresh) if n is None else n for n in nums]
+    db.update_issues(f.conn, updates)
+    db.insert_observations(f.conn, [(n, cid, t, *obs) for n, obs in zip(nums, db.observation_rows(frame), strict=True)])
+    for n, lst in zip(nums, lists, strict=True):
+        lst.append(format_id(n))
 
 
 def _observe(conn: Database, cid: int, now: datetime, actor: str, row: dict[str, Any],
