@@ -118,3 +118,23 @@ def test_column_conversions_match_the_per_value_ones():
     assert got == want
     assert [type(v) for r in got for v in r] == [type(v) for r in want for v in r]
     assert db.column_values(frame, "target") == [None] * 4  # a column the frame lacks
+
+
+@pytest.mark.parametrize("dtype", ["str", "string", object])
+def test_isin_matches_pandas(dtype):
+    """recording._isin (pyarrow's is_in for Arrow strings) against pandas' isin, missing values included."""
+    values = pd.Series(["a", None, "c", "d", "a"], dtype=dtype)
+    for among in (["a", "x"], ["c", None], [], [None], ["d", "a", "c", "e"]):
+        theirs = pd.Series(among, dtype=dtype)
+        assert recording._isin(values, theirs).tolist() == values.isin(theirs).tolist(), among
+
+
+def test_summary_to_dict_is_asdict_with_the_counts():
+    from dataclasses import asdict
+
+    s = recording.CheckSummary(check_id=3, time="2026-12-01T09:00:00Z", new=["XF-1", "XF-2"], resolving=["XF-3 1/2"],
+                               stack_changed=[{"key": ["a", "b"], "was": {"x": 1}}], stale={"keys": [{"k": 1}]},
+                               uncertain=2, rows=10)
+    d = s.to_dict()
+    assert d == {**asdict(s), "counts": s.counts()}
+    assert d["new"] is not s.new and d["stack_changed"][0] is not s.stack_changed[0]  # copies, as asdict's

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +63,10 @@ class CheckSummary:
                 "missing_reference": self.missing_reference, "rows": self.rows}
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        """asdict(self) and the counts; a list of ids copied as a list (asdict's deep copy walked
+        every id of a large check one by one: seconds at 1M records)."""
+        d = {f.name: list(v) if isinstance(v := getattr(self, f.name), list) and all(type(x) is str for x in v)
+             else copy.deepcopy(v) for f in fields(self)}
         d["counts"] = self.counts()
         return d
 
@@ -82,10 +86,26 @@ def _frame(corr: Correlation) -> pd.DataFrame:
                 raise TrackerError(f"correlation rows lack the {col!r} column (see xfid/engine/contract.py)")
     rows = frames[0]
     if len(frames) == 2:
-        extra = frames[1][~frames[1]["fingerprint"].isin(rows["fingerprint"])]
+        extra = frames[1][~_isin(frames[1]["fingerprint"], rows["fingerprint"])]
         if len(extra):
             rows = pd.concat([rows, extra], ignore_index=True)
     return rows.reset_index(drop=True)
+
+
+def _isin(values: pd.Series, among: pd.Series) -> Any:
+    """`values.isin(among)` (a boolean array). Arrow-backed strings on both sides go to pyarrow's
+    is_in directly: pandas turns every value of `among` into a Python object first (seconds for a
+    large check's rows)."""
+    import numpy as np
+    import pandas as pd
+
+    if not all(isinstance(s.dtype, pd.StringDtype) and s.dtype.storage == "pyarrow" for s in (values, among)):
+        return values.isin(among).to_numpy()
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    have = pa.array(values.array)
+    return np.asarray(pc.is_in(have, value_set=pa.array(among.array).cast(have.type)), dtype=np.bool_)
 
 
 def _comparisons(corr: Correlation) -> list[dict[str, Any]]:
@@ -128,6 +148,8 @@ class _Tally:
             yield rows
 
     def add(self, rows: pd.DataFrame) -> None:
+        import pandas as pd
+
         if len(rows):
             for col in ("fingerprint", "kind"):
                 if col not in rows.columns:
@@ -139,32 +161,34 @@ class _Tally:
         fps = rows["fingerprint"]
         has_fp = fps.notna()
         self.missing_reference += int((kinds == "missing_reference").fillna(False).sum())
-        self.fingerprints.update(fps[has_fp].astype(str))
+        self.fingerprints.update(fps[has_fp].astype(str).tolist())  # tolist: not an Arrow scalar at a time
         filed = rows[kinds.isin(FILING_KINDS).fillna(False)]
         if filed["fingerprint"].isna().any():
             bad = filed[filed["fingerprint"].isna()].iloc[0]
             raise TrackerError(f"correlation row {bad.name} ({', '.join(str(bad.get(c)) for c in KEY_COLUMNS)}) has "
                                "no fingerprint (the engine must fill it: xfid.engine.fingerprint)")
         if "severity" in filed.columns:  # each fingerprint's row of highest severity, the first of equals
-            filed = filed.assign(_sev=filed["severity"].map(as_float).fillna(-1.0))
+            filed = filed.assign(_sev=pd.Series(db.column_values(filed, "severity"), index=filed.index,
+                                                dtype="float64").fillna(-1.0))  # as_float of each, as arrays
             filed = filed.sort_values("_sev", ascending=False, kind="stable")
             sev = filed["_sev"]
         else:
             sev = None
         filed = filed.drop_duplicates("fingerprint")
-        for fp, pos, s in zip(filed["fingerprint"], filed.index,
-                              sev.loc[filed.index] if sev is not None else [-1.0] * len(filed), strict=True):
+        for fp, pos, s in zip(filed["fingerprint"].tolist(), filed.index.tolist(),
+                              sev.loc[filed.index].tolist() if sev is not None else [-1.0] * len(filed), strict=True):
             had = self.best.get(fp)
             if had is None or (sev is not None and s > had[0]):
                 self.best[fp] = (float(s), int(pos))
         unsure = rows[(kinds == UNCERTAIN).fillna(False) & has_fp].drop_duplicates("fingerprint")
-        for fp, pos in zip(unsure["fingerprint"], unsure.index, strict=True):
+        for fp, pos in zip(unsure["fingerprint"].tolist(), unsure.index.tolist(), strict=True):
             self.unsure.setdefault(fp, int(pos))
-        ok_rows = rows[(kinds == "ok").fillna(False) & has_fp]
-        ok_rows = ok_rows[~ok_rows["fingerprint"].astype(str).isin(self.ok.keys())].drop_duplicates("fingerprint")
-        read = ["fingerprint", *(c for c in CLEAN_INPUT if c in ok_rows.columns)]  # what is_clean reads, no more
-        for r in ok_rows[read].to_dict("records"):
-            self.ok[str(r["fingerprint"])] = is_clean(r, self.hysteresis)
+        ok_rows = rows[(kinds == "ok").fillna(False) & has_fp].drop_duplicates("fingerprint")
+        read = [c for c in CLEAN_INPUT if c in ok_rows.columns]  # what is_clean reads, no more
+        values = [ok_rows[c].tolist() for c in read]  # columns as lists: no per-row dict from pandas
+        for i, fp in enumerate(ok_rows["fingerprint"].astype(str).tolist()):
+            if fp not in self.ok:  # the first ok row of each fingerprint, over all chunks
+                self.ok[fp] = is_clean(dict(zip(read, (v[i] for v in values), strict=True)), self.hysteresis)
 
     def filed(self) -> list[int]:
         """The positions of the rows that file, in row order (new ids follow the engine's row order)."""
