@@ -185,10 +185,10 @@ class _Tally:
             self.unsure.setdefault(fp, int(pos))
         ok_rows = rows[(kinds == "ok").fillna(False) & has_fp].drop_duplicates("fingerprint")
         read = [c for c in CLEAN_INPUT if c in ok_rows.columns]  # what is_clean reads, no more
-        values = [ok_rows[c].tolist() for c in read]  # columns as lists: no per-row dict from pandas
-        for i, fp in enumerate(ok_rows["fingerprint"].astype(str).tolist()):
+        values = zip(*(ok_rows[c].tolist() for c in read), strict=True)  # "kind" at least: no dict from pandas
+        for fp, v in zip(ok_rows["fingerprint"].astype(str).tolist(), values, strict=True):
             if fp not in self.ok:  # the first ok row of each fingerprint, over all chunks
-                self.ok[fp] = is_clean(dict(zip(read, (v[i] for v in values), strict=True)), self.hysteresis)
+                self.ok[fp] = is_clean(dict(zip(read, v, strict=True)), self.hysteresis)
 
     def filed(self) -> list[int]:
         """The positions of the rows that file, in row order (new ids follow the engine's row order)."""
