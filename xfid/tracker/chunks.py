@@ -75,6 +75,11 @@ class RowChunks:
 
     def records(self, positions: Iterable[int]) -> Iterator[dict[str, Any]]:
         """The rows at `positions` (transformed), as dicts, in position order."""
+        for sub in self.frames(positions):
+            yield from sub.to_dict("records")
+
+    def frames(self, positions: Iterable[int]) -> Iterator[pd.DataFrame]:
+        """The rows at `positions` (transformed), as frames (one per chunk that has some), in position order."""
         import numpy as np
 
         wanted = np.unique(np.fromiter(positions, dtype=np.int64))
@@ -89,7 +94,7 @@ class RowChunks:
             sub = chunk.loc[wanted[lo:hi]]
             if self._transform is not None:
                 sub = self._transform(sub)
-            yield from sub.to_dict("records")
+            yield sub
             if hi == len(wanted):
                 return
 

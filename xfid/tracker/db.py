@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from xfid.sqlbackend import Database
+from xfid.sqlbackend import POSTGRESQL, Database
 from xfid.store import migrate
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MIGRATIONS: list[str] = [
     """
@@ -164,6 +167,34 @@ def observation_values(row: dict[str, Any]) -> list[Any]:
     return out
 
 
+def column_values(frame: pd.DataFrame, field: str) -> list[Any]:
+    """One column of a frame of correlation rows converted as `observation_values` converts each
+    value (as_float, as_int or as_text by OBSERVATION_FIELDS' types; KEY_COLUMNS and other fields as
+    text); a column the frame lacks gives None. Numeric columns are converted as arrays: the per-value
+    conversions were most of the time a check spent filing many issues."""
+    if field not in frame.columns:
+        return [None] * len(frame)
+    col = frame[field]
+    if field in FLOAT_FIELDS or field in INTEGER_FIELDS:
+        from pandas.api.types import is_numeric_dtype
+
+        if not is_numeric_dtype(col.dtype):
+            values = col.tolist()
+            return [as_float(v) for v in values] if field in FLOAT_FIELDS else [as_int(v) for v in values]
+        import numpy as np
+
+        a = col.to_numpy(dtype=np.float64, na_value=np.nan)
+        if field in FLOAT_FIELDS:
+            return [None if x != x else x for x in a.tolist()]
+        return [None if x != x or math.isinf(x) else int(x) for x in a.tolist()]
+    return [v if type(v) is str else as_text(v) for v in col.tolist()]
+
+
+def observation_rows(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
+    """`observation_values` of every row of a frame, as tuples (converted column by column)."""
+    return list(zip(*(column_values(frame, f) for f in OBSERVATION_FIELDS), strict=True)) if len(frame) else []
+
+
 def dumps(v: Any) -> str:
     return json.dumps(plain(v), sort_keys=True)
 
@@ -201,6 +232,60 @@ def next_issue_number(conn: Database) -> int:
         conn.defer("UPDATE tracker_seq SET value = ? WHERE name='issue'", (num,), rank=0)
     conn.tx_values["issue_seq"] = num
     return num
+
+
+def next_issue_numbers(conn: Database, n: int) -> list[int]:
+    """`n` calls of next_issue_number at once: the next `n` numbers, in order, with one statement."""
+    if n <= 0:
+        return []
+    last = conn.tx_values.get("issue_seq")
+    if last is None:
+        top = int(conn.execute("UPDATE tracker_seq SET value = value + ? WHERE name='issue' RETURNING value",
+                               (n,)).fetchone()[0])
+    else:
+        top = int(last) + n
+        conn.defer("UPDATE tracker_seq SET value = ? WHERE name='issue'", (top,), rank=0)
+    conn.tx_values["issue_seq"] = top
+    return list(range(top - n + 1, top + 1))
+
+
+def _many(conn: Database, sql: str, rows: Sequence[Sequence[Any]], rank: int) -> None:
+    """Run one statement for many rows: SQLite's executemany; on PostgreSQL inside a transaction,
+    deferred (sent with the others of its text as one pipelined batch: xfid.sqlbackend)."""
+    if not rows:
+        return
+    if conn.dialect == POSTGRESQL and conn.in_transaction:
+        for r in rows:
+            conn.defer(sql, r, rank=rank)
+    else:
+        conn.executemany(sql, rows)
+
+
+def _by_columns(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, ...], list[dict[str, Any]]]:
+    """Rows grouped by their columns (in the order each set first came), each group in order."""
+    out: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for values in rows:
+        out.setdefault(tuple(values), []).append(values)
+    return out
+
+
+def insert_issues(conn: Database, rows: Sequence[dict[str, Any]]) -> None:
+    """insert_issue for many rows: one statement per set of columns, rows in order."""
+    for cols, group in _by_columns(rows).items():
+        _check_columns(dict.fromkeys(cols), {"num", "fingerprint"})
+        _many(conn, f"INSERT INTO issues ({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})",
+              [[v[c] for c in cols] for v in group], rank=1)
+
+
+def update_issues(conn: Database, updates: Sequence[tuple[int, dict[str, Any]]]) -> None:
+    """update_issue for many issues (each at most once): one statement per set of columns."""
+    groups: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
+    for num, values in updates:
+        if values:
+            groups.setdefault(tuple(values), []).append((*values.values(), num))
+    for cols, rows in groups.items():
+        _check_columns(dict.fromkeys(cols), set())
+        _many(conn, f"UPDATE issues SET {', '.join(f'{c}=?' for c in cols)} WHERE num=?", rows, rank=1)
 
 
 def insert_issue(conn: Database, values: dict[str, Any]) -> None:
@@ -297,6 +382,27 @@ def insert_transition(conn: Database, num: int, check_id: int | None, time: str,
         rank=2)
 
 
+def insert_transitions(conn: Database, rows: Sequence[tuple[Any, ...]]) -> None:
+    """insert_transition for many rows, in order: (num, check_id, time, actor, action, from_state,
+    to_state, extra)."""
+    _many(conn, "INSERT INTO transitions (issue_num, check_id, time, actor, action, from_state, to_state,"
+          f" {', '.join(TRANSITION_EXTRA)}) VALUES ({','.join('?' * (7 + len(TRANSITION_EXTRA)))})",
+          [(*r[:7], *(r[7].get(k) for k in TRANSITION_EXTRA)) for r in rows], rank=2)
+
+
+def last_actions(conn: Database, nums: Iterable[int]) -> dict[int, str]:
+    """last_action of many issues: {num: action} for those with history."""
+    wanted = sorted({int(n) for n in nums})
+    out: dict[int, str] = {}
+    for i in range(0, len(wanted), 500):
+        part = wanted[i:i + 500]
+        marks = ",".join("?" * len(part))
+        out.update((int(r[0]), str(r[1])) for r in conn.execute(
+            "SELECT t.issue_num, t.action FROM transitions t JOIN (SELECT issue_num, MAX(id) AS id FROM transitions"
+            f" WHERE issue_num IN ({marks}) GROUP BY issue_num) m ON m.id = t.id", part))
+    return out
+
+
 def history(conn: Database, num: int) -> list[dict[str, Any]]:
     """An issue's transitions, oldest first; `related` as its XF-N (duplicate, downstream)."""
     out = []
@@ -312,6 +418,12 @@ def insert_observation(conn: Database, num: int, check_id: int, time: str, row: 
         f"INSERT INTO observations (issue_num, check_id, time, {', '.join(OBSERVATION_FIELDS)})"
         f" VALUES ({','.join('?' * (3 + len(OBSERVATION_FIELDS)))})",
         (num, check_id, time, *observation_values(row)), rank=2)
+
+
+def insert_observations(conn: Database, rows: Sequence[tuple[Any, ...]]) -> None:
+    """insert_observation for many rows, in order: (num, check_id, time, *observation values)."""
+    _many(conn, f"INSERT INTO observations (issue_num, check_id, time, {', '.join(OBSERVATION_FIELDS)})"
+          f" VALUES ({','.join('?' * (3 + len(OBSERVATION_FIELDS)))})", rows, rank=2)
 
 
 def observations(conn: Database, num: int) -> list[dict[str, Any]]:

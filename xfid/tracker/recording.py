@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +63,10 @@ class CheckSummary:
                 "missing_reference": self.missing_reference, "rows": self.rows}
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        """asdict(self) and the counts; a list of ids copied as a list (asdict's deep copy walked
+        every id of a large check one by one: seconds at 1M records)."""
+        d = {f.name: list(v) if isinstance(v := getattr(self, f.name), list) and all(type(x) is str for x in v)
+             else copy.deepcopy(v) for f in fields(self)}
         d["counts"] = self.counts()
         return d
 
@@ -82,10 +86,26 @@ def _frame(corr: Correlation) -> pd.DataFrame:
                 raise TrackerError(f"correlation rows lack the {col!r} column (see xfid/engine/contract.py)")
     rows = frames[0]
     if len(frames) == 2:
-        extra = frames[1][~frames[1]["fingerprint"].isin(rows["fingerprint"])]
+        extra = frames[1][~_isin(frames[1]["fingerprint"], rows["fingerprint"])]
         if len(extra):
             rows = pd.concat([rows, extra], ignore_index=True)
     return rows.reset_index(drop=True)
+
+
+def _isin(values: pd.Series, among: pd.Series) -> Any:
+    """`values.isin(among)` (a boolean array). Arrow-backed strings on both sides go to pyarrow's
+    is_in directly: pandas turns every value of `among` into a Python object first (seconds for a
+    large check's rows)."""
+    import numpy as np
+    import pandas as pd
+
+    if not all(isinstance(s.dtype, pd.StringDtype) and s.dtype.storage == "pyarrow" for s in (values, among)):
+        return values.isin(among).to_numpy()
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    have = pa.array(values.array)
+    return np.asarray(pc.is_in(have, value_set=pa.array(among.array).cast(have.type)), dtype=np.bool_)
 
 
 def _comparisons(corr: Correlation) -> list[dict[str, Any]]:
@@ -128,6 +148,8 @@ class _Tally:
             yield rows
 
     def add(self, rows: pd.DataFrame) -> None:
+        import pandas as pd
+
         if len(rows):
             for col in ("fingerprint", "kind"):
                 if col not in rows.columns:
@@ -139,32 +161,34 @@ class _Tally:
         fps = rows["fingerprint"]
         has_fp = fps.notna()
         self.missing_reference += int((kinds == "missing_reference").fillna(False).sum())
-        self.fingerprints.update(fps[has_fp].astype(str))
+        self.fingerprints.update(fps[has_fp].astype(str).tolist())  # tolist: not an Arrow scalar at a time
         filed = rows[kinds.isin(FILING_KINDS).fillna(False)]
         if filed["fingerprint"].isna().any():
             bad = filed[filed["fingerprint"].isna()].iloc[0]
             raise TrackerError(f"correlation row {bad.name} ({', '.join(str(bad.get(c)) for c in KEY_COLUMNS)}) has "
                                "no fingerprint (the engine must fill it: xfid.engine.fingerprint)")
         if "severity" in filed.columns:  # each fingerprint's row of highest severity, the first of equals
-            filed = filed.assign(_sev=filed["severity"].map(as_float).fillna(-1.0))
+            filed = filed.assign(_sev=pd.Series(db.column_values(filed, "severity"), index=filed.index,
+                                                dtype="float64").fillna(-1.0))  # as_float of each, as arrays
             filed = filed.sort_values("_sev", ascending=False, kind="stable")
             sev = filed["_sev"]
         else:
             sev = None
         filed = filed.drop_duplicates("fingerprint")
-        for fp, pos, s in zip(filed["fingerprint"], filed.index,
-                              sev.loc[filed.index] if sev is not None else [-1.0] * len(filed), strict=True):
+        for fp, pos, s in zip(filed["fingerprint"].tolist(), filed.index.tolist(),
+                              sev.loc[filed.index].tolist() if sev is not None else [-1.0] * len(filed), strict=True):
             had = self.best.get(fp)
             if had is None or (sev is not None and s > had[0]):
                 self.best[fp] = (float(s), int(pos))
         unsure = rows[(kinds == UNCERTAIN).fillna(False) & has_fp].drop_duplicates("fingerprint")
-        for fp, pos in zip(unsure["fingerprint"], unsure.index, strict=True):
+        for fp, pos in zip(unsure["fingerprint"].tolist(), unsure.index.tolist(), strict=True):
             self.unsure.setdefault(fp, int(pos))
-        ok_rows = rows[(kinds == "ok").fillna(False) & has_fp]
-        ok_rows = ok_rows[~ok_rows["fingerprint"].astype(str).isin(self.ok.keys())].drop_duplicates("fingerprint")
-        read = ["fingerprint", *(c for c in CLEAN_INPUT if c in ok_rows.columns)]  # what is_clean reads, no more
-        for r in ok_rows[read].to_dict("records"):
-            self.ok[str(r["fingerprint"])] = is_clean(r, self.hysteresis)
+        ok_rows = rows[(kinds == "ok").fillna(False) & has_fp].drop_duplicates("fingerprint")
+        read = [c for c in CLEAN_INPUT if c in ok_rows.columns]  # what is_clean reads, no more
+        values = zip(*(ok_rows[c].tolist() for c in read), strict=True)  # "kind" at least: no dict from pandas
+        for fp, v in zip(ok_rows["fingerprint"].astype(str).tolist(), values, strict=True):
+            if fp not in self.ok:  # the first ok row of each fingerprint, over all chunks
+                self.ok[fp] = is_clean(dict(zip(read, v, strict=True)), self.hysteresis)
 
     def filed(self) -> list[int]:
         """The positions of the rows that file, in row order (new ids follow the engine's row order)."""
@@ -231,16 +255,18 @@ def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label:
                 {str(s.get("source_id")) for s in corr.sources or [] if isinstance(s, dict)})
             before = triage_db.pending(conn)
             streaks = {fp: before.get(fp, 0) + 1 for fp in worse}
-            for row in rows.records(filed):
-                _observe(conn, cid, now, actor, row, existing.get(str(row["fingerprint"])), summary, unwaived)
-            for row in rows.records(unsure):
-                fp = str(row["fingerprint"])
+            confirmed, why = [], {}  # the uncertain rows that file, and what their notes add
+            for fp, pos in sorted(((str(fp), pos) for fp, pos in tally.unsure.items() if fp not in tally.best),
+                                  key=lambda x: x[1]):
                 iss = existing.get(fp)
                 if (iss is not None and iss["state"] != "resolved") or streaks[fp] >= noise.confirm_after:
-                    _observe(conn, cid, now, actor, row, iss, summary, unwaived,
-                             why=f"uncertain in {streaks[fp]} consecutive check(s) (confirm_after = {noise.confirm_after})")
+                    confirmed.append(pos)
+                    why[fp] = f"uncertain in {streaks[fp]} consecutive check(s) (confirm_after = {noise.confirm_after})"
                 else:
                     summary.pending.append(fp)
+            filing = Filing(conn, cid, now, actor, existing, summary, unwaived)
+            FILE_ROWS(filing, rows, filed, {})
+            FILE_ROWS(filing, rows, confirmed, why)
             triage_db.set_pending(conn, streaks, cid)
             for fp in sorted(clean):
                 iss = existing.get(fp)
@@ -277,6 +303,96 @@ def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label:
     if final is not None:
         store.share_check_file(final)  # a bucket's store: the other machines read the rows from there
     return summary
+
+
+@dataclass
+class Filing:
+    """What filing a check's rows needs besides the rows: where, when, by whom, the issues as the
+    check read them, the summary and the unwaived issues it adds to."""
+
+    conn: Database
+    cid: int
+    now: datetime
+    actor: str
+    existing: dict[str, dict[str, Any]]
+    summary: CheckSummary
+    unwaived: set[int]
+
+
+def file_each(f: Filing, rows: RowChunks, positions: list[int], why: dict[str, str]) -> None:
+    """File the rows at `positions` one by one (`_observe`): the plain version of `file_batched`."""
+    for row in rows.records(positions):
+        fp = str(row["fingerprint"])
+        _observe(f.conn, f.cid, f.now, f.actor, row, f.existing.get(fp), f.summary, f.unwaived, why=why.get(fp))
+
+
+def file_batched(f: Filing, rows: RowChunks, positions: list[int], why: dict[str, str]) -> None:
+    """File the rows at `positions` as `file_each` does, a chunk at a time: every row's action is
+    decided first (as `_observe` decides it), then each table is written with one statement per
+    kind of write (transitions.write_many, db.update_issues, db.insert_observations), the values
+    converted column by column. The same rows, issue numbers, notes, times and summary lists."""
+    for frame in rows.frames(positions):
+        _file_frame(f, frame.reset_index(drop=True), why)
+
+
+FILE_ROWS: Callable[[Filing, RowChunks, list[int], dict[str, str]], None] = file_batched
+"""How `record` files its rows (tests pin `file_batched` against `file_each`)."""
+
+
+def _file_frame(f: Filing, frame: pd.DataFrame, why: dict[str, str]) -> None:
+    t = stamp(f.now)
+    cid, summary = f.cid, f.summary
+    fps = [str(v) for v in frame["fingerprint"].tolist()]
+    kinds = frame["kind"].tolist()
+    latest = {c: db.column_values(frame, c) for c in LATEST_COLUMNS}
+    keys = {c: db.column_values(frame, c) for c in KEY_COLUMNS}
+    issues = [f.existing.get(fp) for fp in fps]
+    last = db.last_actions(f.conn, (int(iss["num"]) for iss in issues if iss is not None and iss["state"] in TRIAGED))
+    planned: list[transitions.Planned] = []
+    nums: list[int | None] = []  # each row's issue number (None: a new issue, numbered by write_many)
+    lists: list[list[str]] = []  # the summary list each row's id goes to
+    updates: list[tuple[int, dict[str, Any]]] = []
+    for i, (fp, iss) in enumerate(zip(fps, issues, strict=True)):
+        extra = f"; {why[fp]}" if why.get(fp) else ""
+        seen = {**{c: latest[c][i] for c in LATEST_COLUMNS}, "clean_streak": 0, "last_seen": t, "last_check": cid}
+        if iss is None:
+            planned.append(transitions.Planned(
+                None, "detected", {"fingerprint": fp, **{c: keys[c][i] for c in KEY_COLUMNS}, **seen,
+                                   "first_seen": t, "first_check": cid}, f"first seen in check {cid}{extra}"))
+            nums.append(None)
+            lists.append(summary.new)
+            continue
+        num, state = int(iss["num"]), iss["state"]
+        nums.append(num)
+        rel = latest["rel_error"][i]
+        bound = iss["waiver_max_error"]
+        if state in TRIAGED:
+            if last.get(num) != "still_seen":
+                related = iss.get("related_to")
+                planned.append(transitions.Planned(
+                    iss, "still_seen", seen, f"seen again ({kinds[i]}) in check {cid}; stays {state}"
+                    + (f" of {format_id(int(related))}" if related is not None else "") + " (not reopened)"))
+            else:
+                updates.append((num, {**seen, "updated_at": t}))
+            lists.append(summary.triaged)
+        elif state == "resolved":
+            planned.append(transitions.Planned(iss, "recurred", seen, f"seen again in check {cid}{extra}"))
+            lists.append(summary.reopened)
+        elif state == "waived" and bound is not None and rel is not None and abs(rel) > bound:
+            planned.append(transitions.Planned(
+                iss, "waiver_exceeded", seen, f"|rel_error| {abs(rel):.4g} > waiver bound {bound:.4g} in check {cid}"))
+            f.unwaived.add(num)
+            lists.append(summary.still_open)
+        else:
+            updates.append((num, {**seen, "updated_at": t}))
+            lists.append(summary.waived if state == "waived" else summary.still_open)
+    fresh = iter(w.num for w, p in zip(transitions.write_many(f.conn, planned, actor=f.actor, now=f.now, check_id=cid),
+                                       planned, strict=True) if p.issue is None)
+    nums = [next(fresh) if n is None else n for n in nums]
+    db.update_issues(f.conn, updates)
+    db.insert_observations(f.conn, [(n, cid, t, *obs) for n, obs in zip(nums, db.observation_rows(frame), strict=True)])
+    for n, lst in zip(nums, lists, strict=True):
+        lst.append(format_id(n))
 
 
 def _observe(conn: Database, cid: int, now: datetime, actor: str, row: dict[str, Any],

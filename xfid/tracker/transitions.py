@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as dtime
 from typing import Any, NamedTuple
@@ -67,6 +68,55 @@ def write(conn: Database, issue: dict[str, Any] | None, event: str, *, actor: st
                           "until": until if waive else None, "max_error": max_error if waive else None,
                           "related": related if event in lifecycle.RELATED else None})
     return Transition(num, old, new)
+
+
+class Planned(NamedTuple):
+    """One automatic event of many (write_many): the issue (None: file a new one), the event, the
+    issue columns to set, the note."""
+
+    issue: dict[str, Any] | None
+    event: str
+    values: dict[str, Any]
+    note: str | None
+
+
+def write_many(conn: Database, planned: Sequence[Planned], *, actor: str, now: datetime,
+               check_id: int | None = None) -> list[Transition]:
+    """`write` of many automatic events (lifecycle.AUTO) at once, as a check files its rows: the same
+    issue rows, new issues numbered in the order given, the history rows in that order, in the
+    caller's transaction; one statement per table and set of columns (PostgreSQL pipelines them).
+    Each issue at most once. Checked whole before anything is written.
+
+    Raises:
+        TransitionRefused: an event that does not apply to its issue's state; nothing is written.
+        ValueError: a manual action (those go through `write`).
+    """
+    if not conn.in_transaction:
+        raise RuntimeError("transitions.write_many must run inside a write transaction")
+    t = stamp(now)
+    decided = []
+    for p in planned:
+        if p.event not in lifecycle.AUTO:
+            raise ValueError(f"write_many takes automatic events only, not {p.event!r}")
+        old = None if p.issue is None else str(p.issue["state"])
+        new = lifecycle.apply(old, p.event)
+        decided.append((old, new, {**lifecycle.row_changes(old, p.event, new), **p.values,
+                                   "state": new, "updated_at": t}))
+    fresh = iter(db.next_issue_numbers(conn, sum(p.issue is None for p in planned)))
+    out, inserts, updates, history = [], [], [], []
+    for p, (old, new, changes) in zip(planned, decided, strict=True):
+        if p.issue is None:
+            num = next(fresh)
+            inserts.append({"num": num, **changes})
+        else:
+            num = int(p.issue["num"])
+            updates.append((num, changes))
+        history.append((num, check_id, t, actor, p.event, old, new, {"note": p.note}))
+        out.append(Transition(num, old, new))
+    db.insert_issues(conn, inserts)
+    db.update_issues(conn, updates)
+    db.insert_transitions(conn, history)
+    return out
 
 
 def expire_waivers(conn: Database, now: datetime, *, actor: str, check_id: int | None = None) -> list[int]:
