@@ -305,3 +305,31 @@ def test_record_groups_are_a_plain_groupby():
         assert got[k].keys() == want[k].keys()
         for stat in want[k]:
             assert np.array_equal(got[k][stat], want[k][stat])
+
+
+def test_clean_rows_is_clean_of_each_row():
+    """`clean_rows` (a check's ok rows at once) equals `clean` row by row: no interval, an interval
+    inside and beyond the margin, one bound missing, the engine's verdict by an absolute
+    tolerance, missing and non-numeric numbers, infinities, other kinds, columns absent."""
+    import pandas as pd
+
+    from xfid.tracker.noise import clean_rows
+
+    rng = np.random.default_rng(4)
+    choices = [None, np.nan, np.inf, -np.inf, "0.05", 0.0, 0.1]
+    rows = []
+    for _ in range(600):
+        rel = float(rng.normal(0, 0.08))
+        r = {"kind": rng.choice(["ok", "ok", "ok", "over_tolerance", "uncertain"]), "tolerance": 0.1,
+             "rel_error": rel, "rel_error_low": None, "rel_error_high": None}
+        if rng.random() < 0.7:
+            r["rel_error_low"], r["rel_error_high"] = rel - float(rng.uniform(0, 0.05)), rel + float(rng.uniform(0, 0.05))
+        for k in ("tolerance", "rel_error", "rel_error_low", "rel_error_high"):
+            if rng.random() < 0.15:
+                r[k] = choices[int(rng.integers(0, len(choices)))]
+        rows.append(r)
+    frame = pd.DataFrame(rows)
+    for h in (0.0, 0.2, 0.5):
+        assert clean_rows(frame, h).tolist() == [clean(r, h) for r in frame.to_dict("records")]
+        slim = frame[["kind", "tolerance", "rel_error"]]  # no interval columns
+        assert clean_rows(slim, h).tolist() == [clean(r, h) for r in slim.to_dict("records")]

@@ -281,6 +281,25 @@ def clean(row: dict[str, Any], hysteresis: float) -> bool:
     return worst <= tol * (1 - hysteresis)
 
 
+def clean_rows(rows: pd.DataFrame, hysteresis: float) -> np.ndarray:
+    """`clean(row, hysteresis)` of every row of a frame at once (its CLEAN_INPUT columns; a
+    missing column reads as None): a missing or non-numeric number as as_float reads it (None),
+    infinities kept."""
+    import pandas as pd
+
+    def number(c: str) -> np.ndarray:
+        if c not in rows.columns:
+            return np.full(len(rows), np.nan)
+        return pd.to_numeric(rows[c].astype(object), errors="coerce").to_numpy(np.float64, na_value=np.nan)
+
+    kind = rows[CLEAN_INPUT[0]].astype(str).to_numpy() if CLEAN_INPUT[0] in rows.columns else np.full(len(rows), "")
+    tol, rel, low, high = (number(c) for c in CLEAN_INPUT[1:])  # tolerance, rel_error, the interval
+    with np.errstate(invalid="ignore"):
+        engine = np.isnan(tol) | np.isnan(rel) | (np.abs(rel) > tol)  # the engine's verdict stands
+        worst = np.where(np.isnan(low) | np.isnan(high), np.abs(rel), np.maximum(np.abs(low), np.abs(high)))
+        return (kind == "ok") & (engine | (worst <= tol * (1 - hysteresis)))
+
+
 def attach(corr: Correlation, repeats: Repeats, settings: NoiseSettings = NoiseSettings()) -> int:
     """Add NOISE_COLUMNS to `corr.rows` and set the noise-aware kind; rebuild the discrepancies.
 

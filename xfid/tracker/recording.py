@@ -15,8 +15,7 @@ from xfid.tracker import checkfiles, config_db, db, evidence, transitions, triag
 from xfid.tracker.chunks import RowChunks
 from xfid.tracker.db import KEY_COLUMNS, LATEST_COLUMNS, as_float, as_text, plain
 from xfid.tracker.lifecycle import ACTIVE, FILING_KINDS, TRIAGED, format_id, stamp
-from xfid.tracker.noise import CLEAN_INPUT, UNCERTAIN, NoiseSettings
-from xfid.tracker.noise import clean as is_clean
+from xfid.tracker.noise import UNCERTAIN, NoiseSettings, clean_rows
 
 CheckConfig = tuple[str, str | None, str | None]
 """(hash, path, text) of the config a check was judged by (xfid.tracker.config_db)."""
@@ -184,11 +183,10 @@ class _Tally:
         for fp, pos in zip(unsure["fingerprint"].tolist(), unsure.index.tolist(), strict=True):
             self.unsure.setdefault(fp, int(pos))
         ok_rows = rows[(kinds == "ok").fillna(False) & has_fp].drop_duplicates("fingerprint")
-        read = [c for c in CLEAN_INPUT if c in ok_rows.columns]  # what is_clean reads, no more
-        values = zip(*(ok_rows[c].tolist() for c in read), strict=True)  # "kind" at least: no dict from pandas
-        for fp, v in zip(ok_rows["fingerprint"].astype(str).tolist(), values, strict=True):
+        flags = clean_rows(ok_rows, self.hysteresis).tolist()  # noise.clean of each row, at once
+        for fp, ok in zip(ok_rows["fingerprint"].astype(str).tolist(), flags, strict=True):
             if fp not in self.ok:  # the first ok row of each fingerprint, over all chunks
-                self.ok[fp] = is_clean(dict(zip(read, v, strict=True)), self.hysteresis)
+                self.ok[fp] = ok
 
     def filed(self) -> list[int]:
         """The positions of the rows that file, in row order (new ids follow the engine's row order)."""
