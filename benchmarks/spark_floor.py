@@ -11,7 +11,8 @@ of reach on this machine whatever the engine's plan.
 
 Each run is its own process; local and floor alternate; medians of wall time are printed, and the
 floor's JVM CPU seconds (the steadier figure on a shared machine). `--conf KEY=VALUE` (repeatable)
-gives the floor a Spark setting as a user's conf would; `--before-conf KEY=VALUE` (repeatable)
+gives the floor a Spark setting as a user's conf would (JVM options keep xfid's log4j option in
+front, as in benchmarks/spark.py); `--before-conf KEY=VALUE` (repeatable)
 adds a third run to each round, "before": the floor with those settings instead (e.g. Spark's own
 values of what xfid's local-mode defaults change), so both floors are measured in the same rounds.
 """
@@ -65,7 +66,11 @@ def child(kind: str, store_dir: str, master: str, conf: dict[str, str]) -> None:
         from pyspark.sql import functions as F
 
         from xfid.engine.spark.select import committed_parts, spark_path
-        from xfid.engine.spark.session import quiet, spark_session
+        from xfid.engine.spark.session import LOG4J, quiet, spark_session
+
+        given = conf.get("spark.driver.extraJavaOptions")
+        if given is not None and "log4j2.configurationFile" not in given:  # JVM options: keep xfid's logging
+            conf = {**conf, "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J.as_uri()} {given}"}
 
         jvm = {"cpu": 0.0}
         done = threading.Event()
