@@ -130,7 +130,7 @@ LOCAL_JAVA_OPTIONS: tuple[str, ...] = (
     # 2-core, 24 GB machine at 10M records (docs/scale.md, "Spark's local-mode settings, measured
     # 2026-12-07 evening", medians of 2 G1 and 3 serial runs, interleaved): the JVM's CPU 225 ->
     # 168 s (-25%; JIT, GC threads and tasks all lower), its peak RSS 3.3 -> 2.5 GB, the floor
-    # (benchmarks/spark_floor.py) 2.76x -> 2.07x the local engine, the same rows. Parallel GC, one
+    # (benchmarks/spark_floor.py) 2.19x -> 1.98x the local engine, the same rows. Parallel GC, one
     # G1 thread, C1-only JIT (less JIT, slower tasks: a loss at 10M), shuffle/IO compression
     # codecs, AQE off and locality wait 0 were measured too and are not set (the section says why).
     "-XX:+UseSerialGC",
