@@ -20,6 +20,13 @@ that will not fit in memory: that run is reported as refused, with its error.
     python benchmarks/spark.py --records 10000000
     python benchmarks/spark.py --records 10000000 --memory auto --partitions 0   # xfid's local-mode sizing
     python benchmarks/spark.py --records 100000000 --engines spark --workdir /var/tmp/xfid-bench --keep
+    python benchmarks/spark.py --records 1000000 --engines spark --memory auto --partitions 0 \\
+        --conf spark.shuffle.compress=false --conf spark.driver.extraJavaOptions=-XX:+UseParallelGC
+
+`--conf KEY=VALUE` (repeatable) passes a Spark setting to the Spark runs as a user's `[engine.spark]
+conf` would (it wins over xfid's defaults); JVM options given as `spark.driver.extraJavaOptions`
+keep xfid's log4j option in front (the JVM logs errors only, as in xfid's own sessions).
+`--results FILE` appends each run's figures as one JSON line (with `--label` and the settings).
 """
 
 from __future__ import annotations
@@ -83,15 +90,46 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
+THREAD_KINDS = (("JIT", ("C1 CompilerThre", "C2 CompilerThre", "Sweeper thread")),
+                ("GC", ("GC Thread", "G1 ", "VM Thread")))
+"""The JVM's long-lived service threads by what they do, from their names (/proc's 15-character
+`comm`). The rest (task threads, scheduler, planning, codegen, Py4J, listeners) is the JVM's
+total less these: task threads come and go between samples, the process's total keeps them."""
+
+
+def _thread_kind(name: str) -> str:
+    return next((kind for kind, prefixes in THREAD_KINDS if name.startswith(prefixes)), "other")
+
+
+def _thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
+    """Per thread of a process: (kind, user + system CPU seconds)."""
+    out = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for t in tids:
+        try:
+            text = Path(f"/proc/{pid}/task/{t}/stat").read_text()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1:text.rindex(")")]
+        fields = text.rsplit(")", 1)[1].split()
+        out[int(t)] = (_thread_kind(name), (int(fields[11]) + int(fields[12])) / TICK)
+    return out
+
+
 class Sampler:
     """Peak RSS of the JVM (its own VmHWM) and of the summed Python workers under it, and the CPU
     time each used (per process the last sample, summed: the executors' Python is not in Spark's
-    executorCpuTime)."""
+    executorCpuTime); the JVM's CPU also per kind of thread (JIT compilers, GC, task threads,
+    the rest), each thread's last sample (a thread that ends between samples loses < 0.2 s)."""
 
     def __init__(self) -> None:
         self.jvm_kb = 0
         self.workers_kb = 0
         self.cpu: dict[int, tuple[str, float]] = {}
+        self.threads: dict[tuple[int, int], tuple[str, float]] = {}
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
         self._t.start()
@@ -105,6 +143,8 @@ class Sampler:
                 name = st.get("Name", "").strip()
                 if name == "java":
                     self.jvm_kb = max(self.jvm_kb, _kb(st.get("VmHWM")))
+                    for tid, v in _thread_cpu(c).items():
+                        self.threads[(c, tid)] = v
                 elif name.startswith("python"):
                     total += _kb(st.get("VmRSS"))
                 if name == "java" or name.startswith("python"):
@@ -115,6 +155,12 @@ class Sampler:
     def stop(self) -> None:
         self._stop.set()
         self._t.join()
+
+    def jvm_threads_s(self) -> dict[str, float]:
+        """The JVM's CPU seconds per kind of thread (THREAD_KINDS), and the rest ("other")."""
+        out = {kind: sum(t for k, t in self.threads.values() if k == kind) for kind, _ in THREAD_KINDS}
+        out["other"] = self.cpu_s("java") - sum(out.values())
+        return {k: round(v, 1) for k, v in out.items()}
 
     def cpu_s(self, kind: str) -> float:
         """CPU seconds of the sampled processes of one kind ("java" or "python")."""
@@ -154,7 +200,16 @@ def _stage_lines(stages: list[dict]) -> list[str]:
     return out
 
 
-def child(engine: str, store_dir: str, master: str, memory: str, partitions: int) -> None:
+def _java_options(given: str) -> str:
+    """JVM options with xfid's log4j option in front (as session.py sets it when nobody does)."""
+    log = Path(__file__).resolve().parent.parent / "xfid" / "engine" / "spark" / "log4j2.properties"
+    if "log4j2.configurationFile" in given or not log.exists():
+        return given
+    return f"-Dlog4j2.configurationFile={log.as_uri()} {given}".strip()
+
+
+def child(engine: str, store_dir: str, master: str, memory: str, partitions: int,
+          extra: dict[str, str] | None = None) -> None:
     from xfid.config import load_config
     from xfid.errors import XfidError
     from xfid.store import Store
@@ -182,9 +237,13 @@ def child(engine: str, store_dir: str, master: str, memory: str, partitions: int
             conf["spark.driver.memory"] = memory
         if partitions:
             conf["spark.sql.shuffle.partitions"] = str(partitions)
+        conf.update(extra or {})
+        if "spark.driver.extraJavaOptions" in conf:
+            conf["spark.driver.extraJavaOptions"] = _java_options(conf["spark.driver.extraJavaOptions"])
         store = Store(store_dir)  # "auto" / 0: sized from the machine and the store's record count
         spark = spark_session(None, master, conf, records=sum(int(n or 0) for n in store.counts().values()))
         out["settings"] = {k: spark.conf.get(k) for k in ("spark.driver.memory", "spark.sql.shuffle.partitions")}
+        out["conf"] = extra or {}
         out["session_s"] = time.perf_counter() - t
         dest = Path(store_dir).parent / f"out-{os.getpid()}.parquet"
         req = Request.of(out=str(dest)) if engine == "spark-parquet" else None
@@ -201,10 +260,13 @@ def child(engine: str, store_dir: str, master: str, memory: str, partitions: int
         stages = _stages(spark)
         out["shuffle_bytes"] = None if stages is None else sum(int(s.get("shuffleWriteBytes", 0)) for s in stages)
         out["stages"] = [] if stages is None else _stage_lines(stages)
+        out["stages_run_s"] = None if stages is None else sum(s["executorRunTime"] for s in stages) / 1000
+        out["stages_cpu_s"] = None if stages is None else sum(s.get("executorCpuTime", 0) for s in stages) / 1e9
         sampler.stop()
         out["jvm_peak_rss_mb"] = sampler.jvm_kb / 1024
         out["workers_peak_rss_mb"] = sampler.workers_kb / 1024
         out["jvm_cpu_s"], out["workers_cpu_s"] = sampler.cpu_s("java"), sampler.cpu_s("python")
+        out["jvm_threads_s"] = sampler.jvm_threads_s()
         out["rows_aligned"] = c.settings["spark"]["rows"]
     if c is not None:
         if engine == "local":
@@ -220,6 +282,8 @@ def child(engine: str, store_dir: str, master: str, memory: str, partitions: int
 def _once(engine: str, store: Path, args: argparse.Namespace) -> dict | None:
     cmd = [sys.executable, __file__, "--child", engine, str(store), "--master", args.master, "--memory",
            args.memory, "--partitions", str(args.partitions)]
+    for kv in args.conf:
+        cmd += ["--conf", kv]
     p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
     if p.returncode:
         said = [ln for ln in p.stderr.splitlines() if any(w in ln for w in ("Error", "Exception", "Caused by"))]
@@ -261,11 +325,16 @@ def measure(n: int, workdir: Path, args: argparse.Namespace) -> None:
             line += (f"  JVM (driver+executors) peak RSS {r['jvm_peak_rss_mb']:7.0f} MB  executor Python workers "
                      f"peak RSS {r['workers_peak_rss_mb']:7.0f} MB  shuffle written "
                      f"{'n/a' if sb is None else f'{sb / 1e9:.2f} GB'}  CPU: JVM {r['jvm_cpu_s']:.1f} s, Python "
-                     f"workers {r['workers_cpu_s']:.1f} s  (session start {r['session_s']:.1f} s; "
-                     f"{r.get('settings')})")
+                     f"workers {r['workers_cpu_s']:.1f} s; stages: run {r['stages_run_s'] or 0:.1f} s, "
+                     f"executor CPU {r['stages_cpu_s'] or 0:.1f} s; JVM threads {r.get('jvm_threads_s')}  (session start {r['session_s']:.1f} s; "
+                     f"{r.get('settings')}; --conf {r.get('conf') or 'none'})")
         if "rows_aligned" in r:
             line += f"  rows {r['rows_aligned']:,} discrepancies {r['discrepancies']:,} comparisons {r['comparisons']:,}"
         print(line + f"  load after: {_load()}", flush=True)
+        if args.results:
+            with open(args.results, "a") as f:
+                f.write(json.dumps({"label": args.label, "records": n, "load_after": _load(),
+                                    **{k: v for k, v in r.items() if k != "stages"}}) + "\n")
         for st in r.get("stages", []):
             print(st, flush=True)
     if "local" in res and "spark" in res and "refused" not in res["local"]:
@@ -292,9 +361,17 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=32, help="spark.sql.shuffle.partitions (0: sized by xfid)")
     ap.add_argument("--workdir", help="where the stores are built (default: a temporary directory)")
     ap.add_argument("--keep", action="store_true", help="keep the stores (reused by the next run in --workdir)")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Spark setting for the Spark runs, as a user's [engine.spark] conf (repeatable)")
+    ap.add_argument("--results", help="append each run's figures to this file, one JSON line a run")
+    ap.add_argument("--label", default="", help="a name for this run's settings in --results")
     args = ap.parse_args()
+    bad = [kv for kv in args.conf if "=" not in kv or not kv.split("=", 1)[0].strip()]
+    if bad:
+        ap.error(f"--conf takes KEY=VALUE, got {bad[0]!r}")
+    extra = {k.strip(): v for k, v in (kv.split("=", 1) for kv in args.conf)}
     if args.child:
-        child(*args.child, args.master, args.memory, args.partitions)
+        child(*args.child, args.master, args.memory, args.partitions, extra)
         return
     sizes = args.records or [10_000_000, 100_000_000]
     if args.workdir:

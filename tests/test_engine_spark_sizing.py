@@ -198,3 +198,119 @@ def test_cli_out_of_memory_is_an_error_with_the_fix_exit_2(tmp_path, monkeypatch
     assert r.exit_code == 2, r.output
     assert "Error: Spark (local[2]) ran out of memory" in r.output and "spark.driver.memory = " in r.output
     assert "[engine.spark] conf" in r.output and "Traceback" not in r.output
+
+
+# --- the measured local-mode JVM options (sizing.LOCAL_JAVA_OPTIONS), through session.prepare
+
+
+def _prepared(master: str | None, section: dict | None = None, conf: dict | None = None,
+              records: int | None = 10_000_000) -> dict[str, str]:
+    """What a new session of `master` would be given, from `[engine.spark] conf` = section and the
+    caller's conf (as spark_session builds it, without starting Spark)."""
+    from xfid.engine.spark.session import _settings, prepare
+
+    cfg = config({"engine": {"spark": {"conf": section}}}) if section else None
+    _, settings, user = _settings(cfg, master, conf)
+    prepare(settings, user, master, records, 20 * GB)
+    return settings
+
+
+def _log4j_option() -> str:
+    from xfid.engine.spark.session import LOG4J
+
+    assert LOG4J.exists()
+    return f"-Dlog4j2.configurationFile={LOG4J.as_uri()}"
+
+
+def test_the_jvm_options_are_the_ones_docs_give_a_measured_reason_for():
+    from pathlib import Path
+
+    from xfid.engine.spark.sizing import LOCAL_JAVA_OPTIONS
+
+    assert LOCAL_JAVA_OPTIONS and all(o.startswith("-XX:") for o in LOCAL_JAVA_OPTIONS)
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "scale.md").read_text()
+    section = docs[docs.index("## Spark's local-mode settings"):]
+    for option in LOCAL_JAVA_OPTIONS:
+        assert option in section, option
+
+
+@pytest.mark.parametrize("master", ["local[2]", "local", "local[*]", "local[4, 2]"])
+def test_a_local_master_gets_the_jvm_options_after_the_log4j_option(master):
+    from xfid.engine.spark.sizing import LOCAL_JAVA_OPTIONS
+
+    for records in (10_000_000, None):  # with or without a record count to size the heap from
+        options = _prepared(master, records=records)["spark.driver.extraJavaOptions"].split()
+        assert options[0] == _log4j_option()  # the JVM still logs errors only
+        assert options[1:] == list(LOCAL_JAVA_OPTIONS)
+
+
+@pytest.mark.parametrize("master", ["yarn", "spark://h:7077", "k8s://https://x", "local-cluster[2,1,1024]"])
+def test_a_cluster_master_gets_the_log4j_option_alone(master):
+    s = _prepared(master)
+    assert s["spark.driver.extraJavaOptions"] == _log4j_option()  # as before
+    assert "spark.driver.memory" not in s and "spark.sql.shuffle.partitions" not in s
+
+
+@pytest.mark.parametrize("where", ["section", "conf"])
+def test_a_users_own_java_options_are_kept_whole(where):
+    mine = {"spark.driver.extraJavaOptions": "-XX:+UseG1GC -Dmy.flag=1"}
+    s = _prepared("local[2]", **{where: mine})
+    assert s["spark.driver.extraJavaOptions"] == "-XX:+UseG1GC -Dmy.flag=1"  # no log4j, no xfid options
+    # the caller's conf wins over [engine.spark] conf, as for every setting
+    both = _prepared("local[2]", section={"spark.driver.extraJavaOptions": "-Dfrom.toml=1"},
+                     conf={"spark.driver.extraJavaOptions": "-Dfrom.caller=1"})
+    assert both["spark.driver.extraJavaOptions"] == "-Dfrom.caller=1"
+
+
+def test_other_user_settings_leave_the_jvm_options_and_are_kept():
+    from xfid.engine.spark.sizing import LOCAL_JAVA_OPTIONS
+
+    mine = {"spark.driver.memory": "3g", "spark.io.compression.codec": "zstd", "spark.driver.extraClassPath": "/x"}
+    s = _prepared("local[2]", section=mine)
+    assert {k: s[k] for k in mine} == mine
+    assert s["spark.driver.extraJavaOptions"].split()[1:] == list(LOCAL_JAVA_OPTIONS)
+
+
+SESSION_PROBE = """
+import json, sys
+from xfid.engine.spark.session import quiet, spark_session
+with quiet():
+    spark = spark_session(None, sys.argv[1], json.loads(sys.argv[2]), records=1000)
+    bean = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    print(json.dumps(list(bean.getInputArguments())))
+    spark.stop()
+"""
+
+
+def _jvm_arguments(master: str, conf: dict) -> list[str]:
+    """The arguments the JVM of a new session (started as xfid starts one, in its own interpreter)
+    reports it was started with."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.test_engine_spark import CI, _missing_prerequisite
+
+    why = _missing_prerequisite()
+    if why:
+        if CI:
+            pytest.fail(f"CI=true and {why}: the Spark engine tests must run in CI")
+        pytest.skip(why)
+    p = subprocess.run([sys.executable, "-c", SESSION_PROBE, master, json.dumps(conf)], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_a_started_local_session_runs_its_jvm_with_the_options_unless_the_user_gives_some():
+    """With Java: the local JVM really runs with the options (the JVM's own list of its arguments),
+    the log4j option first; a user's own options replace them."""
+    from xfid.engine.spark.sizing import LOCAL_JAVA_OPTIONS
+
+    args = _jvm_arguments("local[1]", {"spark.ui.enabled": "false"})
+    assert _log4j_option() in args
+    for option in LOCAL_JAVA_OPTIONS:
+        assert option in args, (option, args)
+    args = _jvm_arguments("local[1]", {"spark.ui.enabled": "false", "spark.driver.extraJavaOptions": "-Dxfid.mine=1"})
+    assert "-Dxfid.mine=1" in args and _log4j_option() not in args
+    assert not [o for o in LOCAL_JAVA_OPTIONS if o in args]

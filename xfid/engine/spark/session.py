@@ -12,11 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from xfid.config import Config
-from xfid.engine.spark.sizing import apply_local_defaults
+from xfid.engine.spark.sizing import apply_local_defaults, java_options
 from xfid.errors import EngineError, XfidWarning
 from xfid.sysmem import available_memory
 
 INSTALL = "pip install 'xfid[spark]'"
+LOG4J = Path(__file__).with_name("log4j2.properties")
+"""The JVM's logging configuration (errors only), given as a `-D` option unless the user sets
+spark.driver.extraJavaOptions."""
 DEFAULTS = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
@@ -76,12 +79,28 @@ def _settings(config: Config | None, master: str | None,
     return chosen, out, set(mine)
 
 
+def prepare(settings: dict[str, str], user: set[str], master: str | None, records: int | None,
+            available: int | None) -> list[str]:
+    """Complete a new session's `settings` for `master`: a local master's heap and shuffle
+    partitions (sized from `records` and `available` memory) unless the user set them (`user`);
+    the JVM's options (the log4j option, and for a local master sizing.LOCAL_JAVA_OPTIONS) unless
+    the user set spark.driver.extraJavaOptions, which is then kept whole. Returns the warnings
+    to give."""
+    said = apply_local_defaults(settings, user, master, records, available)
+    if "spark.driver.extraJavaOptions" not in settings:
+        options = java_options(master, LOG4J.as_uri() if LOG4J.exists() else None)
+        if options:
+            settings["spark.driver.extraJavaOptions"] = options
+    return said
+
+
 def spark_session(config: Config | None, master: str | None = None, conf: Mapping[str, Any] | None = None,
                   records: int | None = None) -> Any:
     """The active SparkSession, else a new one (local[*] unless a master is configured or given
     by spark-submit). Local masters run the executors' Python as this interpreter; with
     `records` (the store's record count) a new local session's driver memory and shuffle
-    partitions are sized from the machine unless the user set them (xfid.engine.spark.sizing)."""
+    partitions are sized from the machine unless the user set them, and a local session gets
+    the settings measured to be cheaper on one machine (xfid.engine.spark.sizing; `prepare`)."""
     require_pyspark()
     from pyspark import SparkConf
     from pyspark.sql import SparkSession
@@ -92,14 +111,11 @@ def spark_session(config: Config | None, master: str | None = None, conf: Mappin
         return active
     if chosen is None and "spark.master" not in dict(SparkConf().getAll()):
         chosen = "local[*]"
-    for said in apply_local_defaults(settings, user, chosen, records, available_memory()):
+    for said in prepare(settings, user, chosen, records, available_memory()):
         warnings.warn(XfidWarning(said), stacklevel=2)
     if chosen and chosen.startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName("xfid")
-    log = Path(__file__).with_name("log4j2.properties")
-    if "spark.driver.extraJavaOptions" not in settings and log.exists():  # the JVM logs errors only
-        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={log.as_uri()}"
     if chosen:
         builder = builder.master(chosen)
     for k, v in settings.items():

@@ -10,6 +10,10 @@ chunked collects). The heap is capped at SPARK_SHARE of the memory available now
 driver, its workers and the rest of the machine need the rest). A setting the user made is kept
 as it is; when it cannot fit the machine, a warning says so.
 
+A local master's JVM also gets the options measured to cut Spark's CPU and wall time on one
+machine (LOCAL_JAVA_OPTIONS; docs/scale.md, "Spark's local-mode settings"), unless the user sets
+spark.driver.extraJavaOptions, which then replaces them (and the log4j option) whole.
+
 When Spark still runs out of memory, `oom_advice` names the setting to raise and a value from
 the same estimate (never less than twice what ran out).
 """
@@ -117,6 +121,32 @@ def parse_mem(text: str | None, default: int = GB) -> int:
         return default
     mult = {"": MB, "k": 1 << 10, "m": MB, "g": GB, "t": 1 << 40, "p": 1 << 50}[m.group(2)]
     return int(float(m.group(1)) * mult)
+
+
+LOCAL_JAVA_OPTIONS: tuple[str, ...] = (
+    # The serial collector instead of G1 (the JVM's default): in local mode the driver JVM is
+    # also the executor, its 2 cores shared with the Python workers; G1's concurrent threads and
+    # its heavier write barriers cost more there than its short pauses save. Measured on the
+    # 2-core, 24 GB machine at 10M records (docs/scale.md, "Spark's local-mode settings, measured
+    # 2026-12-07 evening", medians of 2 G1 and 3 serial runs, interleaved): the JVM's CPU 225 ->
+    # 168 s (-25%; JIT, GC threads and tasks all lower), its peak RSS 3.3 -> 2.5 GB, the floor
+    # (benchmarks/spark_floor.py) 2.19x -> 1.98x the local engine, the same rows. Parallel GC, one
+    # G1 thread, C1-only JIT (less JIT, slower tasks: a loss at 10M), shuffle/IO compression
+    # codecs, AQE off and locality wait 0 were measured too and are not set (the section says why).
+    "-XX:+UseSerialGC",
+)
+"""JVM options of a local master's driver (which is the executor too), after the log4j option,
+unless the user sets spark.driver.extraJavaOptions (then theirs are kept whole)."""
+
+
+def java_options(master: str | None, log4j: str | None) -> str | None:
+    """The driver's JVM options when the user gave none: the log4j configuration (`log4j`, a file
+    URI: the JVM logs errors only) and, for a local master, LOCAL_JAVA_OPTIONS; None when there
+    are none."""
+    options = [f"-Dlog4j2.configurationFile={log4j}"] if log4j else []
+    if local_cores(master) is not None:
+        options += LOCAL_JAVA_OPTIONS
+    return " ".join(options) or None
 
 
 def apply_local_defaults(settings: dict[str, str], user: set[str], master: str | None, records: int | None,
