@@ -102,7 +102,7 @@ def interval(cand: np.ndarray, ref: np.ndarray, rel: float, *, fingerprint: Any 
     return float(low), float(high)
 
 
-INTERVAL_BATCH = 256
+INTERVAL_BATCH = 64
 """Most keys whose draws `intervals` holds at once (256 keys x 2,000 resamples x their repeats)."""
 PICKS_MAX = 1 << 22
 """Most picks (resamples x repeats, over a batch's keys) of one side a batch draws at once, 32 MB:
@@ -455,6 +455,8 @@ def repeats_of(store: Store, config: Config, targets: set[str], runs: set[str],
         table = table.filter(mask)
         o = np.asarray(o)[mask.to_numpy(zero_copy_only=False)]
     groups = _record_groups(table, np.asarray(o), on)
+    del table
+    pa.default_memory_pool().release_unused()  # the records read are let go: only the groups stay
 
     def side(r: dict[str, Any], s: str) -> np.ndarray | None:
         """The side's records: the row's stat, else the one stat of the key with the engine's count
