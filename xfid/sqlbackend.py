@@ -222,6 +222,11 @@ class Database:
         """See PostgresDatabase.defer; SQLite runs the statement at once."""
         self.raw.execute(sql, params)
 
+    def defer_many(self, sql: str, rows: Sequence[Sequence[Any]], rank: int = 0) -> None:
+        """`defer` of each row in order; SQLite runs them at once, as one executemany."""
+        if rows:
+            self.raw.executemany(sql, rows)
+
     @property
     def in_transaction(self) -> bool:
         return self.raw.in_transaction
@@ -406,6 +411,16 @@ class PostgresDatabase(Database):
             self.execute(sql, params)
             return
         self._pending.setdefault((rank, sql), []).append(tuple(params))
+
+    def defer_many(self, sql: str, rows: Sequence[Sequence[Any]], rank: int = 0) -> None:
+        """`defer` of each row in order (in a transaction they join the batch of their text);
+        outside one, one executemany."""
+        if not rows:
+            return
+        if not self._tx:
+            self.executemany(sql, rows)
+            return
+        self._pending.setdefault((rank, sql), []).extend(tuple(r) for r in rows)
 
     def _flush(self) -> None:
         pending, self._pending = self._pending, {}

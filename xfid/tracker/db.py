@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from xfid.sqlbackend import POSTGRESQL, Database
+from xfid.sqlbackend import Database
 from xfid.store import migrate
 
 if TYPE_CHECKING:
@@ -223,15 +223,7 @@ def next_issue_number(conn: Database) -> int:
     counted on from it (the write lock is held: no other writer can move it meanwhile), so
     PostgreSQL's pipeline does not wait for the server once per new issue.
     """
-    last = conn.tx_values.get("issue_seq")
-    if last is None:
-        num = int(conn.execute("UPDATE tracker_seq SET value = value + 1 WHERE name='issue' RETURNING value")
-                  .fetchone()[0])
-    else:
-        num = int(last) + 1
-        conn.defer("UPDATE tracker_seq SET value = ? WHERE name='issue'", (num,), rank=0)
-    conn.tx_values["issue_seq"] = num
-    return num
+    return next_issue_numbers(conn, 1)[0]
 
 
 def next_issue_numbers(conn: Database, n: int) -> list[int]:
@@ -249,18 +241,6 @@ def next_issue_numbers(conn: Database, n: int) -> list[int]:
     return list(range(top - n + 1, top + 1))
 
 
-def _many(conn: Database, sql: str, rows: Sequence[Sequence[Any]], rank: int) -> None:
-    """Run one statement for many rows: SQLite's executemany; on PostgreSQL inside a transaction,
-    deferred (sent with the others of its text as one pipelined batch: xfid.sqlbackend)."""
-    if not rows:
-        return
-    if conn.dialect == POSTGRESQL and conn.in_transaction:
-        for r in rows:
-            conn.defer(sql, r, rank=rank)
-    else:
-        conn.executemany(sql, rows)
-
-
 def _by_columns(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, ...], list[dict[str, Any]]]:
     """Rows grouped by their columns (in the order each set first came), each group in order."""
     out: dict[tuple[str, ...], list[dict[str, Any]]] = {}
@@ -273,8 +253,7 @@ def insert_issues(conn: Database, rows: Sequence[dict[str, Any]]) -> None:
     """insert_issue for many rows: one statement per set of columns, rows in order."""
     for cols, group in _by_columns(rows).items():
         _check_columns(dict.fromkeys(cols), {"num", "fingerprint"})
-        _many(conn, f"INSERT INTO issues ({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})",
-              [[v[c] for c in cols] for v in group], rank=1)
+        conn.defer_many(_issue_insert(cols), [[v[c] for c in cols] for v in group], rank=1)
 
 
 def update_issues(conn: Database, updates: Sequence[tuple[int, dict[str, Any]]]) -> None:
@@ -285,21 +264,28 @@ def update_issues(conn: Database, updates: Sequence[tuple[int, dict[str, Any]]])
             groups.setdefault(tuple(values), []).append((*values.values(), num))
     for cols, rows in groups.items():
         _check_columns(dict.fromkeys(cols), set())
-        _many(conn, f"UPDATE issues SET {', '.join(f'{c}=?' for c in cols)} WHERE num=?", rows, rank=1)
+        conn.defer_many(_issue_update(cols), rows, rank=1)
+
+
+def _issue_insert(cols: Sequence[str]) -> str:
+    return f"INSERT INTO issues ({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})"
+
+
+def _issue_update(cols: Sequence[str]) -> str:
+    return f"UPDATE issues SET {', '.join(f'{c}=?' for c in cols)} WHERE num=?"
 
 
 def insert_issue(conn: Database, values: dict[str, Any]) -> None:
     _check_columns(values, {"num", "fingerprint"})
     cols = list(values)
-    conn.defer(f"INSERT INTO issues ({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})",
-               [values[c] for c in cols], rank=1)  # before the transitions and observations naming it
+    conn.defer(_issue_insert(cols), [values[c] for c in cols], rank=1)  # before the transitions and observations naming it
 
 
 def update_issue(conn: Database, num: int, values: dict[str, Any]) -> None:
     if not values:
         return
     _check_columns(values, set())
-    conn.execute(f"UPDATE issues SET {', '.join(f'{c}=?' for c in values)} WHERE num=?", (*values.values(), num))
+    conn.execute(_issue_update(list(values)), (*values.values(), num))
 
 
 def _check_columns(values: dict[str, Any], extra: set[str]) -> None:
@@ -373,21 +359,21 @@ def any_waiver_due(conn: Database, today: str) -> bool:
 
 
 # --- transitions and observations -------------------------------------------------------
+TRANSITION_INSERT = ("INSERT INTO transitions (issue_num, check_id, time, actor, action, from_state, to_state,"
+                     f" {', '.join(TRANSITION_EXTRA)}) VALUES ({','.join('?' * (7 + len(TRANSITION_EXTRA)))})")
+
+
 def insert_transition(conn: Database, num: int, check_id: int | None, time: str, actor: str,
                       action: str, from_state: str | None, to_state: str, extra: dict[str, Any]) -> None:
-    conn.defer(
-        "INSERT INTO transitions (issue_num, check_id, time, actor, action, from_state, to_state,"
-        f" {', '.join(TRANSITION_EXTRA)}) VALUES ({','.join('?' * (7 + len(TRANSITION_EXTRA)))})",
-        (num, check_id, time, actor, action, from_state, to_state, *(extra.get(k) for k in TRANSITION_EXTRA)),
-        rank=2)
+    conn.defer(TRANSITION_INSERT,
+               (num, check_id, time, actor, action, from_state, to_state, *(extra.get(k) for k in TRANSITION_EXTRA)),
+               rank=2)
 
 
 def insert_transitions(conn: Database, rows: Sequence[tuple[Any, ...]]) -> None:
     """insert_transition for many rows, in order: (num, check_id, time, actor, action, from_state,
     to_state, extra)."""
-    _many(conn, "INSERT INTO transitions (issue_num, check_id, time, actor, action, from_state, to_state,"
-          f" {', '.join(TRANSITION_EXTRA)}) VALUES ({','.join('?' * (7 + len(TRANSITION_EXTRA)))})",
-          [(*r[:7], *(r[7].get(k) for k in TRANSITION_EXTRA)) for r in rows], rank=2)
+    conn.defer_many(TRANSITION_INSERT, [(*r[:7], *(r[7].get(k) for k in TRANSITION_EXTRA)) for r in rows], rank=2)
 
 
 def last_actions(conn: Database, nums: Iterable[int]) -> dict[int, str]:
@@ -413,17 +399,17 @@ def history(conn: Database, num: int) -> list[dict[str, Any]]:
     return out
 
 
+OBSERVATION_INSERT = (f"INSERT INTO observations (issue_num, check_id, time, {', '.join(OBSERVATION_FIELDS)})"
+                      f" VALUES ({','.join('?' * (3 + len(OBSERVATION_FIELDS)))})")
+
+
 def insert_observation(conn: Database, num: int, check_id: int, time: str, row: dict[str, Any]) -> None:
-    conn.defer(
-        f"INSERT INTO observations (issue_num, check_id, time, {', '.join(OBSERVATION_FIELDS)})"
-        f" VALUES ({','.join('?' * (3 + len(OBSERVATION_FIELDS)))})",
-        (num, check_id, time, *observation_values(row)), rank=2)
+    conn.defer(OBSERVATION_INSERT, (num, check_id, time, *observation_values(row)), rank=2)
 
 
 def insert_observations(conn: Database, rows: Sequence[tuple[Any, ...]]) -> None:
     """insert_observation for many rows, in order: (num, check_id, time, *observation values)."""
-    _many(conn, f"INSERT INTO observations (issue_num, check_id, time, {', '.join(OBSERVATION_FIELDS)})"
-          f" VALUES ({','.join('?' * (3 + len(OBSERVATION_FIELDS)))})", rows, rank=2)
+    conn.defer_many(OBSERVATION_INSERT, rows, rank=2)
 
 
 def observations(conn: Database, num: int) -> list[dict[str, Any]]:

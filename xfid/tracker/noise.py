@@ -136,9 +136,10 @@ def _median_classes(values: np.ndarray, picks: np.ndarray) -> tuple[np.ndarray, 
         return s[..., mid] if n % 2 else s[..., mid - 1].astype(np.int64) * n + s[..., mid]
 
     if n ** n <= TABLE_MAX:  # every possible draw's class, per key; a resample's draw is a base-n number
-        digits = np.arange(n ** n)[:, None] // n ** np.arange(n - 1, -1, -1) % n  # (n ** n, n) positions
+        place = n ** np.arange(n - 1, -1, -1)  # each pick's place value
+        digits = np.arange(n ** n)[:, None] // place % n  # (n ** n, n) positions
         table = classes_of(rank[:, digits])  # (keys, n ** n)
-        number = picks @ n ** np.arange(n - 1, -1, -1)  # (keys, R)
+        number = picks @ place  # (keys, R)
         number += (np.arange(keys) * n ** n)[:, None]  # into the keys' tables laid end to end
         return table.ravel()[number], medians
     small = rank.astype(np.int16 if n <= 1 << 15 else np.int64)  # the gathered ranks: a quarter of the memory
@@ -192,7 +193,10 @@ def intervals(items: list[tuple[np.ndarray, np.ndarray, float, Any]],
     def run(task: tuple[tuple, list[tuple[int, list[np.ndarray]]]]) -> None:
         shape, batch = task
         fps, rel = [items[j][3] for j, _ in batch], [items[j][2] for j, _ in batch]
-        low, high = _batch_intervals(shape, [sides for _, sides in batch], rel, fps, settings)
+        # a zero median makes the ratios infinite or undefined and the interval NaN, as interval()
+        # gives, without numpy's warnings (its error state is per thread: set here, in the thread)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            low, high = _batch_intervals(shape, [sides for _, sides in batch], rel, fps, settings)
         for (j, _), lo, hi in zip(batch, low, high, strict=True):
             out[j] = (float(lo), float(hi))
 
@@ -212,14 +216,7 @@ def _batch_intervals(shape: tuple, sides: list[list[np.ndarray]], rel: list[floa
     resample's median is one of a few numbers per side (`_median_classes`), so the draws' errors
     are one of a few per key, each computed once with interval()'s operations; the quantiles are
     read from their counts (`_lerp_quantile`). Where those numbers outnumber the draws (many
-    repeats), each draw's error is computed and np.quantile takes them, as interval() does. A zero median makes the ratios infinite or
-    undefined and the interval NaN, as interval() gives, without numpy's warnings."""
-    with np.errstate(divide="ignore", invalid="ignore"):  # per thread: not inherited from the caller
-        return _batch_draws(shape, sides, rel, fps, settings)
-
-
-def _batch_draws(shape: tuple, sides: list[list[np.ndarray]], rel: list[float], fps: list[Any],
-                 settings: NoiseSettings) -> tuple[np.ndarray, np.ndarray]:
+    repeats), each draw's error is computed and np.quantile takes them, as interval() does."""
     total = settings.resamples
     quantiles = ((1 - settings.level) / 2, (1 + settings.level) / 2)
     rngs = [np.random.default_rng([settings.seed, _key_seed(fp)]) for fp in fps]
@@ -496,12 +493,13 @@ def _record_groups(table: Any, op: np.ndarray, op_names: list[str]) -> dict[tupl
 
     value = table.column("value").to_numpy(zero_copy_only=False).astype(float)
     keep = np.flatnonzero(np.isfinite(value))
+    kept = pa.array(keep)
     codes, names = [], []
     for c in GROUP_COLUMNS:
         if c == "op":
             code, texts = op[keep], list(op_names)
         else:
-            code, texts = raw_codes(table.column(c).take(pa.array(keep)))
+            code, texts = raw_codes(table.column(c).take(kept))
             code = np.where(code < 0, len(texts), code)  # null: None, matching no row's text
             texts.append(None)
         codes.append(code)
