@@ -22,6 +22,10 @@ __all__ = ["SIMULATORS", "RunResult", "Simulator", "build_key", "find_block", "f
            "run_block", "sha256_file"]
 
 BUILD_STAMP = ".xfid-build-ok"
+RUNS = "runs"
+"""A build dir's folder of runs: each run's results.xml, sim.log and default probe file in its own folder."""
+RUN_KEEP_S = 24 * 3600
+"""A run folder older than this is removed when a later run of the same build starts."""
 
 
 def sha256_file(path: str | Path) -> str:
@@ -92,7 +96,7 @@ def _environment(path_dirs: list[str], env: Mapping[str, str], sys_path: list[st
 
 @contextlib.contextmanager
 def _locked(build_dir: Path) -> Iterator[None]:
-    """One run at a time per build dir (its results.xml and sim.log are per run)."""
+    """One build or simulation at a time per build dir (the build and its stamp are shared)."""
     import fcntl
 
     with open(build_dir / ".lock", "w") as f:
@@ -121,8 +125,12 @@ def run_block(block: str | Path, params: Mapping[str, str | int] | None = None, 
         block: a name under fixtures/rtl, or a block directory (hdl/*.v, tests/test_<name>.py).
         params: Verilog parameter overrides (names exactly as in the top module).
         sim: a name in rtl_hooks.simulators.SIMULATORS (verilator, icarus); default the first found.
-        out: the probe's JSON-lines file (replaced); default <build dir>/xfid_rtl.jsonl.
+        out: the probe's JSON-lines file (replaced); default xfid_rtl.jsonl in the run's folder.
         build_root: where build dirs go (default ./build/rtl); one per (sources, parameters, simulator).
+            Each run writes its results.xml and sim.log (and the default probe file) to its own
+            folder <build dir>/runs/<UTC time>-<pid>-<random>, so runs of one build at the same
+            time (two users, parallel tests) never read each other's files; run folders older
+            than a day are removed when a later run starts.
         seed: cocotb's random seed.
         target: the target recorded by the probe (the adapter's default is t100-a0).
         testcase: run only tests whose names end with this.
@@ -154,8 +162,10 @@ def run_block(block: str | Path, params: Mapping[str, str | int] | None = None, 
     sources = {str(f.relative_to(bdir)): sha256_file(f) for f in hdl}
     root = Path(build_root) if build_root else Path.cwd() / "build" / "rtl"
     build_dir = (root / build_key(sources, resolved, simulator, name)).resolve()
-    out_path = Path(out).resolve() if out else build_dir / "xfid_rtl.jsonl"
-    results = build_dir / "results.xml"
+    run_dir = _new_run_dir(build_dir)
+    out_path = Path(out).resolve() if out else run_dir / "xfid_rtl.jsonl"
+    results = run_dir / "results.xml"
+    sim_log = run_dir / "sim.log"
     env = {ENV_OUT: str(out_path), ENV_BLOCK: name, ENV_PARAMS: json.dumps(resolved),
            ENV_SOURCES: json.dumps(sources), ENV_CLOCK_NS: str(clock_ns)}
     if target:
@@ -164,24 +174,22 @@ def run_block(block: str | Path, params: Mapping[str, str | int] | None = None, 
     from cocotb_tools.runner import get_runner
 
     result = RunResult(name, simulator.name, resolved, build_dir, out_path, results, sources=sources)
-    build_dir.mkdir(parents=True, exist_ok=True)
     with _locked(build_dir), _environment(simulator.path_dirs, env, [str(tests), str(Path(__file__).resolve().parent.parent)]):
         runner = get_runner(simulator.name)
         if not simulator.reuse_build or not (build_dir / BUILD_STAMP).exists():
             _build(runner, simulator, hdl, name, resolved, build_dir)
             result.rebuilt = True
-        for stale in (out_path, results):
-            stale.unlink(missing_ok=True)
+        _prune_runs(build_dir, keep=run_dir)
+        out_path.unlink(missing_ok=True)
         out_path.parent.mkdir(parents=True, exist_ok=True)
         # a failing simulator is a sys.exit or RuntimeError in cocotb's runner; results.xml (if any)
         # says what happened, else the error below quotes sim.log
         with contextlib.suppress(SystemExit, RuntimeError):
             runner.test(test_module=module, hdl_toplevel=name, hdl_toplevel_lang="verilog", build_dir=build_dir,
-                        test_dir=build_dir, results_xml=str(results), seed=seed, testcase=testcase,
-                        parameters=resolved, log_file=build_dir / "sim.log")
+                        test_dir=run_dir, results_xml=str(results), seed=seed, testcase=testcase,
+                        parameters=resolved, log_file=sim_log)
     if not results.is_file():
-        raise RTLError(f"simulation of {name} left no results.xml; see {build_dir / 'sim.log'}:\n"
-                       + _tail(build_dir / "sim.log"))
+        raise RTLError(f"simulation of {name} left no results.xml; see {sim_log}:\n" + _tail(sim_log))
     from xfid.adapters.cocotb import read_results
 
     cases = read_results(results)
@@ -189,6 +197,33 @@ def run_block(block: str | Path, params: Mapping[str, str | int] | None = None, 
     result.failed = sum(1 for c in cases if c.status in ("failed", "error"))
     result.records = sum(1 for line in out_path.read_text().splitlines() if line.strip()) if out_path.is_file() else 0
     return result
+
+
+def _new_run_dir(build_dir: Path) -> Path:
+    """A new, empty folder for one run under <build dir>/runs (created with the build dir)."""
+    import secrets
+    import time
+
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    runs = build_dir / RUNS
+    runs.mkdir(parents=True, exist_ok=True)
+    while True:
+        d = runs / f"{stamp}-{os.getpid()}-{secrets.token_hex(3)}"
+        with contextlib.suppress(FileExistsError):
+            d.mkdir()
+            return d
+
+
+def _prune_runs(build_dir: Path, keep: Path) -> None:
+    """Remove the run folders older than RUN_KEEP_S (not `keep`); one that cannot be removed stays."""
+    import shutil
+    import time
+
+    cutoff = time.time() - RUN_KEEP_S
+    for d in (build_dir / RUNS).iterdir():
+        with contextlib.suppress(OSError):
+            if d != keep and d.is_dir() and not d.is_symlink() and d.stat().st_mtime < cutoff:
+                shutil.rmtree(d)
 
 
 def _build(runner: Any, sim: Simulator, hdl: list[Path], top: str, params: Mapping[str, int],

@@ -152,6 +152,42 @@ def test_python_m_rtl_hooks(tmp_path):
     assert not (tmp_path / "parser.out").exists()
 
 
+def test_runs_of_one_build_at_once_keep_their_own_files(tmp_path):
+    """Two runs of the same build at the same time (two users, two test workers): each reads its
+    own results.xml and sim.log (a shared results.xml was deleted under the other run)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    procs = [subprocess.Popen([sys.executable, "-m", "rtl_hooks", "run", "dma", "--build-dir", str(BUILD),
+                               "--seed", str(seed), "--format", "json"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+             for seed in (11, 12, 13)]
+    outs = [p.communicate(timeout=180) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [e[-2000:] for _, e in outs]
+    runs = [json.loads(o) for o, _ in outs]
+    dirs = {Path(r["results_xml"]).parent for r in runs}
+    assert len(dirs) == 3 and {d.parent.name for d in dirs} == {"runs"}
+    assert {Path(r["out"]).parent for r in runs} == dirs  # the default probe file beside its results.xml
+    for r in runs:
+        xml = Path(r["results_xml"]).read_text()
+        assert r["tests"] == 1 and r["failed"] == 0 and "test_dma_transfers" in xml
+        assert (Path(r["results_xml"]).parent / "sim.log").is_file()
+        assert len(Path(r["out"]).read_text().splitlines()) == len(r["records"]) == 5
+    assert sorted({x["seed"] for r in runs for x in r["records"]}) == [11, 12, 13]
+
+
+def test_old_run_folders_are_pruned(tmp_path):
+    from rtl_hooks import runner
+
+    build = tmp_path / "b"
+    keep = runner._new_run_dir(build)
+    old, fresh = runner._new_run_dir(build), runner._new_run_dir(build)
+    (old / "results.xml").write_text("<x/>")
+    stale = old.stat().st_mtime - runner.RUN_KEEP_S - 60
+    os.utime(old, (stale, stale))
+    os.utime(keep, (stale, stale))
+    runner._prune_runs(build, keep=keep)
+    assert sorted(p.name for p in (build / "runs").iterdir()) == sorted([keep.name, fresh.name])
+
+
 def test_broken_testbench_is_an_error_not_a_traceback(xfid_cli, tmp_path):
     block = tmp_path / "dma"
     shutil.copytree(ROOT / "fixtures" / "rtl" / "dma" / "hdl", block / "hdl")  # same sources: cached build

