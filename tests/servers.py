@@ -158,6 +158,17 @@ def _start_pg() -> tuple[PgServer | None, str]:
         return None, (f"running as root, PostgreSQL must run as another user ({user}), and `runuser` is not on "
                       "PATH (install util-linux, or run the tests as an unprivileged user)")
     top = Path(tempfile.mkdtemp(prefix="xfid-pg-"))
+    try:
+        srv, why = _init_and_start(top, user, initdb)
+    except BaseException:
+        shutil.rmtree(top, ignore_errors=True)
+        raise
+    if srv is None:  # a start that failed leaves no folder behind (each test run used to leave four)
+        shutil.rmtree(top, ignore_errors=True)
+    return srv, why
+
+
+def _init_and_start(top: Path, user: str | None, initdb: str) -> tuple[PgServer | None, str]:
     data = top / "data"
     pwfile = top / "pw"
     pwfile.write_text(PG_PASSWORD + "\n")

@@ -59,8 +59,12 @@ def test_every_failing_start_is_a_reason(monkeypatch, exc):
     monkeypatch.setattr(servers.subprocess, "run", boom)
     monkeypatch.setattr(servers.shutil, "chown", lambda *a, **k: None)
     monkeypatch.setattr(servers, "_pg_bin", lambda name: f"/usr/bin/{name}")
+    made = []
+    mkdtemp = servers.tempfile.mkdtemp
+    monkeypatch.setattr(servers.tempfile, "mkdtemp", lambda **k: made.append(mkdtemp(**k)) or made[-1])
     srv, why = servers.start_pg()
     assert srv is None and type(exc).__name__ in why
+    assert len(made) == 1 and not Path(made[0]).exists()  # its folder is removed again
 
 
 @pytest.mark.parametrize("ci,outcome", [("true", pytest.fail.Exception), ("", pytest.skip.Exception)])
