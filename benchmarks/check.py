@@ -10,6 +10,10 @@ aside: the same issues filed from the same rows).
     git worktree add --detach /tmp/before HEAD~3
     python benchmarks/check.py --records 1000000 --repeat 3 --tree before=/tmp/before
 
+With `--checks N` each run checks its copy N times in a row (each check its own process), as a
+CI gate checks a store that did not change since its last check: the figures are given per check
+(1 = the first check of the store, 2 = the one after it, ...).
+
 With `--database URL` (a PostgreSQL server whose role may CREATE DATABASE) the check runs on a
 team store: the store is copied once (`xfid store copy`) into a database and records folder
 under the workdir, and each run checks a fresh database made from it (CREATE DATABASE ...
@@ -115,7 +119,7 @@ def team_store(store: Path, work: Path, database: str) -> None:
     print("team store copied into the database xfid_bench_check_base")
 
 
-def run(tree: str | None, store: Path, work: Path, database: str | None = None) -> dict:
+def run(tree: str | None, store: Path, work: Path, database: str | None = None, checks: int = 1) -> list[dict]:
     copy = work / "run" / "store"  # the same path for every run: the outputs compare
     shutil.rmtree(copy.parent, ignore_errors=True)
     env = dict(os.environ)
@@ -130,11 +134,14 @@ def run(tree: str | None, store: Path, work: Path, database: str | None = None) 
         shutil.copytree(store, copy)
     if tree:
         env["PYTHONPATH"] = os.pathsep.join([tree, env.get("PYTHONPATH", "")])
-    p = subprocess.run([sys.executable, __file__, "--child", str(copy)], capture_output=True, text=True, env=env,
-                       cwd=work)
-    if p.returncode:
-        raise SystemExit(f"the check failed:\n{p.stderr[-3000:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    out = []
+    for _ in range(checks):
+        p = subprocess.run([sys.executable, __file__, "--child", str(copy)], capture_output=True, text=True, env=env,
+                           cwd=work)
+        if p.returncode:
+            raise SystemExit(f"the check failed:\n{p.stderr[-3000:]}")
+        out.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    return out
 
 
 def main() -> None:
@@ -146,6 +153,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--tree", action="append", default=[], metavar="NAME=DIR",
                     help="another xfid source tree, run in the same rounds (the first is the baseline)")
+    ap.add_argument("--checks", type=int, default=1, help="checks in a row on each run's copy (default 1)")
     ap.add_argument("--workdir", help="where the store is built and kept (default: a temporary directory)")
     ap.add_argument("--database", metavar="URL",
                     help="check a team store on this PostgreSQL server (a role that may CREATE DATABASE)")
@@ -162,25 +170,27 @@ def main() -> None:
     if args.database:
         team_store(store, work, args.database)
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    got: dict[str, list[dict]] = {name: [] for name in trees}
+    got: dict[tuple[str, int], list[dict]] = {(name, k): [] for name in trees for k in range(1, args.checks + 1)}
     names = list(trees)
     for r in range(args.repeat):
         for name in names[r % len(names):] + names[:r % len(names)]:
-            res = run(trees[name], store, work, args.database)
-            got[name].append(res)
-            sent = f"  {res['statements']:,} statements in {res['calls']:,} calls" if "calls" in res else ""
-            print(f"  round {r + 1}: {name:<12} {res['wall_s']:7.2f} s  CPU {res['cpu_s']:7.2f} s  "
-                  f"peak RSS {res['rss_mb']:6.0f} MB  {res['new']} new issues of {res['rows']:,} rows  "
-                  f"output {res['hash']}{sent}")
-    med = {n: {k: statistics.median(x[k] for x in v) for k in ("wall_s", "cpu_s", "rss_mb")} for n, v in got.items()}
+            for k, res in enumerate(run(trees[name], store, work, args.database, args.checks), 1):
+                got[name, k].append(res)
+                sent = f"  {res['statements']:,} statements in {res['calls']:,} calls" if "calls" in res else ""
+                print(f"  round {r + 1}: {name:<12} check {k}  {res['wall_s']:7.2f} s  CPU {res['cpu_s']:7.2f} s  "
+                      f"peak RSS {res['rss_mb']:6.0f} MB  {res['new']} new issues of {res['rows']:,} rows  "
+                      f"output {res['hash']}{sent}")
+    med = {key: {m: statistics.median(x[m] for x in v) for m in ("wall_s", "cpu_s", "rss_mb")} for key, v in got.items()}
     base = names[0]
-    for n in names:
-        m = med[n]
-        ratio = "" if n == base else "  ratio to {}: wall {:.2f}, CPU {:.2f}, RSS {:.2f}".format(
-            base, m["wall_s"] / med[base]["wall_s"], m["cpu_s"] / med[base]["cpu_s"], m["rss_mb"] / med[base]["rss_mb"])
-        print(f"  {n:<12} median of {args.repeat}: {m['wall_s']:7.2f} s  CPU {m['cpu_s']:7.2f} s  "
-              f"peak RSS {m['rss_mb']:6.0f} MB{ratio}")
-    print(f"  the same output in every run: {len({x['hash'] for v in got.values() for x in v}) == 1}")
+    for k in range(1, args.checks + 1):
+        for n in names:
+            m, b = med[n, k], med[base, k]
+            ratio = "" if n == base else "  ratio to {}: wall {:.2f}, CPU {:.2f}, RSS {:.2f}".format(
+                base, m["wall_s"] / b["wall_s"], m["cpu_s"] / b["cpu_s"], m["rss_mb"] / b["rss_mb"])
+            print(f"  {n:<12} check {k} median of {args.repeat}: {m['wall_s']:7.2f} s  CPU {m['cpu_s']:7.2f} s  "
+                  f"peak RSS {m['rss_mb']:6.0f} MB{ratio}")
+        same = len({x["hash"] for n in names for x in got[n, k]}) == 1
+        print(f"  check {k}: the same output in every run: {same}")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)

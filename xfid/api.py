@@ -644,20 +644,40 @@ class XfidStore:
             return RowChunks.of_frame(_frame(corr), chunk_rows)  # as it is (annotated: its discrepancies stay added)
         elif len(corr.rows) <= check_size(chunk_rows):  # one chunk: annotated whole, as a check always did
             if "noise" not in corr.rows.columns:
-                noise.attach(corr, self._repeats(RowChunks.of_frame(corr.rows, chunk_rows), keyed=False), settings)
+                noise.attach(corr, self._repeats(RowChunks.of_frame(corr.rows, chunk_rows), keyed=False), settings,
+                             self._known_intervals())
             stack.annotate(corr, config)
             return RowChunks.of_frame(_frame(corr), chunk_rows)
         else:
             plain = RowChunks.of_frame(corr.rows, chunk_rows)  # annotating rebuilds the discrepancies from the rows
         columns = corr.rows.columns if corr.rows is not None else ()
         repeats = self._repeats(plain, keyed=source is not None) if "noise" not in columns else None
+        known = self._known_intervals() if repeats is not None else None
 
         def annotate(chunk: pd.DataFrame) -> pd.DataFrame:
             if repeats is not None and len(chunk):
-                chunk = noise.attach_rows(chunk, repeats, settings)[0]
+                chunk = noise.attach_rows(chunk, repeats, settings, known)[0]
             return stack.annotate_rows(chunk, config)[0]
 
         return RowChunks(plain.raw, annotate)
+
+    def _known_intervals(self) -> Any:
+        """The noise intervals the last check computed, by the hash of their inputs
+        (noise.KnownIntervals): a row whose repeats, error, key and settings are unchanged takes
+        its interval from there instead of drawing its resamples again. An empty table when no
+        check was recorded, or its rows file holds no hashes (an older xfid's) or cannot be read
+        (`xfid doctor` names that; this check then computes every interval)."""
+        from xfid.tracker import db, noise
+
+        tracker = self.tracker
+        last = db.last_check_id(tracker.conn)
+        if last is None:
+            return noise.KnownIntervals.of([])
+        try:
+            return noise.KnownIntervals.of(tracker.check_row_chunks(
+                last, columns=(noise.NOISE_KEY, "rel_error_low", "rel_error_high")))
+        except (TrackerError, OSError):
+            return noise.KnownIntervals.of([])
 
     def _repeats(self, rows: RowChunks, keyed: bool) -> Any:
         """The noise repeats lookup of the rows (xfid.tracker.noise), read once for all chunks;

@@ -129,7 +129,8 @@ def _table(rows: pd.DataFrame, schema: pa.Schema | None = None) -> pa.Table:
 
 def rows_schema(table: pa.Table) -> pa.Table:
     """`table` with its columns of no type (every value null) given their declared type (the row
-    fields of xfid.engine.schema, the noise and stack columns; else string) and its categories
+    fields of xfid.engine.schema, the noise and stack columns; else string), the interval hashes
+    as large strings, and its categories
     indexed by int32, so that a later chunk's values (and categories) fit the file's schema
     whichever chunk came first."""
     import pyarrow as pa
@@ -137,9 +138,13 @@ def rows_schema(table: pa.Table) -> pa.Table:
     from xfid.engine.dataset import DATASET_SCHEMA
     from xfid.engine.schema import ROW_FIELDS, arrow_schema
 
+    from xfid.tracker.noise import NOISE_KEY
+
     declared = {f.name: f.type for f in (*arrow_schema(ROW_FIELDS), *DATASET_SCHEMA)}
     declared.update({"rel_error_low": pa.float64(), "rel_error_high": pa.float64()})
-    fields = [pa.field(f.name, declared.get(f.name, pa.string())) if pa.types.is_null(f.type)
+    fixed = {NOISE_KEY: pa.large_string()}  # the same type whichever way the rows came (text or Arrow strings)
+    fields = [pa.field(f.name, fixed[f.name]) if f.name in fixed
+              else pa.field(f.name, declared.get(f.name, pa.string())) if pa.types.is_null(f.type)
               else pa.field(f.name, pa.dictionary(pa.int32(), f.type.value_type)) if pa.types.is_dictionary(f.type)
               else f for f in table.schema]
     return table.cast(pa.schema(fields, metadata=table.schema.metadata))

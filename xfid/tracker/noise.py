@@ -13,6 +13,11 @@ a 95% interval is their range.
 Verdicts (`kind`): `over_tolerance` only when the interval lies beyond the tolerance
 (low > tol or high < -tol); `uncertain` when it straddles +-tol; `ok` when it lies within.
 Keys without repeats keep the engine's point verdict (`noise` says "point: no repeats").
+
+A row's interval is a function of its two sides' repeats (in order), its error, its key's seed
+and the settings only: `interval_key` hashes those, a check writes the hash beside the interval
+(`noise_key`), and the next check takes the interval of a row with the same hash from the
+check before it (`KnownIntervals`) instead of drawing its resamples again.
 """
 
 from __future__ import annotations
@@ -33,8 +38,11 @@ if TYPE_CHECKING:
     from xfid.store import Store
 
 UNCERTAIN = "uncertain"
-NOISE_COLUMNS = ("rel_error_low", "rel_error_high", "noise")
-"""Row columns added by `attach`: the interval (None without repeats) and how the verdict was made."""
+NOISE_KEY = "noise_key"
+"""Row column: `interval_key` of what the row's interval was computed from (None without one)."""
+NOISE_COLUMNS = ("rel_error_low", "rel_error_high", "noise", NOISE_KEY)
+"""Row columns added by `attach`: the interval (None without repeats), how the verdict was made,
+and the hash of the interval's inputs."""
 POINT = "point: no repeats"
 RESOLVE_AFTER = 2
 """The default of `[tracker] resolve_after`: clean checks in a row that resolve an issue."""
@@ -100,6 +108,73 @@ def interval(cand: np.ndarray, ref: np.ndarray, rel: float, *, fingerprint: Any 
         factor *= (np.median(draws, axis=1) / med) ** power
     low, high = np.quantile(factor - 1.0, [(1 - settings.level) / 2, (1 + settings.level) / 2])
     return float(low), float(high)
+
+
+INTERVAL_VERSION = b"xfid-interval/1"
+"""Part of every `interval_key`: changed whenever `interval()` would give other numbers for the
+same inputs, so that no interval of an older xfid is taken for a newer one's."""
+
+
+def interval_key(cand: np.ndarray, ref: np.ndarray, rel: float, fingerprint: Any,
+                 settings: NoiseSettings) -> str:
+    """A hash (32 hex digits) of everything `interval(cand, ref, rel, fingerprint=..., settings=...)`
+    depends on: both sides' values as float64 bytes in their order (the draws pick by position),
+    the error's bytes, the key's seed and the settings. Equal keys, equal intervals."""
+    import hashlib
+    import struct
+
+    a, b = np.ascontiguousarray(cand, "<f8"), np.ascontiguousarray(ref, "<f8")
+    head = struct.pack("<qQqdqqd", settings.seed, _key_seed(fingerprint), settings.resamples, settings.level,
+                       len(a), len(b), rel)
+    return hashlib.sha256(INTERVAL_VERSION + head + a.tobytes() + b.tobytes()).hexdigest()[:32]
+
+
+class KnownIntervals:
+    """Intervals already computed, by `interval_key`: the last check's, and those this check
+    computes as it goes (`add`: a check reads some of its rows more than once; xfid.tracker.chunks).
+    Held as sorted arrays, found by a binary search."""
+
+    def __init__(self, keys: np.ndarray | None = None, low: np.ndarray | None = None,
+                 high: np.ndarray | None = None):
+        self.keys = np.empty(0, "S32") if keys is None else keys  # bytes, sorted, unique
+        self.low = np.empty(0) if low is None else low
+        self.high = np.empty(0) if high is None else high
+
+    @classmethod
+    def of(cls, frames: Any) -> KnownIntervals:
+        """From rows (frames with NOISE_KEY, rel_error_low, rel_error_high; rows without a key left out)."""
+        import pandas as pd
+
+        known = cls()
+        for f in frames:
+            if NOISE_KEY not in f.columns or not len(f):
+                continue
+            has = f[NOISE_KEY].notna().to_numpy()
+            if has.any():
+                known.add(f[NOISE_KEY].to_numpy(object)[has],
+                          pd.to_numeric(f["rel_error_low"], errors="coerce").to_numpy(np.float64)[has],
+                          pd.to_numeric(f["rel_error_high"], errors="coerce").to_numpy(np.float64)[has])
+        return known
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def add(self, keys: Any, low: Any, high: Any) -> None:
+        """Know these intervals too (a key already known keeps its interval: equal keys, equal intervals)."""
+        if not len(keys):
+            return
+        every = np.concatenate([self.keys, np.asarray(keys, "S32")])
+        self.keys, first = np.unique(every, return_index=True)
+        self.low = np.concatenate([self.low, np.asarray(low, np.float64)])[first]
+        self.high = np.concatenate([self.high, np.asarray(high, np.float64)])[first]
+
+    def find(self, keys: list[str]) -> np.ndarray:
+        """Each key's position in this table, -1 where it is not known."""
+        want = np.array(keys, "S32")
+        if not len(self.keys):
+            return np.full(len(want), -1)
+        at = np.searchsorted(self.keys, want).clip(0, len(self.keys) - 1)
+        return np.where(self.keys[at] == want, at, -1)
 
 
 INTERVAL_BATCH = 64
@@ -297,7 +372,8 @@ def clean_rows(rows: pd.DataFrame, hysteresis: float) -> np.ndarray:
         return (kind == "ok") & (engine | (worst <= tol * (1 - hysteresis)))
 
 
-def attach(corr: Correlation, repeats: Repeats, settings: NoiseSettings = NoiseSettings()) -> int:
+def attach(corr: Correlation, repeats: Repeats, settings: NoiseSettings = NoiseSettings(),
+           known: KnownIntervals | None = None) -> int:
     """Add NOISE_COLUMNS to `corr.rows` and set the noise-aware kind; rebuild the discrepancies.
 
     Returns the number of rows that got an interval.
@@ -305,15 +381,17 @@ def attach(corr: Correlation, repeats: Repeats, settings: NoiseSettings = NoiseS
     rows = corr.rows
     if rows is None or not len(rows):
         return 0
-    corr.rows, done = attach_rows(rows, repeats, settings)
+    corr.rows, done = attach_rows(rows, repeats, settings, known)
     corr.discrepancies = _discrepancies(corr.rows, corr.discrepancies)
     return done
 
 
-def attach_rows(rows: pd.DataFrame, repeats: Repeats,
-                settings: NoiseSettings = NoiseSettings()) -> tuple[pd.DataFrame, int]:
+def attach_rows(rows: pd.DataFrame, repeats: Repeats, settings: NoiseSettings = NoiseSettings(),
+                known: KnownIntervals | None = None) -> tuple[pd.DataFrame, int]:
     """`rows` (a copy) with NOISE_COLUMNS and the noise-aware kind, and the number of rows that
-    got an interval. Each row is judged on its own (a check's rows may come in chunks)."""
+    got an interval. Each row is judged on its own (a check's rows may come in chunks). An
+    interval whose `interval_key` is in `known` is taken from there (the same numbers: the key
+    holds everything the interval is computed from); the others are computed (`intervals`)."""
     import pandas as pd
 
     from xfid.engine.fingerprints import fingerprint
@@ -324,12 +402,13 @@ def attach_rows(rows: pd.DataFrame, repeats: Repeats,
     low = np.full(len(rows), np.nan)
     high = np.full(len(rows), np.nan)
     how = np.full(len(rows), POINT, dtype=object)
+    hashes = np.full(len(rows), None, dtype=object)
     fps = rows["fingerprint"].astype(object).to_numpy(copy=True)
     done = 0
     has_n = [c for c in ("candidate_n", "reference_n") if c in rows.columns]
     many = np.zeros(len(rows), bool)
-    for c in has_n:
-        many |= pd.to_numeric(rows[c], errors="coerce").fillna(0).to_numpy() > 1
+    for col in has_n:
+        many |= pd.to_numeric(rows[col], errors="coerce").fillna(0).to_numpy() > 1
     judged = np.flatnonzero(many & np.isin(kinds, ["ok", "over_tolerance"]))
     todo: list[tuple[int, np.ndarray, np.ndarray, float, float]] = []
     read = [c for c in dict.fromkeys((*REPEATS_INPUT, *FINGERPRINT_FIELDS)) if c in rows.columns]
@@ -347,17 +426,27 @@ def attach_rows(rows: pd.DataFrame, repeats: Repeats,
             continue
         if fps[i] is None:
             fps[i] = fingerprint(*(str(r[k]) for k in FINGERPRINT_FIELDS))
-        todo.append((i, got[0], got[1], rel, tol))
-    found = intervals([(c, ref, rel, fps[i]) for i, c, ref, rel, _ in todo], settings)
-    for (i, c, ref, rel, tol), (lo, hi) in zip(todo, found, strict=True):
-        low[i], high[i] = lo, hi
-        how[i] = f"interval: {len(c)} x {len(ref)} repeats, {settings.level:.0%}"
-        kinds[i] = verdict(str(kinds[i]), rel, tol, lo, hi)
+        todo.append((int(i), got[0], got[1], rel, tol))
+    for pos, cand, ref, rel, _ in todo:
+        hashes[pos] = interval_key(cand, ref, rel, fps[pos], settings)
+    use = known if known is not None and len(known) and todo else None
+    at = use.find([hashes[pos] for pos, *_ in todo]) if use is not None else np.full(len(todo), -1)
+    taken = iter([(float(use.low[k]), float(use.high[k])) for k in at[at >= 0]] if use is not None else [])
+    new = [t for t, k in zip(todo, at, strict=True) if k < 0]
+    found = intervals([(cand, ref, rel, fps[pos]) for pos, cand, ref, rel, _ in new], settings)
+    if known is not None and new:  # known to this check's later reads of the same rows
+        known.add([hashes[pos] for pos, *_ in new], [lo for lo, _ in found], [hi for _, hi in found])
+    computed = iter(found)
+    for k, (pos, cand, ref, rel, tol) in zip(at, todo, strict=True):
+        lo, hi = next(taken) if k >= 0 else next(computed)
+        low[pos], high[pos] = lo, hi
+        how[pos] = f"interval: {len(cand)} x {len(ref)} repeats, {settings.level:.0%}"
+        kinds[pos] = verdict(str(kinds[pos]), rel, tol, lo, hi)
         done += 1
     out = rows.copy()
     out["fingerprint"] = fps
     out["kind"] = pd.Categorical(kinds, categories=list(dict.fromkeys([*_kind_names(rows), UNCERTAIN])))
-    out["rel_error_low"], out["rel_error_high"], out["noise"] = low, high, how
+    out["rel_error_low"], out["rel_error_high"], out["noise"], out[NOISE_KEY] = low, high, how, hashes
     return out, done
 
 
