@@ -134,11 +134,11 @@ class KnownIntervals:
     computes as it goes (`add`: a check reads some of its rows more than once; xfid.tracker.chunks).
     Held as sorted arrays, found by a binary search."""
 
-    def __init__(self, keys: np.ndarray | None = None, low: np.ndarray | None = None,
-                 high: np.ndarray | None = None):
-        self.keys = np.empty(0, "S32") if keys is None else keys  # bytes, sorted, unique
-        self.low = np.empty(0) if low is None else low
-        self.high = np.empty(0) if high is None else high
+    def __init__(self) -> None:
+        self._keys = np.empty(0, "S32")  # bytes, sorted, unique
+        self._low = np.empty(0)
+        self._high = np.empty(0)
+        self._added: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # merged when next read
 
     @classmethod
     def of(cls, frames: Any) -> KnownIntervals:
@@ -159,22 +159,45 @@ class KnownIntervals:
     def __len__(self) -> int:
         return len(self.keys)
 
+    @property
+    def keys(self) -> np.ndarray:
+        self._merge()
+        return self._keys
+
+    @property
+    def low(self) -> np.ndarray:
+        self._merge()
+        return self._low
+
+    @property
+    def high(self) -> np.ndarray:
+        self._merge()
+        return self._high
+
     def add(self, keys: Any, low: Any, high: Any) -> None:
-        """Know these intervals too (a key already known keeps its interval: equal keys, equal intervals)."""
-        if not len(keys):
+        """Know these intervals too (a key already known keeps its interval: equal keys, equal
+        intervals). Merged into the sorted table when it is next read (a check that reads its rows
+        once never pays for the sort)."""
+        if len(keys):
+            self._added.append((np.asarray(keys, "S32"), np.asarray(low, np.float64), np.asarray(high, np.float64)))
+
+    def _merge(self) -> None:
+        if not self._added:
             return
-        every = np.concatenate([self.keys, np.asarray(keys, "S32")])
-        self.keys, first = np.unique(every, return_index=True)
-        self.low = np.concatenate([self.low, np.asarray(low, np.float64)])[first]
-        self.high = np.concatenate([self.high, np.asarray(high, np.float64)])[first]
+        keys, low, high = (np.concatenate(parts) for parts in
+                           zip((self._keys, self._low, self._high), *self._added, strict=True))
+        self._added = []
+        self._keys, first = np.unique(keys, return_index=True)
+        self._low, self._high = low[first], high[first]
 
     def find(self, keys: list[str]) -> np.ndarray:
-        """Each key's position in this table, -1 where it is not known."""
+        """Each key's position in this table (`keys`, `low`, `high`), -1 where it is not known."""
         want = np.array(keys, "S32")
-        if not len(self.keys):
+        table = self.keys
+        if not len(table):
             return np.full(len(want), -1)
-        at = np.searchsorted(self.keys, want).clip(0, len(self.keys) - 1)
-        return np.where(self.keys[at] == want, at, -1)
+        at = np.searchsorted(table, want).clip(0, len(table) - 1)
+        return np.where(table[at] == want, at, -1)
 
 
 INTERVAL_BATCH = 64
