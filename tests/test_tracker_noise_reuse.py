@@ -96,9 +96,17 @@ def measured_csv(path, ops: dict[str, list[float]]) -> None:
     path.write_text(head + "".join(lines))
 
 
-@pytest.mark.parametrize("chunk_rows", [None, 3])
-def test_a_check_reuses_the_last_checks_intervals(tmp_path, monkeypatch, chunk_rows):
+@pytest.mark.parametrize("backend,chunk_rows", [("sqlite", None), ("sqlite", 3), ("postgresql", None)])
+def test_a_check_reuses_the_last_checks_intervals(tmp_path, monkeypatch, request, backend, chunk_rows):
+    """One frame and in chunks (read up to three times: nothing computed twice); on the team store
+    too (PostgreSQL catalog, the rows files in its records folder)."""
     import xfid.api as api
+
+    if backend == "postgresql":
+        monkeypatch.setenv("XFID_DATABASE_URL", request.getfixturevalue("pg_server").database())
+        monkeypatch.setenv("XFID_RECORDS_URL", str(tmp_path / "records"))
+    else:
+        monkeypatch.delenv("XFID_DATABASE_URL", raising=False)
 
     arch = "fidelity,target,workload,op,metric,stat,value,unit,run,timestamp\n" + "".join(
         f"archmodel,h100-sxm,w/decode,op{i},latency,value,{10 + i},us,arch-1,2026-11-18T12:00:00Z\n" for i in range(8))
