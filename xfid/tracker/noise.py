@@ -190,7 +190,7 @@ class KnownIntervals:
         self._keys, first = np.unique(keys, return_index=True)
         self._low, self._high = low[first], high[first]
 
-    def find(self, keys: list[str]) -> np.ndarray:
+    def find(self, keys: Any) -> np.ndarray:
         """Each key's position in this table (`keys`, `low`, `high`), -1 where it is not known."""
         want = np.array(keys, "S32")
         table = self.keys
@@ -425,7 +425,6 @@ def attach_rows(rows: pd.DataFrame, repeats: Repeats, settings: NoiseSettings = 
     low = np.full(len(rows), np.nan)
     high = np.full(len(rows), np.nan)
     how = np.full(len(rows), POINT, dtype=object)
-    hashes = np.full(len(rows), None, dtype=object)
     fps = rows["fingerprint"].astype(object).to_numpy(copy=True)
     done = 0
     has_n = [c for c in ("candidate_n", "reference_n") if c in rows.columns]
@@ -450,15 +449,14 @@ def attach_rows(rows: pd.DataFrame, repeats: Repeats, settings: NoiseSettings = 
         if fps[i] is None:
             fps[i] = fingerprint(*(str(r[k]) for k in FINGERPRINT_FIELDS))
         todo.append((int(i), got[0], got[1], rel, tol))
-    for pos, cand, ref, rel, _ in todo:
-        hashes[pos] = interval_key(cand, ref, rel, fps[pos], settings)
+    keys = np.array([interval_key(cand, ref, rel, fps[pos], settings) for pos, cand, ref, rel, _ in todo], "S32")
     use = known if known is not None and len(known) and todo else None
-    at = use.find([hashes[pos] for pos, *_ in todo]) if use is not None else np.full(len(todo), -1)
+    at = use.find(keys) if use is not None else np.full(len(todo), -1)
     taken = iter([(float(use.low[k]), float(use.high[k])) for k in at[at >= 0]] if use is not None else [])
     new = [t for t, k in zip(todo, at, strict=True) if k < 0]
     found = intervals([(cand, ref, rel, fps[pos]) for pos, cand, ref, rel, _ in new], settings)
     if known is not None and new:  # known to this check's later reads of the same rows
-        known.add([hashes[pos] for pos, *_ in new], [lo for lo, _ in found], [hi for _, hi in found])
+        known.add(keys[at < 0], [lo for lo, _ in found], [hi for _, hi in found])
     computed = iter(found)
     for k, (pos, cand, ref, rel, tol) in zip(at, todo, strict=True):
         lo, hi = next(taken) if k >= 0 else next(computed)
@@ -469,8 +467,22 @@ def attach_rows(rows: pd.DataFrame, repeats: Repeats, settings: NoiseSettings = 
     out = rows.copy()
     out["fingerprint"] = fps
     out["kind"] = pd.Categorical(kinds, categories=list(dict.fromkeys([*_kind_names(rows), UNCERTAIN])))
-    out["rel_error_low"], out["rel_error_high"], out["noise"], out[NOISE_KEY] = low, high, how, hashes
+    out["rel_error_low"], out["rel_error_high"], out["noise"] = low, high, how
+    out[NOISE_KEY] = _key_column(len(rows), [pos for pos, *_ in todo], keys)
     return out, done
+
+
+def _key_column(n: int, positions: list[int], keys: np.ndarray) -> Any:
+    """The NOISE_KEY column: `keys` (bytes) at `positions`, null elsewhere, held by Arrow (text
+    without a Python object per row)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    data = np.zeros(n, "S32")
+    data[positions] = keys
+    null = np.ones(n, bool)
+    null[positions] = False
+    return pd.arrays.ArrowExtensionArray(pa.array(data, pa.binary(), mask=null).cast(pa.large_string()))
 
 
 def _kind_names(rows: pd.DataFrame) -> list[str]:
