@@ -13,7 +13,14 @@ import pytest
 
 from tests.test_tracker_helpers import corr, row
 from xfid.tracker import noise
-from xfid.tracker.noise import NOISE_KEY, KnownIntervals, NoiseSettings, attach_rows, interval, interval_key
+from xfid.tracker.noise import (
+    NOISE_KEY,
+    KnownIntervals,
+    NoiseSettings,
+    attach_rows,
+    interval,
+    interval_key,
+)
 
 CAND, REF = np.array([1.0, 1.1, 0.9]), np.array([1.2, 1.25, 1.18])
 
@@ -63,15 +70,21 @@ def repeats(shift: dict[str, float]):
     return look
 
 
-def test_attach_takes_known_intervals_and_computes_only_the_others(monkeypatch):
-    computed = []
+@pytest.fixture
+def computed(monkeypatch) -> list[int]:
+    """The number of intervals each call of noise.intervals computes."""
+    calls: list[int] = []
     plain = noise.intervals
 
-    def counting(items, settings=NoiseSettings()):
-        computed.append(len(items))
-        return plain(items, settings)
+    def counting(items, settings=None):
+        calls.append(len(items))
+        return plain(items, settings or NoiseSettings())
 
     monkeypatch.setattr(noise, "intervals", counting)
+    return calls
+
+
+def test_attach_takes_known_intervals_and_computes_only_the_others(computed):
     first, n = attach_rows(frame(), repeats({}))
     assert n == 6 and computed == [6] and first[NOISE_KEY].notna().all()
     known = KnownIntervals.of([first])
@@ -97,7 +110,7 @@ def measured_csv(path, ops: dict[str, list[float]]) -> None:
 
 
 @pytest.mark.parametrize("backend,chunk_rows", [("sqlite", None), ("sqlite", 3), ("postgresql", None)])
-def test_a_check_reuses_the_last_checks_intervals(tmp_path, monkeypatch, request, backend, chunk_rows):
+def test_a_check_reuses_the_last_checks_intervals(tmp_path, monkeypatch, request, computed, backend, chunk_rows):
     """One frame and in chunks (read up to three times: nothing computed twice); on the team store
     too (PostgreSQL catalog, the rows files in its records folder)."""
     import xfid.api as api
@@ -112,14 +125,6 @@ def test_a_check_reuses_the_last_checks_intervals(tmp_path, monkeypatch, request
         f"archmodel,h100-sxm,w/decode,op{i},latency,value,{10 + i},us,arch-1,2026-11-18T12:00:00Z\n" for i in range(8))
     (tmp_path / "arch.csv").write_text(arch)
     measured_csv(tmp_path / "m1.csv", {f"op{i}": [10.5 + i, 10.9 + i, 11.6 + i] for i in range(8)})
-    computed = []
-    plain = noise.intervals
-
-    def counting(items, settings=NoiseSettings()):
-        computed.append(len(items))
-        return plain(items, settings)
-
-    monkeypatch.setattr(noise, "intervals", counting)
     s = api.open_store(tmp_path / "st")
     s.ingest([tmp_path / "arch.csv", tmp_path / "m1.csv"])
     cols = ["op", "rel_error", "rel_error_low", "rel_error_high", "noise", NOISE_KEY, "kind"]
