@@ -137,7 +137,6 @@ def rows_schema(table: pa.Table) -> pa.Table:
 
     from xfid.engine.dataset import DATASET_SCHEMA
     from xfid.engine.schema import ROW_FIELDS, arrow_schema
-
     from xfid.tracker.noise import NOISE_KEY
 
     declared = {f.name: f.type for f in (*arrow_schema(ROW_FIELDS), *DATASET_SCHEMA)}
