@@ -192,9 +192,10 @@ class _Tally:
         """The positions of the rows that file, in row order (new ids follow the engine's row order)."""
         return sorted(pos for _, pos in self.best.values())
 
-    def uncertain(self) -> list[int]:
-        """The first uncertain row of each fingerprint that files no row, in row order."""
-        return sorted(pos for fp, pos in self.unsure.items() if fp not in self.best)
+    def uncertain(self) -> list[tuple[str, int]]:
+        """(fingerprint, position) of the first uncertain row of each fingerprint that files no
+        row, in row order."""
+        return sorted(((str(fp), pos) for fp, pos in self.unsure.items() if fp not in self.best), key=lambda x: x[1])
 
     def worse(self) -> set[str]:
         return {str(fp) for fp in self.best} | {str(fp) for fp in self.unsure if fp not in self.best}
@@ -254,8 +255,7 @@ def record(store: Store, corr: Correlation, *, actor: str, now: datetime, label:
             before = triage_db.pending(conn)
             streaks = {fp: before.get(fp, 0) + 1 for fp in worse}
             confirmed, why = [], {}  # the uncertain rows that file, and what their notes add
-            for fp, pos in sorted(((str(fp), pos) for fp, pos in tally.unsure.items() if fp not in tally.best),
-                                  key=lambda x: x[1]):
+            for fp, pos in unsure:
                 iss = existing.get(fp)
                 if (iss is not None and iss["state"] != "resolved") or streaks[fp] >= noise.confirm_after:
                     confirmed.append(pos)
