@@ -147,3 +147,32 @@ def test_a_check_reuses_the_last_checks_intervals(tmp_path, monkeypatch, request
                       fingerprint=s.tracker.check_rows(3).set_index("op").loc["op3", "fingerprint"])
     assert (r3["rel_error_low"], r3["rel_error_high"]) == (lo, hi) and r3["noise"] == "interval: 1 x 4 repeats, 95%"
     pd.testing.assert_frame_equal(three[three.op != "op3"], two[two.op != "op3"])
+
+
+def test_a_check_without_repeats_reads_no_earlier_rows(tmp_path, monkeypatch):
+    """The last check's rows file is read only when a row with repeats looks up its interval."""
+    import xfid.api as api
+    from xfid.tracker import Tracker
+
+    arch = "fidelity,target,workload,op,metric,stat,value,unit,run,timestamp\n" + "".join(
+        f"archmodel,h100-sxm,w/decode,op{i},latency,value,{10 + i},us,arch-1,2026-11-18T12:00:00Z\n" for i in range(4))
+    (tmp_path / "arch.csv").write_text(arch)
+    measured_csv(tmp_path / "m1.csv", {f"op{i}": [10.5 + i] for i in range(4)})  # one record a key
+    reads = []
+    plain = Tracker.check_row_chunks
+
+    def reading(self, check_id, columns=None, **k):
+        if columns is not None and NOISE_KEY in columns:  # the intervals' lookup (the stale summary reads others)
+            reads.append(check_id)
+        return plain(self, check_id, columns, **k)
+
+    monkeypatch.setattr(Tracker, "check_row_chunks", reading)
+    s = api.open_store(tmp_path / "st")
+    s.ingest([tmp_path / "arch.csv", tmp_path / "m1.csv"])
+    s.check(actor="t")
+    s.check(actor="t")
+    assert reads == []
+    measured_csv(tmp_path / "m2.csv", {"op1": [11.9]})  # now one key has repeats
+    s.ingest([tmp_path / "m2.csv"])
+    s.check(actor="t")
+    assert reads == [2]

@@ -663,21 +663,25 @@ class XfidStore:
 
     def _known_intervals(self) -> Any:
         """The noise intervals the last check computed, by the hash of their inputs
-        (noise.KnownIntervals): a row whose repeats, error, key and settings are unchanged takes
-        its interval from there instead of drawing its resamples again. An empty table when no
-        check was recorded, or its rows file holds no hashes (an older xfid's) or cannot be read
-        (`xfid doctor` names that; this check then computes every interval)."""
+        (noise.KnownIntervals), read from its rows file when a row with repeats first looks one
+        up: a row whose repeats, error, key and settings are unchanged takes its interval from
+        there instead of drawing its resamples again. Empty when no check was recorded, or its
+        rows file holds no hashes (an older xfid's) or cannot be read (`xfid doctor` names that;
+        this check then computes every interval)."""
         from xfid.tracker import db, noise
 
         tracker = self.tracker
-        last = db.last_check_id(tracker.conn)
-        if last is None:
-            return noise.KnownIntervals.of([])
-        try:
-            return noise.KnownIntervals.of(tracker.check_row_chunks(
-                last, columns=(noise.NOISE_KEY, "rel_error_low", "rel_error_high")))
-        except (TrackerError, OSError):
-            return noise.KnownIntervals.of([])
+
+        def last_checks_rows() -> Iterator[pd.DataFrame]:
+            last = db.last_check_id(tracker.conn)
+            if last is None:
+                return
+            try:
+                yield from tracker.check_row_chunks(last, columns=(noise.NOISE_KEY, "rel_error_low", "rel_error_high"))
+            except (TrackerError, OSError):
+                return
+
+        return noise.KnownIntervals(last_checks_rows)
 
     def _repeats(self, rows: RowChunks, keyed: bool) -> Any:
         """The noise repeats lookup of the rows (xfid.tracker.noise), read once for all chunks;

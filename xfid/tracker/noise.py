@@ -22,7 +22,7 @@ check before it (`KnownIntervals`) instead of drawing its resamples again.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -134,27 +134,35 @@ class KnownIntervals:
     computes as it goes (`add`: a check reads some of its rows more than once; xfid.tracker.chunks).
     Held as sorted arrays, found by a binary search."""
 
-    def __init__(self) -> None:
+    def __init__(self, rows: Callable[[], Iterable[pd.DataFrame]] | None = None) -> None:
+        """`rows`: where the known intervals are, read when the table is first needed (a check
+        without repeats never reads them): see `add_rows`."""
         self._keys = np.empty(0, "S32")  # bytes, sorted, unique
         self._low = np.empty(0)
         self._high = np.empty(0)
         self._added: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # merged when next read
+        self._rows = rows
 
     @classmethod
-    def of(cls, frames: Any) -> KnownIntervals:
-        """From rows (frames with NOISE_KEY, rel_error_low, rel_error_high; rows without a key left out)."""
+    def of(cls, frames: Iterable[pd.DataFrame]) -> KnownIntervals:
+        """From rows at once (see `add_rows`)."""
+        known = cls()
+        known.add_rows(frames)
+        return known
+
+    def add_rows(self, frames: Iterable[pd.DataFrame]) -> None:
+        """Know the intervals of rows (frames with NOISE_KEY, rel_error_low, rel_error_high; rows
+        without a key left out)."""
         import pandas as pd
 
-        known = cls()
         for f in frames:
             if NOISE_KEY not in f.columns or not len(f):
                 continue
             has = f[NOISE_KEY].notna().to_numpy()
             if has.any():
-                known.add(f[NOISE_KEY].to_numpy(object)[has],
+                self.add(f[NOISE_KEY].to_numpy(object)[has],
                           pd.to_numeric(f["rel_error_low"], errors="coerce").to_numpy(np.float64)[has],
                           pd.to_numeric(f["rel_error_high"], errors="coerce").to_numpy(np.float64)[has])
-        return known
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -182,6 +190,9 @@ class KnownIntervals:
             self._added.append((np.asarray(keys, "S32"), np.asarray(low, np.float64), np.asarray(high, np.float64)))
 
     def _merge(self) -> None:
+        if self._rows is not None:
+            rows, self._rows = self._rows, None
+            self.add_rows(rows())
         if not self._added:
             return
         keys, low, high = (np.concatenate(parts) for parts in
@@ -450,7 +461,7 @@ def attach_rows(rows: pd.DataFrame, repeats: Repeats, settings: NoiseSettings = 
             fps[i] = fingerprint(*(str(r[k]) for k in FINGERPRINT_FIELDS))
         todo.append((int(i), got[0], got[1], rel, tol))
     keys = np.array([interval_key(cand, ref, rel, fps[pos], settings) for pos, cand, ref, rel, _ in todo], "S32")
-    use = known if known is not None and len(known) and todo else None
+    use = known if known is not None and todo and len(known) else None
     at = use.find(keys) if use is not None else np.full(len(todo), -1)
     taken = iter([(float(use.low[k]), float(use.high[k])) for k in at[at >= 0]] if use is not None else [])
     new = [t for t, k in zip(todo, at, strict=True) if k < 0]
