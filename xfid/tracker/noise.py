@@ -437,7 +437,6 @@ def attach_rows(rows: pd.DataFrame, repeats: Repeats, settings: NoiseSettings = 
     high = np.full(len(rows), np.nan)
     how = np.full(len(rows), POINT, dtype=object)
     fps = rows["fingerprint"].astype(object).to_numpy(copy=True)
-    done = 0
     has_n = [c for c in ("candidate_n", "reference_n") if c in rows.columns]
     many = np.zeros(len(rows), bool)
     for col in has_n:
@@ -461,26 +460,26 @@ def attach_rows(rows: pd.DataFrame, repeats: Repeats, settings: NoiseSettings = 
             fps[i] = fingerprint(*(str(r[k]) for k in FINGERPRINT_FIELDS))
         todo.append((int(i), got[0], got[1], rel, tol))
     keys = np.array([interval_key(cand, ref, rel, fps[pos], settings) for pos, cand, ref, rel, _ in todo], "S32")
-    use = known if known is not None and todo and len(known) else None
-    at = use.find(keys) if use is not None else np.full(len(todo), -1)
-    taken = iter([(float(use.low[k]), float(use.high[k])) for k in at[at >= 0]] if use is not None else [])
-    new = [t for t, k in zip(todo, at, strict=True) if k < 0]
-    found = intervals([(cand, ref, rel, fps[pos]) for pos, cand, ref, rel, _ in new], settings)
-    if known is not None and new:  # known to this check's later reads of the same rows
-        known.add(keys[at < 0], [lo for lo, _ in found], [hi for _, hi in found])
-    computed = iter(found)
-    for k, (pos, cand, ref, rel, tol) in zip(at, todo, strict=True):
-        lo, hi = next(taken) if k >= 0 else next(computed)
+    at = known.find(keys) if known is not None and todo and len(known) else np.full(len(todo), -1)
+    ends = np.full((len(todo), 2), np.nan)  # each row's (low, high): the known ones, then the computed
+    hit, miss = np.flatnonzero(at >= 0), np.flatnonzero(at < 0)
+    if len(hit):
+        assert known is not None
+        ends[hit, 0], ends[hit, 1] = known.low[at[hit]], known.high[at[hit]]
+    found = intervals([(todo[j][1], todo[j][2], todo[j][3], fps[todo[j][0]]) for j in miss], settings)
+    ends[miss] = np.array(found, np.float64).reshape(len(miss), 2)
+    if known is not None:  # known to this check's later reads of the same rows
+        known.add(keys[miss], ends[miss, 0], ends[miss, 1])
+    for (pos, cand, ref, rel, tol), (lo, hi) in zip(todo, ends.tolist(), strict=True):
         low[pos], high[pos] = lo, hi
         how[pos] = f"interval: {len(cand)} x {len(ref)} repeats, {settings.level:.0%}"
         kinds[pos] = verdict(str(kinds[pos]), rel, tol, lo, hi)
-        done += 1
     out = rows.copy()
     out["fingerprint"] = fps
     out["kind"] = pd.Categorical(kinds, categories=list(dict.fromkeys([*_kind_names(rows), UNCERTAIN])))
     out["rel_error_low"], out["rel_error_high"], out["noise"] = low, high, how
     out[NOISE_KEY] = _key_column(len(rows), [pos for pos, *_ in todo], keys)
-    return out, done
+    return out, len(todo)
 
 
 def _key_column(n: int, positions: list[int], keys: np.ndarray) -> Any:
