@@ -22,6 +22,7 @@ check before it (`KnownIntervals`) instead of drawing its resamples again.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -368,6 +369,18 @@ def verdict(kind: str, rel: float | None, tol: float | None, low: float | None, 
     return UNCERTAIN
 
 
+def verdicts(kind: np.ndarray, rel: np.ndarray, tol: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """`verdict` of each row at once (numbers as float arrays, NaN where verdict is given a NaN;
+    none missing), an object array of kinds."""
+    kind = np.asarray(kind, dtype=object)
+    with np.errstate(invalid="ignore"):
+        stays = ~np.isin(kind, ["ok", "over_tolerance"]) | ((kind == "ok") & (np.abs(rel) > tol))
+        over = (low > tol) | (high < -tol)
+        inside = (-tol <= low) & (high <= tol)
+    judged = np.where(over, "over_tolerance", np.where(inside, "ok", UNCERTAIN)).astype(object)
+    return np.where(stays, kind, judged)
+
+
 CLEAN_INPUT = ("kind", "tolerance", "rel_error", "rel_error_low", "rel_error_high")
 """The row fields `clean` reads (a check reads only these of its ok rows)."""
 
@@ -387,19 +400,22 @@ def clean(row: dict[str, Any], hysteresis: float) -> bool:
     return worst <= tol * (1 - hysteresis)
 
 
+def _numbers(rows: pd.DataFrame, c: str) -> np.ndarray:
+    """Column `c` as float64, as as_float reads each value: NaN where it is missing or not a
+    number (or the column is absent), infinities kept."""
+    import pandas as pd
+
+    if c not in rows.columns:
+        return np.full(len(rows), np.nan)
+    return pd.to_numeric(rows[c].astype(object), errors="coerce").to_numpy(np.float64, na_value=np.nan)
+
+
 def clean_rows(rows: pd.DataFrame, hysteresis: float) -> np.ndarray:
     """`clean(row, hysteresis)` of every row of a frame at once (its CLEAN_INPUT columns; a
     missing column reads as None): a missing or non-numeric number as as_float reads it (None),
     infinities kept."""
-    import pandas as pd
-
-    def number(c: str) -> np.ndarray:
-        if c not in rows.columns:
-            return np.full(len(rows), np.nan)
-        return pd.to_numeric(rows[c].astype(object), errors="coerce").to_numpy(np.float64, na_value=np.nan)
-
     kind = rows[CLEAN_INPUT[0]].astype(str).to_numpy() if CLEAN_INPUT[0] in rows.columns else np.full(len(rows), "")
-    tol, rel, low, high = (number(c) for c in CLEAN_INPUT[1:])  # tolerance, rel_error, the interval
+    tol, rel, low, high = (_numbers(rows, c) for c in CLEAN_INPUT[1:])  # tolerance, rel_error, the interval
     with np.errstate(invalid="ignore"):
         engine = np.isnan(tol) | np.isnan(rel) | (np.abs(rel) > tol)  # the engine's verdict stands
         worst = np.where(np.isnan(low) | np.isnan(high), np.abs(rel), np.maximum(np.abs(low), np.abs(high)))
@@ -430,7 +446,6 @@ def attach_rows(rows: pd.DataFrame, repeats: Repeats, settings: NoiseSettings = 
 
     from xfid.engine.fingerprints import fingerprint
     from xfid.engine.schema import FINGERPRINT_FIELDS
-    from xfid.tracker.db import as_float
 
     kinds = rows["kind"].astype(object).to_numpy(copy=True)
     low = np.full(len(rows), np.nan)
@@ -442,23 +457,25 @@ def attach_rows(rows: pd.DataFrame, repeats: Repeats, settings: NoiseSettings = 
     for col in has_n:
         many |= pd.to_numeric(rows[col], errors="coerce").fillna(0).to_numpy() > 1
     judged = np.flatnonzero(many & np.isin(kinds, ["ok", "over_tolerance"]))
-    todo: list[tuple[int, np.ndarray, np.ndarray, float, float]] = []
+    rel_all, tol_all = (_numbers(rows, c)[judged] for c in ("rel_error", "tolerance"))
+    usable = ~(np.isnan(rel_all) | np.isnan(tol_all))  # a missing or non-numeric one, as as_float reads it
+    judged, rel_all, tol_all = judged[usable], rel_all[usable], tol_all[usable]
     read = [c for c in dict.fromkeys((*REPEATS_INPUT, *FINGERPRINT_FIELDS)) if c in rows.columns]
-    columns = [rows[c].iloc[judged].tolist() for c in read]  # what to_dict("records") gives, of these fields
-    records = [dict(zip(read, values, strict=True)) for values in zip(*columns, strict=True)]
-    for i, r in zip(judged, records, strict=True):
-        rel, tol = as_float(r.get("rel_error")), as_float(r.get("tolerance"))
-        if rel is None or tol is None:
-            continue
-        got = repeats(r)
+    cols = {c: rows[c].iloc[judged].tolist() for c in read}  # what to_dict("records") gives, of these fields
+    if hasattr(repeats, "many"):
+        answers = repeats.many(cols)  # type: ignore[attr-defined]
+    else:
+        answers = [repeats(dict(zip(read, values, strict=True))) for values in zip(*cols.values(), strict=True)]
+    todo: list[tuple[int, np.ndarray, np.ndarray, float, float]] = []
+    for j, (i, got) in enumerate(zip(judged.tolist(), answers, strict=True)):
         if got is None:
             continue
         if isinstance(got, str):
             how[i] = f"point: {got}"
             continue
         if fps[i] is None:
-            fps[i] = fingerprint(*(str(r[k]) for k in FINGERPRINT_FIELDS))
-        todo.append((int(i), got[0], got[1], rel, tol))
+            fps[i] = fingerprint(*(str(cols[k][j]) for k in FINGERPRINT_FIELDS))
+        todo.append((i, got[0], got[1], float(rel_all[j]), float(tol_all[j])))
     keys = np.array([interval_key(cand, ref, rel, fps[pos], settings) for pos, cand, ref, rel, _ in todo], "S32")
     at = known.find(keys) if known is not None and todo and len(known) else np.full(len(todo), -1)
     ends = np.full((len(todo), 2), np.nan)  # each row's (low, high): the known ones, then the computed
@@ -470,10 +487,16 @@ def attach_rows(rows: pd.DataFrame, repeats: Repeats, settings: NoiseSettings = 
     ends[miss] = np.array(found, np.float64).reshape(len(miss), 2)
     if known is not None:  # known to this check's later reads of the same rows
         known.add(keys[miss], ends[miss, 0], ends[miss, 1])
-    for (pos, cand, ref, rel, tol), (lo, hi) in zip(todo, ends.tolist(), strict=True):
-        low[pos], high[pos] = lo, hi
-        how[pos] = f"interval: {len(cand)} x {len(ref)} repeats, {settings.level:.0%}"
-        kinds[pos] = verdict(str(kinds[pos]), rel, tol, lo, hi)
+    if todo:
+        pos = np.array([t[0] for t in todo], np.int64)
+        low[pos], high[pos] = ends[:, 0], ends[:, 1]
+        @functools.cache
+        def told(n_cand: int, n_ref: int) -> str:
+            return f"interval: {n_cand} x {n_ref} repeats, {settings.level:.0%}"
+
+        how[pos] = [told(len(cand), len(ref)) for _, cand, ref, _, _ in todo]
+        kinds[pos] = verdicts(kinds[pos], np.array([t[3] for t in todo]), np.array([t[4] for t in todo]),
+                              ends[:, 0], ends[:, 1])
     out = rows.copy()
     out["fingerprint"] = fps
     out["kind"] = pd.Categorical(kinds, categories=list(dict.fromkeys([*_kind_names(rows), UNCERTAIN])))
@@ -589,27 +612,66 @@ def repeats_of(store: Store, config: Config, targets: set[str], runs: set[str],
     del table
     pa.default_memory_pool().release_unused()  # the records read are let go: only the groups stay
 
-    def side(r: dict[str, Any], s: str) -> np.ndarray | None:
+    return GroupRepeats(groups)
+
+
+RAW_OPS_MERGED = "several raw ops merged into the key"
+COUNT_MISMATCH = "the repeats' records do not match the engine's count"
+
+
+class GroupRepeats:
+    """The Repeats lookup of `repeats_of`: the records grouped by GROUP_COLUMNS (`_record_groups`),
+    looked up a row at a time (`__call__`, a Repeats) or for a check's rows at once (`many`, the
+    same answers without a dict per row)."""
+
+    def __init__(self, groups: dict[tuple, dict[str, np.ndarray]]) -> None:
+        self.groups = groups
+
+    @staticmethod
+    def _pick(stats: dict[str, np.ndarray], stat: str, n: int) -> np.ndarray | None:
         """The side's records: the row's stat, else the one stat of the key with the engine's count
         (a reference aligned through value_matches has its own stat, e.g. mean for value)."""
-        stats = groups.get((str(r[s]), *(str(r[k]) for k in ("target", "workload", "op", "metric")),
-                            str(r[f"{s}_run"])), {})
-        n = int(r[f"{s}_n"])
-        got = stats.get(str(r["stat"]))
+        got = stats.get(stat)
         if got is None or len(got) != n:
             fits = [v for v in stats.values() if len(v) == n]
             got = fits[0] if len(fits) == 1 else None
         return got
 
-    def lookup(r: dict[str, Any]) -> tuple[np.ndarray, np.ndarray] | str | None:
+    def _side(self, r: dict[str, Any], s: str) -> np.ndarray | None:
+        stats = self.groups.get((str(r[s]), *(str(r[k]) for k in ("target", "workload", "op", "metric")),
+                                 str(r[f"{s}_run"])), {})
+        return self._pick(stats, str(r["stat"]), int(r[f"{s}_n"]))
+
+    def __call__(self, r: dict[str, Any]) -> tuple[np.ndarray, np.ndarray] | str | None:
         if r.get("note") and "raw ops" in str(r["note"]):
-            return "several raw ops merged into the key"
-        c, ref = side(r, "candidate"), side(r, "reference")
+            return RAW_OPS_MERGED
+        c, ref = self._side(r, "candidate"), self._side(r, "reference")
         if c is None or ref is None:
-            return "the repeats' records do not match the engine's count"
+            return COUNT_MISMATCH
         return c, ref
 
-    return lookup
+    def many(self, cols: dict[str, list[Any]]) -> list[tuple[np.ndarray, np.ndarray] | str | None]:
+        """`self(r)` of each row, the rows given as columns (REPEATS_INPUT, lists of one length)."""
+        n = len(cols["target"])
+        notes = cols.get("note", [None] * n)
+        merged = [bool(x) and "raw ops" in str(x) for x in notes]
+        rest = [j for j in range(n) if not merged[j]]
+
+        def column(k: str) -> list[str]:
+            values = cols[k]
+            return [str(values[j]) for j in rest]
+
+        key = [column(k) for k in ("target", "workload", "op", "metric")]
+        stat, empty = column("stat"), {}
+        sides = []
+        for s in ("candidate", "reference"):
+            counts = cols[f"{s}_n"]
+            found = [self.groups.get(k, empty) for k in zip(column(s), *key, column(f"{s}_run"), strict=True)]
+            sides.append([self._pick(st, x, int(counts[j])) for st, x, j in zip(found, stat, rest, strict=True)])
+        out: list[tuple[np.ndarray, np.ndarray] | str | None] = [RAW_OPS_MERGED] * n
+        for j, c, ref in zip(rest, *sides, strict=True):
+            out[j] = COUNT_MISMATCH if c is None or ref is None else (c, ref)
+        return out
 
 
 GROUP_COLUMNS = ("fidelity", "target", "workload", "op", "metric", "run", "stat")
