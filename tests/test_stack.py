@@ -161,3 +161,38 @@ def test_headline_names_the_largest_group():
     assert headline(items) == ("12 keys measured on vllm_version 0.11.0; archmodel-cal was calibrated on "
                                "vllm_version 0.8.4 to 0.8.5 (and 1 more key on another stack)")
     assert headline([]) is None and headline(None) is None
+
+
+def test_any_holds_reads_the_categories_in_use_as_the_texts_of_each_row_would():
+    import pandas as pd
+
+    from xfid.tracker.stack import _any_holds
+
+    cal = '{"calibration": {"k": 1}}'
+    cases = [pd.Categorical(["{}", None], categories=["{}", cal]),  # the category is not in use
+             pd.Categorical(["{}", cal, None]), pd.Categorical([None, None], categories=[cal]),
+             pd.Categorical([], categories=[cal]), ["{}", None], ["{}", cal], [None, 3.5]]
+    for values in cases:
+        column = pd.Series(values, dtype="category" if isinstance(values, pd.Categorical) else object)
+        plain = bool(column.astype(str).str.contains('"calibration"', regex=False).any())
+        assert _any_holds(column, '"calibration"') is plain
+    assert [_any_holds(pd.Series(v), '"calibration"') for v in cases[:2]] == [False, True]
+
+
+@pytest.mark.parametrize("kind", ["categorical", "object"])
+def test_unchanged_kinds_are_kept_as_the_texts_of_each_row_would_give_them(kind):
+    import pandas as pd
+
+    from xfid.tracker.stack import STACK_CHANGED, _with
+
+    values = ["ok", "over_tolerance", None, "ok"]
+    col = pd.Categorical(values, categories=["ok", "over_tolerance", "missing_reference"]) if kind == "categorical" \
+        else pd.Series(values, dtype=object)
+    rows = pd.DataFrame({"kind": col, "x": [1.0, 2.0, 3.0, 4.0]})
+    cells = [None, '{"a": 1}', None, None]
+    kept = _with(rows, cells, None)
+    plain = _with(rows, cells, rows["kind"].astype(str).tolist())  # each row's text, as the loop reads them
+    pd.testing.assert_frame_equal(kept, plain)
+    assert kept[STACK_CHANGED].tolist() == cells and rows.columns.tolist() == ["kind", "x"]
+    if kind == "categorical":
+        assert list(kept["kind"].cat.categories)[-1] == STACK_CHANGED

@@ -220,25 +220,37 @@ def annotate_rows(rows: pd.DataFrame, config: Config) -> tuple[pd.DataFrame, int
     factor = factor_of(config)
     cells: list[str | None] = [None] * len(rows)
     scoped = any(t.stack for t in config.tolerances)
-    has_cal = "candidate_config" in rows.columns and rows["candidate_config"].astype(str).str.contains(
-        '"calibration"', regex=False).any()
+    has_cal = "candidate_config" in rows.columns and _any_holds(rows["candidate_config"], '"calibration"')
+    if not len(rows) or not (scoped or has_cal):  # no row can change: the kinds stay as they are
+        return _with(rows, cells, None), 0
     kinds = rows["kind"].astype(str).tolist()
     held = 0
-    if len(rows) and (scoped or has_cal):
-        for i, r in enumerate(rows.to_dict("records")):
-            if kinds[i] == "missing_reference":
-                continue
-            ch = calibration_changes(str(r.get("candidate")), r.get("candidate_config"), r.get("reference_config"))
-            if scoped:
-                rule = config.tolerance_for(*(str(r.get(k)) for k in ("candidate", "reference", "metric", "op", "stat")))
-                ch += tolerance_changes(rule, r)
-            if not ch:
-                continue
-            cells[i] = json.dumps(ch, sort_keys=True)
-            if kinds[i] in HOLD_KINDS and _accounted(r, factor):
-                kinds[i] = STACK_CHANGED
-                held += 1
+    for i, r in enumerate(rows.to_dict("records")):
+        if kinds[i] == "missing_reference":
+            continue
+        ch = calibration_changes(str(r.get("candidate")), r.get("candidate_config"), r.get("reference_config"))
+        if scoped:
+            rule = config.tolerance_for(*(str(r.get(k)) for k in ("candidate", "reference", "metric", "op", "stat")))
+            ch += tolerance_changes(rule, r)
+        if not ch:
+            continue
+        cells[i] = json.dumps(ch, sort_keys=True)
+        if kinds[i] in HOLD_KINDS and _accounted(r, factor):
+            kinds[i] = STACK_CHANGED
+            held += 1
     return _with(rows, cells, kinds), held
+
+
+def _any_holds(column: pd.Series, text: str) -> bool:
+    """Whether any value of `column` (as astype(str) gives it; a missing one holds nothing) holds
+    `text`; of a categorical column only its categories in use are read, not a text per row."""
+    import numpy as np
+
+    if hasattr(column, "cat"):
+        codes = column.cat.codes.to_numpy()
+        used = np.unique(codes)
+        return any(text in str(x) for x in column.cat.categories[used[used >= 0]])  # missing: holds nothing
+    return bool(column.astype(str).str.contains(text, regex=False).any())
 
 
 def _accounted(row: dict[str, Any], factor: float) -> bool:
@@ -249,16 +261,22 @@ def _accounted(row: dict[str, Any], factor: float) -> bool:
     return rel is not None and tol is not None and abs(rel) <= factor * tol
 
 
-def _with(rows: pd.DataFrame, cells: list[str | None], kinds: list[str]) -> pd.DataFrame:
+def _with(rows: pd.DataFrame, cells: list[str | None], kinds: list[str] | None) -> pd.DataFrame:
+    """A copy of `rows` with the STACK_CHANGED cells and `kinds` (None: the kinds as they are,
+    as text; a categorical kind column gains the STACK_CHANGED category either way)."""
     import pandas as pd
 
     rows = rows.copy()
     k = rows["kind"]
-    cats = [str(x) for x in k.cat.categories] if hasattr(k, "cat") else []
     if hasattr(k, "cat"):
-        rows["kind"] = pd.Categorical(kinds, categories=list(dict.fromkeys([*cats, STACK_CHANGED])))
+        cats = [str(x) for x in k.cat.categories]
+        if kinds is None and cats == list(k.cat.categories):  # the same values and categories, without a text per row
+            rows["kind"] = k if STACK_CHANGED in cats else k.cat.add_categories([STACK_CHANGED])
+        else:
+            kinds = k.astype(str).tolist() if kinds is None else kinds
+            rows["kind"] = pd.Categorical(kinds, categories=list(dict.fromkeys([*cats, STACK_CHANGED])))
     else:
-        rows["kind"] = pd.Series(kinds, index=rows.index, dtype=object)
+        rows["kind"] = pd.Series(k.astype(str).tolist() if kinds is None else kinds, index=rows.index, dtype=object)
     rows[STACK_CHANGED] = pd.Series(cells, index=rows.index, dtype=object)
     return rows
 
