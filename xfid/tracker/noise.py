@@ -662,7 +662,8 @@ class GroupRepeats:
             return [str(values[j]) for j in rest]
 
         key = [column(k) for k in ("target", "workload", "op", "metric")]
-        stat, empty = column("stat"), {}
+        stat = column("stat")
+        empty: dict[str, np.ndarray] = {}
         sides = []
         for s in ("candidate", "reference"):
             counts = cols[f"{s}_n"]
@@ -690,14 +691,16 @@ def _record_groups(table: Any, op: np.ndarray, op_names: list[str]) -> dict[tupl
     value = table.column("value").to_numpy(zero_copy_only=False).astype(float)
     keep = np.flatnonzero(np.isfinite(value))
     kept = pa.array(keep)
-    codes, names = [], []
+    codes: list[np.ndarray] = []
+    names: list[list[str | None]] = []
     for c in GROUP_COLUMNS:
+        texts: list[str | None]
         if c == "op":
             code, texts = op[keep], list(op_names)
         else:
-            code, texts = raw_codes(table.column(c).take(kept))
-            code = np.where(code < 0, len(texts), code)  # null: None, matching no row's text
-            texts.append(None)
+            code, found = raw_codes(table.column(c).take(kept))
+            code = np.where(code < 0, len(found), code)  # null: None, matching no row's text
+            texts = [*found, None]
         codes.append(code)
         names.append(texts)
     key, _ = combine(codes, [len(t) for t in names])

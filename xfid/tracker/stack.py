@@ -119,7 +119,7 @@ def inside(value: str, values: list[str]) -> bool:
     k = _version_key(value)
     if k is None or not keys or any(x is None for x in keys):
         return False
-    return min(keys) <= k <= max(keys)  # type: ignore[type-var]
+    return min(keys) <= k <= max(keys)  # type: ignore[type-var,operator]
 
 
 def span(values: list[str]) -> str:
