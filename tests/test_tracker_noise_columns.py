@@ -84,3 +84,28 @@ def test_attach_rows_gives_the_same_frame_with_the_column_lookup_and_a_row_looku
     pd.testing.assert_frame_equal(got, want)
     assert n_got == n_want > 5
     assert (got["noise"].str.startswith("interval:")).sum() == n_got
+
+
+def test_load_with_runs_and_columns_equals_the_whole_load_filtered(tmp_path):
+    """What the repeats lookup reads: the records of the rows' runs, some columns, filtered in the
+    scan; the same rows in the same order (the bootstrap draws by position) as a whole load filtered."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from xfid.engine.selection import load
+    from xfid.store import Store
+
+    first, later = busy_store_steps(tmp_path, 3)
+    make_store(tmp_path, {"a.csv": first, "b.csv": later[0], "c.csv": later[1]}, name="s").close()
+    store = Store(tmp_path / "s")
+    whole = load(store, source_loc=False)
+    runs = sorted({r for r in whole.column("run").to_pylist() if r})[1::2]
+    targets = sorted(set(whole.column("target").to_pylist()))[:1]
+    columns = (*noise.GROUP_COLUMNS, "value", "source")
+    got = load(store, targets=targets, runs=runs, columns=columns)
+    keep = pc.and_(pc.is_in(whole.column("run").cast(pa.string()), value_set=pa.array(runs)),
+                   pc.is_in(whole.column("target").cast(pa.string()), value_set=pa.array(targets)))
+    want = whole.filter(keep).select(list(columns))
+    assert got.column_names == list(columns) and 0 < got.num_rows < whole.num_rows
+    assert got.equals(want)
+    assert load(store, runs=[], columns=columns).num_rows == 0

@@ -65,13 +65,15 @@ class Selection(NamedTuple):
 
 
 def load(store: Store, *, targets: Sequence[str] | None = None, as_of: Any = None,
-         source_loc: bool = True, files: Sequence[Any] | None = None, pad: bool = True) -> pa.Table:
-    """Read the columns the engine needs (of `files`, default all); low-cardinality strings
+         source_loc: bool = True, files: Sequence[Any] | None = None, pad: bool = True,
+         runs: Sequence[str] | None = None, columns: Sequence[str] = LOAD_COLUMNS) -> pa.Table:
+    """Read `columns` (default the columns the engine needs) of the records of `targets` and
+    `runs` (None: all), of `files` (default all), in the files' order; low-cardinality strings
     come as dictionaries. Without `source_loc` the column is all null (absent unless `pad`)."""
     files = store.part_files() if files is None else files
-    cols = [c for c in LOAD_COLUMNS if source_loc or c != "source_loc"]
+    cols = [c for c in columns if source_loc or c != "source_loc"]
     if not files:
-        return pa.table({c: pa.array([], pa.float64() if c == "value" else pa.string()) for c in LOAD_COLUMNS})
+        return pa.table({c: pa.array([], pa.float64() if c == "value" else pa.string()) for c in columns})
     fmt = ds.ParquetFileFormat(  # page CRCs checked: a flipped bit is an error, never a wrong value
         read_options=ds.ParquetReadOptions(dictionary_columns=set(_DICT_READ)),
         default_fragment_scan_options=ds.ParquetFragmentScanOptions(page_checksum_verification=True))
@@ -81,11 +83,14 @@ def load(store: Store, *, targets: Sequence[str] | None = None, as_of: Any = Non
     if as_of is not None:
         e = pc.field("timestamp") <= pa.scalar(as_of, pa.timestamp("us", tz="UTC"))
         expr = e if expr is None else expr & e
+    if runs is not None:
+        e = pc.field("run").isin(pa.array(list(runs), pa.string()))
+        expr = e if expr is None else expr & e
     try:
         t = store.open_parts(files, fmt).to_table(columns=cols, filter=expr)
     except (pa.ArrowInvalid, OSError) as e:  # a truncated or damaged part
         raise store.unreadable(files, e) from None
-    if not source_loc and pad:
+    if not source_loc and pad and "source_loc" in columns:
         t = t.append_column("source_loc", pa.nulls(t.num_rows, pa.string()))
     return t
 

@@ -592,9 +592,7 @@ def repeats_of(store: Store, config: Config, targets: set[str], runs: set[str],
 
     if not targets:
         return lambda r: None
-    table = load(store, targets=sorted(targets), source_loc=False)
-    if table.num_rows:
-        table = table.filter(pc.is_in(table.column("run").cast("string"), value_set=pa_strings(sorted(runs))))
+    table = load(store, targets=sorted(targets), runs=sorted(runs), columns=(*GROUP_COLUMNS, "value", "source"))
     if not table.num_rows:
         return lambda r: "the repeats' records are not in the store"
     src, src_names = raw_codes(table.column("source"))
