@@ -23,6 +23,7 @@ check before it (`KnownIntervals`) instead of drawing its resamples again.
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -235,25 +236,42 @@ def _median_classes(values: np.ndarray, picks: np.ndarray) -> tuple[np.ndarray, 
     order = np.argsort(values, axis=1, kind="stable")
     ranked = np.take_along_axis(values, order, axis=1)  # each key's values, sorted
     rank = np.argsort(order, axis=1)  # position -> rank
-    mid = n // 2
     if n % 2:
         medians = ranked
     else:
         medians = ((ranked[:, :, None] + ranked[:, None, :]) / 2).reshape(keys, n * n)
-
-    def classes_of(ranks: np.ndarray) -> np.ndarray:  # (..., n) ranks -> the class of their median
-        s = np.partition(ranks, [mid] if n % 2 else [mid - 1, mid], axis=-1)
-        return s[..., mid] if n % 2 else s[..., mid - 1].astype(np.int64) * n + s[..., mid]
-
-    if n ** n <= TABLE_MAX:  # every possible draw's class, per key; a resample's draw is a base-n number
+    if n ** n <= TABLE_MAX:  # a resample's draw is a base-n number; its class, from the table of every draw
+        table, row = _draw_classes(n)
         place = n ** np.arange(n - 1, -1, -1)  # each pick's place value
-        digits = np.arange(n ** n)[:, None] // place % n  # (n ** n, n) positions
-        table = classes_of(rank[:, digits])  # (keys, n ** n)
         number = picks @ place  # (keys, R)
-        number += (np.arange(keys) * n ** n)[:, None]  # into the keys' tables laid end to end
+        number += (row[rank @ place] * n ** n)[:, None]  # into the table's row of each key's order
         return table.ravel()[number], medians
     small = rank.astype(np.int16 if n <= 1 << 15 else np.int64)  # the gathered ranks: a quarter of the memory
-    return classes_of(np.take_along_axis(small[:, None, :], picks, axis=2)).astype(np.int64), medians
+    return _classes_of(np.take_along_axis(small[:, None, :], picks, axis=2), n).astype(np.int64), medians
+
+
+def _classes_of(ranks: np.ndarray, n: int) -> np.ndarray:
+    """(..., n) ranks of the values a resample drew -> the class of its median: the middle rank
+    (odd n), the two middle ones as one number (even n)."""
+    mid = n // 2
+    s = np.partition(ranks, [mid] if n % 2 else [mid - 1, mid], axis=-1)
+    return s[..., mid] if n % 2 else s[..., mid - 1].astype(np.int64) * n + s[..., mid]
+
+
+@functools.cache
+def _draw_classes(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """For n repeats (n ** n <= TABLE_MAX): the class of every possible draw (a base-n number of
+    the n positions drawn) under every order of the repeats, (n!, n ** n), and each order's row
+    in it by its ranks read as a base-n number, (n ** n,) (-1: not an order). Each key's ranks
+    (position -> rank) are one of the n! orders, so every key of n repeats shares the table."""
+    orders = np.array(list(itertools.permutations(range(n))), np.int64)  # position -> rank
+    place = n ** np.arange(n - 1, -1, -1)
+    digits = np.arange(n ** n)[:, None] // place % n  # (n ** n, n): the positions of each draw
+    table = _classes_of(orders[:, digits], n).astype(np.int64)
+    row = np.full(n ** n, -1, np.int64)
+    row[orders @ place] = np.arange(len(orders))
+    table.flags.writeable = row.flags.writeable = False  # shared by every later call
+    return table, row
 
 
 def _lerp_quantile(values: np.ndarray, counts: np.ndarray, q: float, total: int) -> np.ndarray:
