@@ -275,12 +275,13 @@ def test_check_reads_the_repeats_from_the_store(tmp_path):
 
 def test_record_groups_are_a_plain_groupby():
     """The repeats' groups (integer codes, one stable sort) are what a pandas groupby over the
-    texts gives: the same groups, each group's finite values in the records' order; groups of
-    non-finite values only are absent (a lookup finds neither)."""
+    texts gives: each group's finite values in the records' order, found by a side of that key,
+    run and stat with that count; groups of non-finite values only are absent (a lookup finds
+    neither)."""
     import pandas as pd
     import pyarrow as pa
 
-    from xfid.tracker.noise import GROUP_COLUMNS, _record_groups
+    from xfid.tracker.noise import COUNT_MISMATCH, GROUP_COLUMNS, GroupRepeats
 
     rng = np.random.default_rng(11)
     n = 3000
@@ -292,19 +293,24 @@ def test_record_groups_are_a_plain_groupby():
     op = rng.integers(0, 3, n)
     table = pa.table({**{c: pa.array(v).dictionary_encode() if c == "target" else pa.array(v)
                          for c, v in cols.items()}, "value": value})
-    got = _record_groups(table, op, op_names)
+    got = GroupRepeats.of_records(table, op, op_names)
 
     df = pd.DataFrame({**cols, "op": np.asarray(op_names, dtype=object)[op], "value": value})
-    want: dict[tuple, dict[str, np.ndarray]] = {}
+    want, absent = [], []
     for k, g in df.groupby(list(GROUP_COLUMNS), sort=False)["value"]:
         v = g.to_numpy()
-        if np.isfinite(v).any():
-            want.setdefault(k[:-1], {})[k[-1]] = v[np.isfinite(v)]
-    assert got.keys() == want.keys()
-    for k in want:
-        assert got[k].keys() == want[k].keys()
-        for stat in want[k]:
-            assert np.array_equal(got[k][stat], want[k][stat])
+        (want if np.isfinite(v).any() else absent).append((k, v[np.isfinite(v)]))
+    assert len(want) > 1000 and absent
+    rows = []
+    for (fid, target, workload, o, metric, run, stat), v in want + absent:
+        side = {"fidelity": fid, "run": run, "n": len(v)}  # 0 for an absent group: no group of its side has 0
+        rows.append({"target": target, "workload": workload, "op": o, "metric": metric, "stat": stat,
+                     **{f"{s}{x}": side[k] for s in ("candidate", "reference")
+                        for x, k in (("", "fidelity"), ("_run", "run"), ("_n", "n"))}})
+    found = got.many({k: [r[k] for r in rows] for k in rows[0]})
+    for (_, v), f in zip(want, found[:len(want)], strict=True):
+        assert np.array_equal(f[0], v) and np.array_equal(f[1], v)
+    assert found[len(want):] == [COUNT_MISMATCH] * len(absent)
 
 
 def test_clean_rows_is_clean_of_each_row():

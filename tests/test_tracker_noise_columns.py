@@ -38,6 +38,43 @@ GROUPS = {
 }
 
 
+def plain_lookup(groups: dict[tuple, dict[str, np.ndarray]]):
+    """The lookup a row at a time over a dict of the groups (what xfid did before GroupRepeats)."""
+    def side(r, s):
+        stats = groups.get((str(r[s]), *(str(r[k]) for k in ("target", "workload", "op", "metric")),
+                            str(r[f"{s}_run"])), {})
+        n = int(r[f"{s}_n"])
+        got = stats.get(str(r["stat"]))
+        if got is None or len(got) != n:
+            fits = [v for v in stats.values() if len(v) == n]
+            got = fits[0] if len(fits) == 1 else None
+        return got
+
+    def look(r):
+        if r.get("note") and "raw ops" in str(r["note"]):
+            return RAW_OPS_MERGED
+        c, ref = side(r, "candidate"), side(r, "reference")
+        return COUNT_MISMATCH if c is None or ref is None else (c, ref)
+    return look
+
+
+def from_groups(groups: dict[tuple, dict[str, np.ndarray]]) -> GroupRepeats:
+    """GroupRepeats of records that make these groups (interleaved, so that a group's records are
+    not adjacent: their order must be kept all the same)."""
+    records = [(*key, stat, i, v) for key, stats in groups.items() for stat, vs in stats.items()
+               for i, v in enumerate(vs)]
+    records.sort(key=lambda rec: (rec[-2], rec[:-2]))  # every group's first value, then every second...
+    names = [[*sorted({rec[c] for rec in records}), None] for c in range(7)]
+    codes = [np.array([names[c].index(rec[c]) for rec in records]) for c in range(7)]
+    return GroupRepeats(codes, names, np.array([rec[-1] for rec in records]))
+
+
+def same(got, want) -> bool:
+    if isinstance(want, tuple):
+        return isinstance(got, tuple) and all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
+    return got == want
+
+
 def _row(op, *, cand_n=3, ref_n=3, stat="median", note=None, run="r1", **kw):
     r = {"target": "t", "workload": "w", "op": op, "metric": "latency", "stat": stat, "candidate": "rtl",
          "reference": "measured", "candidate_run": run, "reference_run": "m1", "candidate_n": cand_n,
@@ -45,31 +82,31 @@ def _row(op, *, cand_n=3, ref_n=3, stat="median", note=None, run="r1", **kw):
     return {**r, **kw}
 
 
-def test_many_equals_the_lookup_of_each_row():
-    look = GroupRepeats(GROUPS)
+@pytest.mark.parametrize("limit", [noise.KEY_LIMIT, 8])  # 8: the keys ranked at every column
+def test_many_equals_the_plain_lookup_of_each_row(monkeypatch, limit):
+    monkeypatch.setattr(noise, "KEY_LIMIT", limit)
+    look, plain = from_groups(GROUPS), plain_lookup(GROUPS)
     rows = [_row("op1"), _row("op2"), _row("op3"), _row("op3", cand_n=2), _row("op1", ref_n=2.0),
             _row("op9"), _row("op1", note="mean of 2 raw ops"), _row("op1", note=float("nan")),
             _row("op1", note="converted"), _row("op1", run=None), _row(None),
-            _row("op1", cand_n=3.0, stat="p50")]
+            _row("op1", cand_n=3.0, stat="p50"), _row("op1", workload="w2"), _row("op2", reference="rtl")]
     cols = {k: [r[k] for r in rows] for k in rows[0]}
-    got, want = look.many(cols), [look(r) for r in rows]
+    got, want = look.many(cols), [plain(r) for r in rows]
     assert len(got) == len(want) == len(rows)
-    for g, w in zip(got, want, strict=True):
-        assert type(g) is type(w)
-        if isinstance(w, tuple):
-            assert all(a is b for a, b in zip(g, w, strict=True))
-        else:
-            assert g == w
-    assert got[0][0] is V3 and got[1][1] is W3 and got[2] == got[3] == COUNT_MISMATCH  # count; two stats fit
-    assert got[4] == got[5] == COUNT_MISMATCH and got[6] == RAW_OPS_MERGED and got[7][0] is V3
-    assert got[8][1] is W3 and got[9] == got[10] == COUNT_MISMATCH and got[11][0] is V3 and got[11][1] is W3
+    assert all(same(g, w) for g, w in zip(got, want, strict=True)), (got, want)
+    assert all(same(look(r), w) for r, w in zip(rows, want, strict=True))
+    assert same(got[0], (V3, W3)) and same(got[1], (V3, W3)) and got[2] == got[3] == COUNT_MISMATCH
+    assert got[4] == got[5] == COUNT_MISMATCH and got[6] == RAW_OPS_MERGED and same(got[7], (V3, W3))
+    assert got[9] == got[10] == got[12] == got[13] == COUNT_MISMATCH and same(got[11], (V3, W3))
     assert look.many({k: [] for k in cols}) == []
+    empty = GroupRepeats([np.zeros(0, np.int64)] * 7, [[None]] * 7, np.zeros(0))
+    assert empty.many(cols) == [plain_lookup({})(r) for r in rows]
 
 
 @pytest.mark.parametrize("seed", (1, 6))
-def test_attach_rows_gives_the_same_frame_with_the_column_lookup_and_a_row_lookup(tmp_path, seed):
-    """A check's lookup (GroupRepeats, column by column) against the same lookup given a row at a
-    time (any Repeats callable is), on a store with repeats, reasons and missing records."""
+def test_attach_rows_gives_the_same_frame_with_the_column_lookup_and_the_plain_one(tmp_path, seed):
+    """A check's lookup (GroupRepeats, arrays, column by column) against the plain lookup a row at
+    a time over a dict of the records' groups, on a store with repeats, reasons and missing records."""
     from xfid.api import XfidStore
 
     first, later = busy_store_steps(tmp_path, seed)
@@ -78,12 +115,35 @@ def test_attach_rows_gives_the_same_frame_with_the_column_lookup_and_a_row_looku
     with XfidStore(tmp_path / "s", tmp_path / "xfid.toml") as s:
         rows = s.correlate(engine="local").rows
         look = noise.store_repeats(s.backend(), s.config, rows)
+        plain = plain_lookup(plain_groups(s, rows))
     assert isinstance(look, GroupRepeats)
     got, n_got = noise.attach_rows(rows, look)
-    want, n_want = noise.attach_rows(rows, lambda r: look(r))
+    want, n_want = noise.attach_rows(rows, plain)  # a row at a time, the groups in a dict
     pd.testing.assert_frame_equal(got, want)
     assert n_got == n_want > 5
     assert (got["noise"].str.startswith("interval:")).sum() == n_got
+
+
+def plain_groups(s, rows) -> dict[tuple, dict[str, np.ndarray]]:
+    """The records of the rows' targets and runs grouped by a loop over every record (in order),
+    the ops after the op maps: {(fidelity, target, workload, op, metric, run): {stat: values}}."""
+    from xfid.engine.keys import encode, raw_codes
+    from xfid.engine.opmap import apply_op_maps
+    from xfid.engine.selection import load
+
+    targets, runs = noise.repeats_needed(rows)
+    table = load(s.backend(), targets=sorted(targets), runs=sorted(runs))
+    src, src_names = raw_codes(table.column("source"))
+    o_raw, raw_names = encode(table.column("op"))
+    o, on, _, _ = apply_op_maps(src, src_names, o_raw, raw_names, s.config.op_maps)
+    lists: dict[tuple, dict[str, list[float]]] = {}
+    records = table.select(["fidelity", "target", "workload", "metric", "run", "stat", "value"]).to_pylist()
+    for r, op in zip(records, np.asarray(o).tolist(), strict=True):
+        if r["value"] is None or not np.isfinite(r["value"]):
+            continue
+        key = (r["fidelity"], r["target"], r["workload"], on[op], r["metric"], r["run"])
+        lists.setdefault(key, {}).setdefault(r["stat"], []).append(r["value"])
+    return {k: {st: np.array(v) for st, v in stats.items()} for k, stats in lists.items()}
 
 
 def test_load_with_runs_and_columns_equals_the_whole_load_filtered(tmp_path):

@@ -624,112 +624,146 @@ def repeats_of(store: Store, config: Config, targets: set[str], runs: set[str],
         mask = pc.fill_null(pc.is_in(joined, value_set=pa_strings(sorted(keys))), False)
         table = table.filter(mask)
         o = np.asarray(o)[mask.to_numpy(zero_copy_only=False)]
-    groups = _record_groups(table, np.asarray(o), on)
+    groups = GroupRepeats.of_records(table, np.asarray(o), on)
     del table
     pa.default_memory_pool().release_unused()  # the records read are let go: only the groups stay
-
-    return GroupRepeats(groups)
+    return groups
 
 
 RAW_OPS_MERGED = "several raw ops merged into the key"
 COUNT_MISMATCH = "the repeats' records do not match the engine's count"
 
 
-class GroupRepeats:
-    """The Repeats lookup of `repeats_of`: the records grouped by GROUP_COLUMNS (`_record_groups`),
-    looked up a row at a time (`__call__`, a Repeats) or for a check's rows at once (`many`, the
-    same answers without a dict per row)."""
-
-    def __init__(self, groups: dict[tuple, dict[str, np.ndarray]]) -> None:
-        self.groups = groups
-
-    @staticmethod
-    def _pick(stats: dict[str, np.ndarray], stat: str, n: int) -> np.ndarray | None:
-        """The side's records: the row's stat, else the one stat of the key with the engine's count
-        (a reference aligned through value_matches has its own stat, e.g. mean for value)."""
-        got = stats.get(stat)
-        if got is None or len(got) != n:
-            fits = [v for v in stats.values() if len(v) == n]
-            got = fits[0] if len(fits) == 1 else None
-        return got
-
-    def _side(self, r: dict[str, Any], s: str) -> np.ndarray | None:
-        stats = self.groups.get((str(r[s]), *(str(r[k]) for k in ("target", "workload", "op", "metric")),
-                                 str(r[f"{s}_run"])), {})
-        return self._pick(stats, str(r["stat"]), int(r[f"{s}_n"]))
-
-    def __call__(self, r: dict[str, Any]) -> tuple[np.ndarray, np.ndarray] | str | None:
-        if r.get("note") and "raw ops" in str(r["note"]):
-            return RAW_OPS_MERGED
-        c, ref = self._side(r, "candidate"), self._side(r, "reference")
-        if c is None or ref is None:
-            return COUNT_MISMATCH
-        return c, ref
-
-    def many(self, cols: dict[str, list[Any]]) -> list[tuple[np.ndarray, np.ndarray] | str | None]:
-        """`self(r)` of each row, the rows given as columns (REPEATS_INPUT, lists of one length)."""
-        n = len(cols["target"])
-        notes = cols.get("note", [None] * n)
-        merged = [bool(x) and "raw ops" in str(x) for x in notes]
-        rest = [j for j in range(n) if not merged[j]]
-
-        def column(k: str) -> list[str]:
-            values = cols[k]
-            return [str(values[j]) for j in rest]
-
-        key = [column(k) for k in ("target", "workload", "op", "metric")]
-        stat = column("stat")
-        empty: dict[str, np.ndarray] = {}
-        sides = []
-        for s in ("candidate", "reference"):
-            counts = cols[f"{s}_n"]
-            found = [self.groups.get(k, empty) for k in zip(column(s), *key, column(f"{s}_run"), strict=True)]
-            sides.append([self._pick(st, x, int(counts[j])) for st, x, j in zip(found, stat, rest, strict=True)])
-        out: list[tuple[np.ndarray, np.ndarray] | str | None] = [RAW_OPS_MERGED] * n
-        for j, c, ref in zip(rest, *sides, strict=True):
-            out[j] = COUNT_MISMATCH if c is None or ref is None else (c, ref)
-        return out
-
-
 GROUP_COLUMNS = ("fidelity", "target", "workload", "op", "metric", "run", "stat")
 """What a group of repeats shares: the side's key (after the op maps), its run, and its stat."""
 
 
-def _record_groups(table: Any, op: np.ndarray, op_names: list[str]) -> dict[tuple, dict[str, np.ndarray]]:
-    """The finite values of the records in `table` grouped by GROUP_COLUMNS (`op`: each record's
-    code into `op_names`, the op after the op maps): {(fidelity, target, workload, op, metric,
-    run): {stat: values}}, each group's values in the records' order (the bootstrap draws by
-    position). Grouped by integer codes, one stable sort."""
-    import pyarrow as pa
+class _Coder:
+    """Keys (int64) of code tuples, the first code most significant, so that equal tuples get
+    equal keys and the records' keys sort as their tuples do: mixed radix, except that where the
+    radices' product would pass KEY_LIMIT the key so far becomes its rank among the records' keys
+    (a later tuple whose key so far no record has is `dead`: it matches no record)."""
 
-    from xfid.engine.keys import combine, raw_codes, run_starts
+    def __init__(self, parts: list[np.ndarray], cards: list[int]) -> None:
+        self.steps: list[tuple[int, np.ndarray | None]] = []  # per column: its radix, the ranks before it
+        key, radix = np.zeros(len(parts[0]) if parts else 0, np.int64), 1
+        for codes, card in zip(parts, cards, strict=True):
+            uniq = None
+            if radix * card >= KEY_LIMIT:
+                uniq, key = np.unique(key, return_inverse=True)
+                key, radix = key.reshape(-1).astype(np.int64), len(uniq)
+            self.steps.append((card, uniq))
+            key = key * card + codes
+            radix *= card
+        self.keys = key
 
-    value = table.column("value").to_numpy(zero_copy_only=False).astype(float)
-    keep = np.flatnonzero(np.isfinite(value))
-    kept = pa.array(keep)
-    codes: list[np.ndarray] = []
-    names: list[list[str | None]] = []
-    for c in GROUP_COLUMNS:
-        texts: list[str | None]
-        if c == "op":
-            code, texts = op[keep], list(op_names)
-        else:
-            code, found = raw_codes(table.column(c).take(kept))
-            code = np.where(code < 0, len(found), code)  # null: None, matching no row's text
-            texts = [*found, None]
-        codes.append(code)
-        names.append(texts)
-    key, _ = combine(codes, [len(t) for t in names])
-    order = np.argsort(key, kind="stable")
-    starts = run_starts(key[order])
-    ends = np.append(starts[1:], len(order))
-    firsts = order[starts]
-    labels = [[t[i] for i in code[firsts]] for code, t in zip(codes, names, strict=True)]
-    values = value[keep][order]
-    groups: dict[tuple, dict[str, np.ndarray]] = {}
-    for *side, stat, a, b in zip(*labels, starts, ends, strict=True):
-        groups.setdefault(tuple(side), {})[stat] = values[a:b]
-    return groups
+    def encode(self, parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """The keys of other tuples (their codes per column), and which are dead."""
+        n = len(parts[0]) if parts else 0
+        key, dead = np.zeros(n, np.int64), np.zeros(n, bool)
+        for codes, (card, uniq) in zip(parts, self.steps, strict=True):
+            if uniq is not None:
+                at = np.searchsorted(uniq, key).clip(0, max(len(uniq) - 1, 0))
+                known = uniq[at] == key if len(uniq) else np.zeros(n, bool)
+                dead |= ~known
+                key = np.where(known, at, 0)
+            key = key * card + codes
+        return key, dead
+
+
+KEY_LIMIT = 1 << 62
+"""Largest radix product `_Coder` keys take before ranking (int64 without overflow)."""
+
+
+class GroupRepeats:
+    """The Repeats lookup of `repeats_of`: the finite values of the records grouped by
+    GROUP_COLUMNS (each group's values in the records' order: the bootstrap draws by position),
+    held as arrays (the groups' keys, bounds and sizes, the values in group order), not a Python
+    object per group. A side of a row (its fidelity, key, run) finds its records of the row's
+    stat; else the one stat of that side whose count is the engine's (a reference aligned through
+    value_matches has its own stat, e.g. mean for value). `many` looks up a check's rows at once;
+    `__call__` one row (a Repeats)."""
+
+    def __init__(self, codes: list[np.ndarray], names: list[list[str | None]], values: np.ndarray) -> None:
+        """`codes`: per GROUP_COLUMNS, each record's code into `names` of that column (a null's
+        name None); `values`: each record's value (finite)."""
+        from xfid.engine.keys import run_starts
+
+        self.names = names
+        self._index = [{x: i for i, x in enumerate(t) if x is not None} for t in names]
+        cards = [len(t) + 1 for t in names]  # a text no record has: one code past the names
+        self._coders = (_Coder(codes, cards), _Coder(codes[:-1], cards[:-1]))  # the side's stat varies last
+        key7, key6 = (c.keys for c in self._coders)
+        order = np.argsort(key7, kind="stable")  # the records by group, each group in record order
+        sorted7 = key7[order]
+        self.starts = run_starts(sorted7)
+        self.ends = np.append(self.starts[1:], len(order))
+        self.size = self.ends - self.starts
+        self.group7, self.group6 = sorted7[self.starts], key6[order][self.starts]  # both sorted
+        self.values = np.asarray(values, np.float64)[order]
+
+    @classmethod
+    def of_records(cls, table: Any, op: np.ndarray, op_names: list[str]) -> GroupRepeats:
+        """From the records in `table` (GROUP_COLUMNS but the op, and value) and `op`, each
+        record's code into `op_names` (the op after the op maps); non-finite values left out."""
+        import pyarrow as pa
+
+        from xfid.engine.keys import raw_codes
+
+        value = table.column("value").to_numpy(zero_copy_only=False).astype(float)
+        keep = np.flatnonzero(np.isfinite(value))
+        kept = pa.array(keep)
+        codes: list[np.ndarray] = []
+        names: list[list[str | None]] = []
+        for c in GROUP_COLUMNS:
+            texts: list[str | None]
+            if c == "op":
+                code, texts = np.asarray(op)[keep], list(op_names)
+            else:
+                code, found = raw_codes(table.column(c).take(kept))
+                code = np.where(code < 0, len(found), code)  # null: None, matching no row's text
+                texts = [*found, None]
+            codes.append(np.asarray(code, np.int64))
+            names.append(texts)
+        return cls(codes, names, value[keep])
+
+    def __call__(self, r: dict[str, Any]) -> tuple[np.ndarray, np.ndarray] | str | None:
+        return self.many({k: [r.get(k)] for k in REPEATS_INPUT if k in r})[0]
+
+    def _groups(self, cols: dict[str, list[Any]], rows: list[int], side: str) -> list[np.ndarray | None]:
+        """The records of one side of each row in `rows` (None: none with the engine's count)."""
+        parts = []
+        for c, index, texts in zip(GROUP_COLUMNS, self._index, self.names, strict=True):
+            values = cols[{"fidelity": side, "run": f"{side}_run"}.get(c, c)]
+            parts.append(np.fromiter((index.get(str(values[j]), len(texts)) for j in rows), np.int64, len(rows)))
+        (want7, dead7), (want6, dead6) = (coder.encode(p) for coder, p in zip(self._coders, (parts, parts[:-1]),
+                                                                              strict=True))
+        g7, g6 = self.group7, self.group6
+        at = np.searchsorted(g7, want7).clip(0, max(len(g7) - 1, 0))
+        exact = (g7[at] == want7) & ~dead7 if len(g7) else np.zeros(len(rows), bool)
+        lo = np.where(dead6, 0, np.searchsorted(g6, want6, "left"))
+        hi = np.where(dead6, 0, np.searchsorted(g6, want6, "right"))
+        counts = cols[f"{side}_n"]
+        out: list[np.ndarray | None] = []
+        for t, j in enumerate(rows):
+            need = int(counts[j])
+            g = int(at[t]) if exact[t] and self.size[at[t]] == need else -1
+            if g < 0:  # the one stat of the side with the engine's count, if one
+                fits = [x for x in range(lo[t], hi[t]) if self.size[x] == need]
+                g = fits[0] if len(fits) == 1 else -1
+            out.append(None if g < 0 else self.values[self.starts[g]:self.ends[g]])
+        return out
+
+    def many(self, cols: dict[str, list[Any]]) -> list[tuple[np.ndarray, np.ndarray] | str | None]:
+        """The lookup of each row, the rows given as columns (REPEATS_INPUT, lists of one length)."""
+        n = len(cols["target"])
+        notes = cols.get("note", [None] * n)
+        rest = [j for j, x in enumerate(notes) if not (x and "raw ops" in str(x))]
+        cand, ref = (self._groups(cols, rest, s) for s in ("candidate", "reference"))
+        out: list[tuple[np.ndarray, np.ndarray] | str | None] = [RAW_OPS_MERGED] * n
+        for j, c, r in zip(rest, cand, ref, strict=True):
+            out[j] = COUNT_MISMATCH if c is None or r is None else (c, r)
+        return out
 
 
 def pa_strings(values: list[str]) -> Any:
