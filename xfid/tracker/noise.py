@@ -730,12 +730,17 @@ class GroupRepeats:
     def __call__(self, r: dict[str, Any]) -> tuple[np.ndarray, np.ndarray] | str | None:
         return self.many({k: [r.get(k)] for k in REPEATS_INPUT if k in r})[0]
 
-    def _groups(self, cols: dict[str, list[Any]], rows: list[int], side: str) -> list[np.ndarray | None]:
-        """The records of one side of each row in `rows` (None: none with the engine's count)."""
+    def _groups(self, cols: dict[str, list[Any]], rows: list[int], side: str,
+                coded: dict[str, np.ndarray]) -> list[np.ndarray | None]:
+        """The records of one side of each row in `rows` (None: none with the engine's count);
+        `coded`: the rows' codes of the fields already looked up (both sides share the key's)."""
         parts = []
         for c, index, texts in zip(GROUP_COLUMNS, self._index, self.names, strict=True):
-            values = cols[{"fidelity": side, "run": f"{side}_run"}.get(c, c)]
-            parts.append(np.fromiter((index.get(str(values[j]), len(texts)) for j in rows), np.int64, len(rows)))
+            field = {"fidelity": side, "run": f"{side}_run"}.get(c, c)
+            if field not in coded:
+                values = cols[field]
+                coded[field] = np.fromiter((index.get(str(values[j]), len(texts)) for j in rows), np.int64, len(rows))
+            parts.append(coded[field])
         (want7, dead7), (want6, dead6) = (coder.encode(p) for coder, p in zip(self._coders, (parts, parts[:-1]),
                                                                               strict=True))
         g7, g6 = self.group7, self.group6
@@ -759,7 +764,8 @@ class GroupRepeats:
         n = len(cols["target"])
         notes = cols.get("note", [None] * n)
         rest = [j for j, x in enumerate(notes) if not (x and "raw ops" in str(x))]
-        cand, ref = (self._groups(cols, rest, s) for s in ("candidate", "reference"))
+        coded: dict[str, np.ndarray] = {}
+        cand, ref = (self._groups(cols, rest, s, coded) for s in ("candidate", "reference"))
         out: list[tuple[np.ndarray, np.ndarray] | str | None] = [RAW_OPS_MERGED] * n
         for j, c, r in zip(rest, cand, ref, strict=True):
             out[j] = COUNT_MISMATCH if c is None or r is None else (c, r)
