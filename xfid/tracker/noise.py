@@ -644,18 +644,24 @@ class _Coder:
     radices' product would pass KEY_LIMIT the key so far becomes its rank among the records' keys
     (a later tuple whose key so far no record has is `dead`: it matches no record)."""
 
-    def __init__(self, parts: list[np.ndarray], cards: list[int]) -> None:
+    def __init__(self) -> None:
         self.steps: list[tuple[int, np.ndarray | None]] = []  # per column: its radix, the ranks before it
+
+    @classmethod
+    def fit(cls, parts: list[np.ndarray], cards: list[int]) -> tuple[_Coder, np.ndarray]:
+        """A coder of the records' code tuples (`parts`: codes per column; `cards`: each column's
+        number of codes), and the records' keys."""
+        coder = cls()
         key, radix = np.zeros(len(parts[0]) if parts else 0, np.int64), 1
         for codes, card in zip(parts, cards, strict=True):
             uniq = None
             if radix * card >= KEY_LIMIT:
                 uniq, key = np.unique(key, return_inverse=True)
                 key, radix = key.reshape(-1).astype(np.int64), len(uniq)
-            self.steps.append((card, uniq))
+            coder.steps.append((card, uniq))
             key = key * card + codes
             radix *= card
-        self.keys = key
+        return coder, key
 
     def encode(self, parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """The keys of other tuples (their codes per column), and which are dead."""
@@ -692,8 +698,8 @@ class GroupRepeats:
         self.names = names
         self._index = [{x: i for i, x in enumerate(t) if x is not None} for t in names]
         cards = [len(t) + 1 for t in names]  # a text no record has: one code past the names
-        self._coders = (_Coder(codes, cards), _Coder(codes[:-1], cards[:-1]))  # the side's stat varies last
-        key7, key6 = (c.keys for c in self._coders)
+        (coder7, key7), (coder6, key6) = _Coder.fit(codes, cards), _Coder.fit(codes[:-1], cards[:-1])
+        self._coders = (coder7, coder6)  # the side's stat varies last
         order = np.argsort(key7, kind="stable")  # the records by group, each group in record order
         sorted7 = key7[order]
         self.starts = run_starts(sorted7)
