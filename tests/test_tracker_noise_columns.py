@@ -12,6 +12,7 @@ import pytest
 
 from tests.test_check_chunks import TOML, busy_store_steps
 from tests.test_engine_helpers import make_store
+from xfid.engine import keys
 from xfid.tracker import noise
 from xfid.tracker.noise import COUNT_MISMATCH, RAW_OPS_MERGED, GroupRepeats, verdict, verdicts
 
@@ -82,9 +83,9 @@ def _row(op, *, cand_n=3, ref_n=3, stat="median", note=None, run="r1", **kw):
     return {**r, **kw}
 
 
-@pytest.mark.parametrize("limit", [noise.KEY_LIMIT, 8])  # 8: the keys ranked at every column
+@pytest.mark.parametrize("limit", [keys._LIMIT, 8])  # 8: the keys ranked at every column
 def test_many_equals_the_plain_lookup_of_each_row(monkeypatch, limit):
-    monkeypatch.setattr(noise, "KEY_LIMIT", limit)
+    monkeypatch.setattr(keys, "_LIMIT", limit)
     look, plain = from_groups(GROUPS), plain_lookup(GROUPS)
     rows = [_row("op1"), _row("op2"), _row("op3"), _row("op3", cand_n=2), _row("op1", ref_n=2.0),
             _row("op9"), _row("op1", note="mean of 2 raw ops"), _row("op1", note=float("nan")),

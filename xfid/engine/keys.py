@@ -116,27 +116,55 @@ def raw_codes_at(col: pa.ChunkedArray | pa.Array, rows: np.ndarray,
 def combine(codes: Sequence[np.ndarray], cards: Sequence[int]) -> tuple[np.ndarray, list[int]]:
     """Mixed-radix key of several code arrays (first = most significant), order-preserving.
 
-    Returns the key and the radices actually used. If the product of cardinalities would
-    overflow int64, the key built so far is densified with np.unique (still order-preserving).
+    Returns the key and the radices used. If the product of cardinalities would overflow int64,
+    the key built so far is densified with np.unique (still order-preserving): KeyCoder.fit.
     """
-    key = np.zeros(len(codes[0]) if codes else 0, np.int64)
-    radix = 1
-    used: list[int] = []
-    for i, (c, n) in enumerate(zip(codes, cards, strict=True)):
-        n = max(int(n), 1)
-        if radix * n >= _LIMIT:
-            uniq, key = np.unique(key, return_inverse=True)
-            key = key.reshape(-1).astype(np.int64, copy=False)
-            radix = len(uniq)
-        if n == 1 and c.strides == (0,) and (not len(c) or int(c[0]) == 0):
-            used.append(n)  # a constant 0 of a one-value column: key * 1 + 0
-            continue
-        if i:
-            key *= n  # in place: no new full-length temporaries
-        key += c
-        radix *= n
-        used.append(n)
-    return key, used
+    return KeyCoder.fit(codes, cards)[1], [max(int(n), 1) for n in cards]
+
+
+class KeyCoder:
+    """`combine`'s keys, and the same keys of other code tuples later (`encode`): where `fit`
+    densified the key so far, a later tuple's key so far is replaced by its rank among the fitted
+    ones, and a tuple whose key so far no fitted tuple has is `dead` (it equals none of them)."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[int, np.ndarray | None]] = []  # per column: its radix, the ranks before it
+
+    @classmethod
+    def fit(cls, codes: Sequence[np.ndarray], cards: Sequence[int]) -> tuple[KeyCoder, np.ndarray]:
+        """A coder of these code tuples (`codes`: per column; `cards`: each column's number of
+        codes), and their keys."""
+        coder = cls()
+        key = np.zeros(len(codes[0]) if codes else 0, np.int64)
+        radix = 1
+        for i, (c, n) in enumerate(zip(codes, cards, strict=True)):
+            n = max(int(n), 1)
+            uniq = None
+            if radix * n >= _LIMIT:
+                uniq, key = np.unique(key, return_inverse=True)
+                key = key.reshape(-1).astype(np.int64, copy=False)
+                radix = len(uniq)
+            coder.steps.append((n, uniq))
+            if n == 1 and c.strides == (0,) and (not len(c) or int(c[0]) == 0):
+                continue  # a constant 0 of a one-value column: key * 1 + 0
+            if i:
+                key *= n  # in place: no new full-length temporaries
+            key += c
+            radix *= n
+        return coder, key
+
+    def encode(self, codes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """The keys of other code tuples (per column, the fitted columns' codes), and which are dead."""
+        n = len(codes[0]) if codes else 0
+        key, dead = np.zeros(n, np.int64), np.zeros(n, bool)
+        for c, (radix, uniq) in zip(codes, self.steps, strict=True):
+            if uniq is not None:
+                at = np.searchsorted(uniq, key).clip(0, max(len(uniq) - 1, 0))
+                known = uniq[at] == key if len(uniq) else np.zeros(n, bool)
+                dead |= ~known
+                key = np.where(known, at, 0)
+            key = key * radix + c
+        return key, dead
 
 
 def dense_unique(x: np.ndarray, size: int | None = None) -> tuple[np.ndarray, np.ndarray]:

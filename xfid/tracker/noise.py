@@ -638,49 +638,6 @@ GROUP_COLUMNS = ("fidelity", "target", "workload", "op", "metric", "run", "stat"
 """What a group of repeats shares: the side's key (after the op maps), its run, and its stat."""
 
 
-class _Coder:
-    """Keys (int64) of code tuples, the first code most significant, so that equal tuples get
-    equal keys and the records' keys sort as their tuples do: mixed radix, except that where the
-    radices' product would pass KEY_LIMIT the key so far becomes its rank among the records' keys
-    (a later tuple whose key so far no record has is `dead`: it matches no record)."""
-
-    def __init__(self) -> None:
-        self.steps: list[tuple[int, np.ndarray | None]] = []  # per column: its radix, the ranks before it
-
-    @classmethod
-    def fit(cls, parts: list[np.ndarray], cards: list[int]) -> tuple[_Coder, np.ndarray]:
-        """A coder of the records' code tuples (`parts`: codes per column; `cards`: each column's
-        number of codes), and the records' keys."""
-        coder = cls()
-        key, radix = np.zeros(len(parts[0]) if parts else 0, np.int64), 1
-        for codes, card in zip(parts, cards, strict=True):
-            uniq = None
-            if radix * card >= KEY_LIMIT:
-                uniq, key = np.unique(key, return_inverse=True)
-                key, radix = key.reshape(-1).astype(np.int64), len(uniq)
-            coder.steps.append((card, uniq))
-            key = key * card + codes
-            radix *= card
-        return coder, key
-
-    def encode(self, parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        """The keys of other tuples (their codes per column), and which are dead."""
-        n = len(parts[0]) if parts else 0
-        key, dead = np.zeros(n, np.int64), np.zeros(n, bool)
-        for codes, (card, uniq) in zip(parts, self.steps, strict=True):
-            if uniq is not None:
-                at = np.searchsorted(uniq, key).clip(0, max(len(uniq) - 1, 0))
-                known = uniq[at] == key if len(uniq) else np.zeros(n, bool)
-                dead |= ~known
-                key = np.where(known, at, 0)
-            key = key * card + codes
-        return key, dead
-
-
-KEY_LIMIT = 1 << 62
-"""Largest radix product `_Coder` keys take before ranking (int64 without overflow)."""
-
-
 class GroupRepeats:
     """The Repeats lookup of `repeats_of`: the finite values of the records grouped by
     GROUP_COLUMNS (each group's values in the records' order: the bootstrap draws by position),
@@ -693,12 +650,12 @@ class GroupRepeats:
     def __init__(self, codes: list[np.ndarray], names: list[list[str | None]], values: np.ndarray) -> None:
         """`codes`: per GROUP_COLUMNS, each record's code into `names` of that column (a null's
         name None); `values`: each record's value (finite)."""
-        from xfid.engine.keys import run_starts
+        from xfid.engine.keys import KeyCoder, run_starts
 
         self.names = names
         self._index = [{x: i for i, x in enumerate(t) if x is not None} for t in names]
         cards = [len(t) + 1 for t in names]  # a text no record has: one code past the names
-        (coder7, key7), (coder6, key6) = _Coder.fit(codes, cards), _Coder.fit(codes[:-1], cards[:-1])
+        (coder7, key7), (coder6, key6) = KeyCoder.fit(codes, cards), KeyCoder.fit(codes[:-1], cards[:-1])
         self._coders = (coder7, coder6)  # the side's stat varies last
         order = np.argsort(key7, kind="stable")  # the records by group, each group in record order
         sorted7 = key7[order]
