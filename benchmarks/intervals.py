@@ -52,8 +52,9 @@ def timed(f) -> tuple[float, float, object]:
     return time.perf_counter() - t, time.process_time() - c, out
 
 
-def child(tree: str, n: int, long: int, repeats: int) -> None:
-    """The batched intervals on two threads with `tree`'s xfid: prints wall, CPU and the numbers' hash."""
+def child(tree: str, n: int, long: int, repeats: int, out: str) -> None:
+    """The batched intervals on two threads with `tree`'s xfid: prints wall, CPU and the numbers'
+    hash, and writes the numbers to `out` (.npy)."""
     import hashlib
 
     assert Path(noise.__file__).resolve().is_relative_to(Path(tree).resolve()), noise.__file__
@@ -61,19 +62,24 @@ def child(tree: str, n: int, long: int, repeats: int) -> None:
     noise.THREADS = 2
     with np.errstate(divide="ignore", invalid="ignore"):
         wall, cpu, got = timed(lambda: noise.intervals(items))
+    np.save(out, np.array(got))
     print(json.dumps({"wall": wall, "cpu": cpu, "hash": hashlib.sha256(np.array(got).tobytes()).hexdigest()}))
 
 
-def in_process(tree: str, a: argparse.Namespace) -> tuple[float, float, str]:
-    out = subprocess.run([sys.executable, __file__, "--child", tree, str(a.keys), str(a.long), str(a.repeats)],
-                         capture_output=True, text=True, check=True).stdout
-    r = json.loads(out.strip().splitlines()[-1])
-    return r["wall"], r["cpu"], r["hash"]
+def in_process(tree: str, a: argparse.Namespace) -> tuple[float, float, str, np.ndarray]:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        npy = str(Path(d, "got.npy"))
+        out = subprocess.run([sys.executable, __file__, "--child", tree, str(a.keys), str(a.long), str(a.repeats),
+                              npy], capture_output=True, text=True, check=True).stdout
+        r = json.loads(out.strip().splitlines()[-1])
+        return r["wall"], r["cpu"], r["hash"], np.load(npy)
 
 
 def main() -> None:
     if sys.argv[1:2] == ["--child"]:
-        child(sys.argv[2], *(int(x) for x in sys.argv[3:6]))
+        child(sys.argv[2], *(int(x) for x in sys.argv[3:6]), sys.argv[6])
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--keys", type=int, default=20_000)
@@ -90,6 +96,7 @@ def main() -> None:
              **{name: d for name, d in (t.split("=", 1) for t in a.tree)}}
     procs: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
     hashes: set[str] = set()
+    numbers: dict[str, np.ndarray] = {}
     plain_run = lambda: [noise.interval(c, r, rel, fingerprint=fp) for c, r, rel, fp in items]  # noqa: E731
     want = None
     runs: dict[str, list[tuple[float, float]]] = {"plain interval()": [], "intervals, 1 thread": [],
@@ -112,7 +119,7 @@ def main() -> None:
             if a.tree:
                 names = list(trees)[rnd % len(trees):] + list(trees)[:rnd % len(trees)]
                 for name in names:
-                    wall, cpu, h = in_process(trees[name], a)
+                    wall, cpu, h, numbers[name] = in_process(trees[name], a)
                     procs[name].append((wall, cpu))
                     hashes.add(h)
                     print(f"  round {rnd + 1}: {name + ', own process':22s} {wall:7.2f} s  CPU {cpu:7.2f} s")
@@ -131,6 +138,13 @@ def main() -> None:
             print(f"  {name + ', own process':22s} median of {len(vals)}: {wall:7.2f} s  CPU {cpu:7.2f} s  "
                   f"this tree / it: wall {mw / wall:.3f}, CPU {mc / cpu:.3f}")
         print(f"  every tree gave the same numbers: {len(hashes) == 1}")
+        for name, got in numbers.items():
+            if name != "this tree":
+                here = numbers["this tree"]
+                differ = ~np.all((got == here) | (np.isnan(got) & np.isnan(here)), axis=1)
+                gap = np.nanmax(np.abs(got - here)[differ]) if differ.any() else 0.0
+                print(f"  {name}: {int(differ.sum()):,} of {len(here):,} keys' intervals differ from this tree's "
+                      f"(largest difference {gap:.4g})")
 
 
 if __name__ == "__main__":

@@ -2,13 +2,15 @@
 
 A key has repeats when the run the engine chose holds several records of it on one side or
 both (duplicates in one run: `candidate_n` / `reference_n` > 1). The engine's value of a side
-is the median of those records; the interval resamples each side's records with replacement
-(`resamples` times, generator seeded by `seed` and the key's fingerprint, so the same data give
-the same interval whatever else the check holds), takes each resample's median, and reads the
-relative error of every draw as `(1 + e) * (m_c* / m_c) / (m_r* / m_r) - 1`, where `e` is the
-engine's error and `m` the medians (ratios, so unit conversions by the engine cancel). The
-interval is the central `level` fraction of the draws (percentile bootstrap). With three repeats
-a 95% interval is their range.
+is the median of those records; the interval resamples each side's records with replacement,
+takes each resample's median, and reads the relative error of every resample as
+`(1 + e) * (m_c* / m_c) / (m_r* / m_r) - 1`, where `e` is the engine's error and `m` the medians
+(ratios, so unit conversions by the engine cancel). The interval is the central `level` fraction
+of those errors (percentile bootstrap). With up to EXACT_MAX repeats on every side that has them,
+that fraction is read from the exact bootstrap distribution (every possible resample, weighed
+by how many draws give it); with more, from `resamples` draws of a generator seeded by `seed` and
+the key's fingerprint. Either way the same data give the same interval whatever else the check
+holds. With two or three repeats a 95% interval is their range.
 
 Verdicts (`kind`): `over_tolerance` only when the interval lies beyond the tolerance
 (low > tol or high < -tol); `uncertain` when it straddles +-tol; `ok` when it lies within.
@@ -63,9 +65,9 @@ fields, xfid.engine.schema.FINGERPRINT_FIELDS, which they include)."""
 class NoiseSettings:
     """`[tracker]` keys of the noise-aware rules, with their defaults."""
 
-    level: float = 0.95  # noise_level: central fraction of the bootstrap draws
-    resamples: int = 2000  # noise_resamples
-    seed: int = 0  # noise_seed
+    level: float = 0.95  # noise_level: central fraction of the bootstrap distribution
+    resamples: int = 2000  # noise_resamples: draws, where a side has more than EXACT_MAX repeats
+    seed: int = 0  # noise_seed: of those draws
     confirm_after: int = 2  # uncertain-or-worse checks in a row before an uncertain key is filed
     hysteresis: float = 0.2  # a clean check needs |error| (whole interval) <= tol * (1 - hysteresis)
 
@@ -93,18 +95,29 @@ def _key_seed(fingerprint: Any) -> int:
         return sum(ord(c) * 31 ** i for i, c in enumerate(text[:24])) % (1 << 60)
 
 
+EXACT_MAX = 5
+"""Up to this many repeats on every side that has repeats, a key's interval is read from the exact
+bootstrap distribution (each side's n ** n equally likely resamples, at most 3,125) instead of
+from seeded draws: the limit the draws' percentiles settle on, without their sampling noise and
+without drawing. Beyond, a side's resamples are too many to weigh one by one."""
+
+
 def interval(cand: np.ndarray, ref: np.ndarray, rel: float, *, fingerprint: Any = "",
              settings: NoiseSettings = NoiseSettings()) -> tuple[float, float]:
     """The bootstrap interval (low, high) of a relative error `rel` from each side's repeats.
 
-    A side with one value contributes no spread. Deterministic for the same inputs.
+    A side with one value contributes no spread. Up to EXACT_MAX repeats on every side with
+    repeats: the exact distribution (`exact_interval`); more on a side: `settings.resamples`
+    draws of a generator seeded by `settings.seed` and the key's fingerprint. Deterministic for
+    the same inputs.
     """
+    sides = [(v[np.isfinite(v)], power) for v, power in ((np.asarray(cand, float), 1.0), (np.asarray(ref, float), -1.0))]
+    sides = [(v, power) for v, power in sides if len(v) >= 2]
+    if all(len(v) <= EXACT_MAX for v, _ in sides):
+        return exact_interval(sides, rel, settings.level)
     rng = np.random.default_rng([settings.seed, _key_seed(fingerprint)])
     factor = np.full(settings.resamples, 1.0 + rel)
-    for values, power in ((np.asarray(cand, float), 1.0), (np.asarray(ref, float), -1.0)):
-        values = values[np.isfinite(values)]
-        if len(values) < 2:
-            continue
+    for values, power in sides:
         med = float(np.median(values))
         draws = values[rng.integers(0, len(values), (settings.resamples, len(values)))]
         factor *= (np.median(draws, axis=1) / med) ** power
@@ -112,7 +125,31 @@ def interval(cand: np.ndarray, ref: np.ndarray, rel: float, *, fingerprint: Any 
     return float(low), float(high)
 
 
-INTERVAL_VERSION = b"xfid-interval/1"
+def exact_interval(sides: list[tuple[np.ndarray, float]], rel: float, level: float) -> tuple[float, float]:
+    """The central `level` of the exact bootstrap distribution of the error, plainly: every
+    possible resample of each side (`sides`: its finite repeats and power, 1.0 candidate, -1.0
+    reference) with np.median of the values it draws; the error of every combination of the
+    sides' medians, weighed by how many resamples give them; each quantile q the lowest error
+    whose cumulated weight reaches q of the whole (the inverted distribution, where ever more
+    draws' percentiles settle). NaN where an error is NaN (a zero median), as the draws give."""
+    errors, weights = np.array([1.0 + rel]), np.ones(1, np.int64)
+    for values, power in sides:
+        n = len(values)
+        draws = np.array(list(itertools.product(range(n), repeat=n)))  # every resample, equally likely
+        steps, counts = np.unique((np.median(values[draws], axis=1) / np.median(values)) ** power,
+                                  return_counts=True)
+        errors = (errors[:, None] * steps[None, :]).ravel()
+        weights = (weights[:, None] * counts[None, :]).ravel()
+    errors = errors - 1.0
+    if np.isnan(errors).any():
+        return float("nan"), float("nan")
+    order = np.argsort(errors, kind="stable")
+    cum = np.cumsum(weights[order])
+    low, high = (float(errors[order][np.searchsorted(cum, q * cum[-1])]) for q in ((1 - level) / 2, (1 + level) / 2))
+    return low, high
+
+
+INTERVAL_VERSION = b"xfid-interval/2"
 """Part of every `interval_key`: changed whenever `interval()` would give other numbers for the
 same inputs, so that no interval of an older xfid is taken for a newer one's."""
 
@@ -301,10 +338,11 @@ arithmetic over a batch's resamples run without the GIL."""
 def intervals(items: list[tuple[np.ndarray, np.ndarray, float, Any]],
               settings: NoiseSettings = NoiseSettings()) -> list[tuple[float, float]]:
     """`interval(cand, ref, rel, fingerprint=fp)` of each item (cand, ref, rel, fp), the same
-    numbers (tests/test_tracker_noise.py pins them): each key still draws from its own seeded
-    generator, in the same order. Up to INTERVAL_BATCH keys of the same repeat counts at once
-    (`_batch_intervals`; fewer where their picks would pass PICKS_MAX: only a batch's draws are
-    held by a thread), on THREADS threads."""
+    numbers (tests/test_tracker_noise.py pins them), keys of the same repeat counts together, on
+    THREADS threads: up to EXACT_MAX repeats a side, EXACT_BATCH keys at once from their exact
+    distributions (`_exact_batch`); with more, each key still draws from its own seeded
+    generator, in the same order, INTERVAL_BATCH keys at once (`_batch_intervals`; fewer where
+    their picks would pass PICKS_MAX: only a batch's draws are held by a thread)."""
     from concurrent.futures import ThreadPoolExecutor
 
     out: list[tuple[float, float]] = [(0.0, 0.0)] * len(items)
@@ -315,7 +353,8 @@ def intervals(items: list[tuple[np.ndarray, np.ndarray, float, Any]],
         groups.setdefault(shape, []).append((j, [v for v in sides if len(v) >= 2]))
     batches = []
     for shape, members in groups.items():
-        size = max(1, min(INTERVAL_BATCH, PICKS_MAX // (settings.resamples * max([n for n, _ in shape] or [1]))))
+        size = EXACT_BATCH if _exact(shape) else \
+            max(1, min(INTERVAL_BATCH, PICKS_MAX // (settings.resamples * max([n for n, _ in shape] or [1]))))
         batches += [(shape, members[a:a + size]) for a in range(0, len(members), size)]
 
     def run(task: tuple[tuple, list[tuple[int, list[np.ndarray]]]]) -> None:
@@ -324,7 +363,10 @@ def intervals(items: list[tuple[np.ndarray, np.ndarray, float, Any]],
         # a zero median makes the ratios infinite or undefined and the interval NaN, as interval()
         # gives, without numpy's warnings (its error state is per thread: set here, in the thread)
         with np.errstate(divide="ignore", invalid="ignore"):
-            low, high = _batch_intervals(shape, [sides for _, sides in batch], rel, fps, settings)
+            if _exact(shape):
+                low, high = _exact_batch(shape, [sides for _, sides in batch], rel, settings.level)
+            else:
+                low, high = _batch_intervals(shape, [sides for _, sides in batch], rel, fps, settings)
         for (j, _), lo, hi in zip(batch, low, high, strict=True):
             out[j] = (float(lo), float(hi))
 
@@ -335,6 +377,46 @@ def intervals(items: list[tuple[np.ndarray, np.ndarray, float, Any]],
         for task in batches:
             run(task)
     return out
+
+
+EXACT_BATCH = 1 << 14
+"""Most keys whose exact distributions `intervals` holds at once (at most 100 errors a key)."""
+
+
+def _exact(shape: tuple) -> bool:
+    """Whether keys of this shape ((repeats, power) of each side with repeats) take the exact path."""
+    return all(n <= EXACT_MAX for n, _ in shape)
+
+
+def _exact_batch(shape: tuple, sides: list[list[np.ndarray]], rel: list[float],
+                 level: float) -> tuple[np.ndarray, np.ndarray]:
+    """`exact_interval` of many keys of one `shape` at once (`sides`: each key's repeats of its
+    sides with repeats), without enumerating resamples: a resample's median is one of a few
+    numbers per side, its class (`_median_classes`: the middle rank, or the two middle ones), and
+    how many of the n ** n resamples fall in each class is the same for every key of n repeats
+    (`_draw_classes`). Each key's errors, one per combination of its sides' classes, are computed
+    with exact_interval's operations; the quantiles are read from their cumulated weights."""
+    keys = len(sides)
+    errors = (1.0 + np.array(rel, float))[:, None]
+    weights = np.ones(1, np.int64)
+    for k, (n, power) in enumerate(shape):
+        values = np.stack([key_sides[k] for key_sides in sides])  # (keys, n)
+        ranked = np.sort(values, axis=1)
+        medians = ranked if n % 2 else ((ranked[:, :, None] + ranked[:, None, :]) / 2).reshape(keys, n * n)
+        counts = np.bincount(_draw_classes(n)[0][0], minlength=medians.shape[1])  # resamples per class
+        present = np.flatnonzero(counts)  # (even n: a class of two middle ranks in the wrong order has none)
+        steps = (medians[:, present] / np.median(values, axis=1)[:, None]) ** power
+        errors = (errors[:, :, None] * steps[:, None, :]).reshape(keys, -1)
+        weights = (weights[:, None] * counts[present][None, :]).ravel()
+    errors = errors - 1.0
+    order = np.argsort(errors, axis=1, kind="stable")
+    ranked_errors = np.take_along_axis(errors, order, axis=1)
+    cum = np.cumsum(weights[order], axis=1)
+    rows = np.arange(keys)
+    low, high = (ranked_errors[rows, (cum < q * cum[:, -1:]).sum(axis=1)] for q in ((1 - level) / 2, (1 + level) / 2))
+    nan = np.isnan(errors).any(axis=1)
+    low[nan] = high[nan] = np.nan
+    return low, high
 
 
 def _batch_intervals(shape: tuple, sides: list[list[np.ndarray]], rel: list[float], fps: list[Any],
