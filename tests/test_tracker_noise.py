@@ -152,11 +152,11 @@ def test_the_draws_settle_on_the_exact_interval():
     rng = np.random.default_rng(9)
     many = NoiseSettings(resamples=400_000)
     for shape in (((4, 1.0), (4, -1.0)), ((4, 1.0), (5, -1.0)), ((5, 1.0), (5, -1.0))):
-        sides = [[rng.lognormal(0, 0.1, n) for n, _ in shape] for _ in range(6)]
+        sides = [rng.lognormal(0, 0.1, (6, n)) for n, _ in shape]  # per side, 6 keys' repeats
         rel = list(rng.normal(0, 0.1, 6))
         exact = _exact_batch(shape, sides, rel, many.level)
         for k in range(6):
-            drawn = _batch_intervals(shape, sides[k:k + 1], rel[k:k + 1], [f"{k:016x}"], many)
+            drawn = _batch_intervals(shape, [m[k:k + 1] for m in sides], rel[k:k + 1], [f"{k:016x}"], many)
             assert (drawn[0][0], drawn[1][0]) == (exact[0][k], exact[1][k]), (shape, k)
     small, large = rng.lognormal(0, 0.1, 5), rng.lognormal(0, 0.1, 7)
     other = NoiseSettings(resamples=777, seed=3)
@@ -184,6 +184,27 @@ def test_intervals_of_many_keys_are_each_keys_interval(settings):
     want = [interval(c, r, rel, fingerprint=fp, settings=settings) for c, r, rel, fp in items]
     assert got == want
     assert intervals([], settings) == []
+
+
+@pytest.mark.parametrize("batch", [1, 3, 1000])
+def test_intervals_in_batches_of_any_size_are_each_keys_interval(monkeypatch, batch):
+    """Keys stacked by their lengths and cut into batches of any size (exact and drawn) give
+    `interval`'s numbers in the items' order: lengths that a NaN or an infinity shortens (into
+    another shape, or below two repeats), lists as well as arrays, empty sides."""
+    import xfid.tracker.noise as noise
+
+    monkeypatch.setattr(noise, "EXACT_BATCH", batch)
+    monkeypatch.setattr(noise, "INTERVAL_BATCH", batch)
+    rng = np.random.default_rng(11)
+    items = []
+    for k in range(60):
+        nc, nr = (3, 3) if k % 2 else (int(rng.integers(0, 8)), int(rng.integers(1, 8)))
+        cand, ref = rng.lognormal(0, 0.1, nc), rng.lognormal(0, 0.1, nr)
+        if k % 7 == 0 and nr:
+            ref[-1] = np.nan if k % 14 else np.inf
+        items.append((cand.tolist() if k % 5 == 0 else cand, ref, float(rng.normal(0, 0.1)), f"{k:016x}"))
+    want = [interval(np.asarray(c, float), r, rel, fingerprint=fp) for c, r, rel, fp in items]
+    assert intervals(items) == want
 
 
 def test_the_median_classes_give_numpys_medians():

@@ -95,6 +95,10 @@ def _key_seed(fingerprint: Any) -> int:
         return sum(ord(c) * 31 ** i for i, c in enumerate(text[:24])) % (1 << 60)
 
 
+POWERS = (1.0, -1.0)
+"""Each side's power in a key's error: the candidate's median multiplies it, the reference's divides."""
+
+
 EXACT_MAX = 5
 """Up to this many repeats on every side that has repeats, a key's interval is read from the exact
 bootstrap distribution (each side's n ** n equally likely resamples, at most 3,125) instead of
@@ -111,7 +115,8 @@ def interval(cand: np.ndarray, ref: np.ndarray, rel: float, *, fingerprint: Any 
     draws of a generator seeded by `settings.seed` and the key's fingerprint. Deterministic for
     the same inputs.
     """
-    sides = [(v[np.isfinite(v)], power) for v, power in ((np.asarray(cand, float), 1.0), (np.asarray(ref, float), -1.0))]
+    sides = [(v[np.isfinite(v)], power) for v, power in zip((np.asarray(cand, float), np.asarray(ref, float)),
+                                                             POWERS, strict=True)]
     sides = [(v, power) for v, power in sides if len(v) >= 2]
     if all(len(v) <= EXACT_MAX for v, _ in sides):
         return exact_interval(sides, rel, settings.level)
@@ -338,37 +343,31 @@ arithmetic over a batch's resamples run without the GIL."""
 def intervals(items: list[tuple[np.ndarray, np.ndarray, float, Any]],
               settings: NoiseSettings = NoiseSettings()) -> list[tuple[float, float]]:
     """`interval(cand, ref, rel, fingerprint=fp)` of each item (cand, ref, rel, fp), the same
-    numbers (tests/test_tracker_noise.py pins them), keys of the same repeat counts together, on
-    THREADS threads: up to EXACT_MAX repeats a side, EXACT_BATCH keys at once from their exact
-    distributions (`_exact_batch`); with more, each key still draws from its own seeded
-    generator, in the same order, INTERVAL_BATCH keys at once (`_batch_intervals`; fewer where
-    their picks would pass PICKS_MAX: only a batch's draws are held by a thread)."""
+    numbers (tests/test_tracker_noise.py pins them), keys of the same repeat counts together
+    (`_shapes`), on THREADS threads: up to EXACT_MAX repeats a side, EXACT_BATCH keys at once
+    from their exact distributions (`_exact_batch`); with more, each key still draws from its
+    own seeded generator, in the same order, INTERVAL_BATCH keys at once (`_batch_intervals`;
+    fewer where their picks would pass PICKS_MAX: only a batch's draws are held by a thread)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    out: list[tuple[float, float]] = [(0.0, 0.0)] * len(items)
-    groups: dict[tuple, list[tuple[int, list[np.ndarray]]]] = {}
-    for j, (cand, ref, _, _) in enumerate(items):
-        sides = [v[np.isfinite(v)] for v in (np.asarray(cand, float), np.asarray(ref, float))]
-        shape = tuple((len(v), power) for v, power in zip(sides, (1.0, -1.0), strict=True) if len(v) >= 2)
-        groups.setdefault(shape, []).append((j, [v for v in sides if len(v) >= 2]))
+    out = np.zeros((len(items), 2))
     batches = []
-    for shape, members in groups.items():
+    for shape, (idx, mats) in _shapes(items).items():
         size = EXACT_BATCH if _exact(shape) else \
             max(1, min(INTERVAL_BATCH, PICKS_MAX // (settings.resamples * max([n for n, _ in shape] or [1]))))
-        batches += [(shape, members[a:a + size]) for a in range(0, len(members), size)]
+        batches += [(shape, idx[a:a + size], [m[a:a + size] for m in mats]) for a in range(0, len(idx), size)]
 
-    def run(task: tuple[tuple, list[tuple[int, list[np.ndarray]]]]) -> None:
-        shape, batch = task
-        fps, rel = [items[j][3] for j, _ in batch], [items[j][2] for j, _ in batch]
+    def run(task: tuple[tuple, np.ndarray, list[np.ndarray]]) -> None:
+        shape, idx, mats = task
+        rel = [items[j][2] for j in idx.tolist()]
         # a zero median makes the ratios infinite or undefined and the interval NaN, as interval()
         # gives, without numpy's warnings (its error state is per thread: set here, in the thread)
         with np.errstate(divide="ignore", invalid="ignore"):
             if _exact(shape):
-                low, high = _exact_batch(shape, [sides for _, sides in batch], rel, settings.level)
+                low, high = _exact_batch(shape, mats, rel, settings.level)
             else:
-                low, high = _batch_intervals(shape, [sides for _, sides in batch], rel, fps, settings)
-        for (j, _), lo, hi in zip(batch, low, high, strict=True):
-            out[j] = (float(lo), float(hi))
+                low, high = _batch_intervals(shape, mats, rel, [items[j][3] for j in idx.tolist()], settings)
+        out[idx, 0], out[idx, 1] = low, high
 
     if THREADS > 1 and len(batches) > 1:
         with ThreadPoolExecutor(THREADS) as pool:
@@ -376,7 +375,35 @@ def intervals(items: list[tuple[np.ndarray, np.ndarray, float, Any]],
     else:
         for task in batches:
             run(task)
-    return out
+    return list(zip(out[:, 0].tolist(), out[:, 1].tolist(), strict=True))
+
+
+def _shapes(items: list[tuple[np.ndarray, np.ndarray, float, Any]]) -> dict[tuple, tuple[np.ndarray, list[np.ndarray]]]:
+    """The items by shape ((repeats, power) of each side with repeats, after its non-finite
+    values are dropped): their positions and, per side with repeats, a (keys, repeats) matrix.
+    Items of the same lengths are stacked at once; those with a non-finite value, one by one."""
+    found: dict[tuple, tuple[list[np.ndarray], list[list[np.ndarray]]]] = {}
+
+    def add(shape: tuple, idx: np.ndarray, mats: list[np.ndarray]) -> None:
+        at, sides = found.setdefault(shape, ([], [[] for _ in shape]))
+        at.append(idx)
+        for side, m in zip(sides, mats, strict=True):
+            side.append(m)
+
+    by_len: dict[tuple[int, int], list[int]] = {}
+    for j, (cand, ref, _, _) in enumerate(items):
+        by_len.setdefault((len(cand), len(ref)), []).append(j)
+    for lens, js in by_len.items():
+        idx = np.array(js, np.int64)
+        mats = [np.array([items[j][k] for j in js], float).reshape(len(js), n) for k, n in enumerate(lens)]
+        finite = np.isfinite(mats[0]).all(axis=1) & np.isfinite(mats[1]).all(axis=1)
+        keep = [k for k, n in enumerate(lens) if n >= 2]
+        add(tuple((lens[k], POWERS[k]) for k in keep), idx[finite], [mats[k][finite] for k in keep])
+        for i in np.flatnonzero(~finite).tolist():
+            sides = [(m[i][np.isfinite(m[i])], POWERS[k]) for k, m in enumerate(mats)]
+            sides = [(v, power) for v, power in sides if len(v) >= 2]
+            add(tuple((len(v), power) for v, power in sides), idx[i:i + 1], [v[None, :] for v, _ in sides])
+    return {shape: (np.concatenate(at), [np.concatenate(side) for side in sides]) for shape, (at, sides) in found.items()}
 
 
 EXACT_BATCH = 1 << 14
@@ -388,19 +415,18 @@ def _exact(shape: tuple) -> bool:
     return all(n <= EXACT_MAX for n, _ in shape)
 
 
-def _exact_batch(shape: tuple, sides: list[list[np.ndarray]], rel: list[float],
+def _exact_batch(shape: tuple, sides: list[np.ndarray], rel: list[float],
                  level: float) -> tuple[np.ndarray, np.ndarray]:
-    """`exact_interval` of many keys of one `shape` at once (`sides`: each key's repeats of its
-    sides with repeats), without enumerating resamples: a resample's median is one of a few
+    """`exact_interval` of many keys of one `shape` at once (`sides`: per side with repeats, the
+    keys' repeats, (keys, n)), without enumerating resamples: a resample's median is one of a few
     numbers per side, its class (`_median_classes`: the middle rank, or the two middle ones), and
     how many of the n ** n resamples fall in each class is the same for every key of n repeats
     (`_draw_classes`). Each key's errors, one per combination of its sides' classes, are computed
     with exact_interval's operations; the quantiles are read from their cumulated weights."""
-    keys = len(sides)
+    keys = len(rel)
     errors = (1.0 + np.array(rel, float))[:, None]
     weights = np.ones(1, np.int64)
-    for k, (n, power) in enumerate(shape):
-        values = np.stack([key_sides[k] for key_sides in sides])  # (keys, n)
+    for values, (n, power) in zip(sides, shape, strict=True):
         ranked = np.sort(values, axis=1)
         medians = ranked if n % 2 else ((ranked[:, :, None] + ranked[:, None, :]) / 2).reshape(keys, n * n)
         counts = np.bincount(_draw_classes(n)[0][0], minlength=medians.shape[1])  # resamples per class
@@ -419,10 +445,10 @@ def _exact_batch(shape: tuple, sides: list[list[np.ndarray]], rel: list[float],
     return low, high
 
 
-def _batch_intervals(shape: tuple, sides: list[list[np.ndarray]], rel: list[float], fps: list[Any],
+def _batch_intervals(shape: tuple, sides: list[np.ndarray], rel: list[float], fps: list[Any],
                      settings: NoiseSettings) -> tuple[np.ndarray, np.ndarray]:
     """The intervals of keys of one `shape` ((repeats, power) of each side with repeats; `sides`:
-    each key's repeats of those sides), without a median or a quantile over every resample: a
+    per side with repeats, the keys' repeats, (keys, n)), without a median or a quantile over every resample: a
     resample's median is one of a few numbers per side (`_median_classes`), so the draws' errors
     are one of a few per key, each computed once with interval()'s operations; the quantiles are
     read from their counts (`_lerp_quantile`). Where those numbers outnumber the draws (many
@@ -432,8 +458,7 @@ def _batch_intervals(shape: tuple, sides: list[list[np.ndarray]], rel: list[floa
     rngs = [np.random.default_rng([settings.seed, _key_seed(fp)]) for fp in fps]
     keys = len(rngs)
     drawn = []  # per side: each resample's class, and each class's factor
-    for k, (n, power) in enumerate(shape):  # the candidate's draws before the reference's, as interval()
-        values = np.stack([key_sides[k] for key_sides in sides])  # (keys, n)
+    for values, (n, power) in zip(sides, shape, strict=True):  # the candidate's draws before the reference's
         picks = np.concatenate([rng.integers(0, n, (total, n)) for rng in rngs]).reshape(keys, total, n)
         classes, medians = _median_classes(values, picks)
         drawn.append((classes, (medians / np.median(values, axis=1)[:, None]) ** power))
