@@ -448,11 +448,12 @@ def _exact_batch(shape: tuple, sides: list[np.ndarray], rel: list[float],
 def _batch_intervals(shape: tuple, sides: list[np.ndarray], rel: list[float], fps: list[Any],
                      settings: NoiseSettings) -> tuple[np.ndarray, np.ndarray]:
     """The intervals of keys of one `shape` ((repeats, power) of each side with repeats; `sides`:
-    per side with repeats, the keys' repeats, (keys, n)), without a median or a quantile over every resample: a
-    resample's median is one of a few numbers per side (`_median_classes`), so the draws' errors
-    are one of a few per key, each computed once with interval()'s operations; the quantiles are
-    read from their counts (`_lerp_quantile`). Where those numbers outnumber the draws (many
-    repeats), each draw's error is computed and np.quantile takes them, as interval() does."""
+    per side with repeats, the keys' repeats, (keys, n)), without a median or a quantile over
+    every resample: a resample's median is one of a few numbers per side (`_median_classes`), so
+    the draws' errors are one of a few per key, each computed once with interval()'s operations;
+    the quantiles are read from their counts (`_lerp_quantile`). Where those numbers outnumber
+    the draws (many repeats), each draw's error is computed and np.quantile takes them, as
+    interval() does."""
     total = settings.resamples
     quantiles = ((1 - settings.level) / 2, (1 + settings.level) / 2)
     rngs = [np.random.default_rng([settings.seed, _key_seed(fp)]) for fp in fps]
