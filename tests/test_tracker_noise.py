@@ -311,9 +311,17 @@ def test_rows_say_how_they_were_judged():
     c.rows.loc[1, "reference_n"] = 1
     n = attach(c, lambda r: (np.array([1.12]), np.array([0.98, 1.0, 1.04])))
     assert n == 1
-    assert c.rows.loc[0, "noise"] == "interval: 1 x 3 repeats, 95%" and c.rows.loc[0, "kind"] == "uncertain"
+    assert c.rows.loc[0, "noise"] == "interval: 1 x 3 repeats, 95%, exact" and c.rows.loc[0, "kind"] == "uncertain"
     assert c.rows.loc[1, "noise"] == POINT and c.rows.loc[1, "kind"] == "over_tolerance"
     assert list(c.discrepancies["op"]) == ["a", "b"] or set(c.discrepancies["op"]) == {"a", "b"}
+    # more than EXACT_MAX finite repeats: drawn (and the text says how many draws); fewer once NaNs drop
+    many = corr(row(1.12, op="c"), row(1.12, op="d"))
+    many.rows["reference_n"] = 8
+    eight = np.linspace(0.95, 1.05, 8)
+    reps = {"c": eight, "d": np.where(np.arange(8) < 3, np.nan, eight)}
+    assert attach(many, lambda r: (np.array([1.12]), reps[str(r["op"])])) == 2
+    assert list(many.rows["noise"]) == ["interval: 1 x 8 repeats, 95%, 2,000 draws",
+                                        "interval: 1 x 8 repeats, 95%, exact"]
 
 
 def test_an_uncertain_key_is_filed_after_confirm_after_checks(tmp_path):
@@ -342,7 +350,7 @@ def test_check_reads_the_repeats_from_the_store(tmp_path):
     out = s.check(actor="t")
     rows = s.tracker.check_rows(out.check_id).set_index("op")
     qkv = rows.loc["attn.qkv_proj"]
-    assert qkv["noise"] == "interval: 1 x 2 repeats, 95%"
+    assert qkv["noise"] == "interval: 1 x 2 repeats, 95%, exact"
     rel = qkv["rel_error"]
     assert qkv["candidate_value"] == pytest.approx(17.2e-6)
     # two repeats: a resample's median is the low one, their mean or the high one; 95% = their range

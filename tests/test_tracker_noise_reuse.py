@@ -145,7 +145,7 @@ def test_a_check_reuses_the_last_checks_intervals(tmp_path, monkeypatch, request
     r3 = three.set_index("op").loc["op3"]
     lo, hi = interval(np.array([13.0]), np.array([13.5, 13.9, 14.6, 12.2]), float(r3["rel_error"]),
                       fingerprint=s.tracker.check_rows(3).set_index("op").loc["op3", "fingerprint"])
-    assert (r3["rel_error_low"], r3["rel_error_high"]) == (lo, hi) and r3["noise"] == "interval: 1 x 4 repeats, 95%"
+    assert (r3["rel_error_low"], r3["rel_error_high"]) == (lo, hi) and r3["noise"] == "interval: 1 x 4 repeats, 95%, exact"
     pd.testing.assert_frame_equal(three[three.op != "op3"], two[two.op != "op3"])
 
 

@@ -617,10 +617,12 @@ def attach_rows(rows: pd.DataFrame, repeats: Repeats, settings: NoiseSettings = 
         pos = np.array([t[0] for t in todo], np.int64)
         low[pos], high[pos] = ends[:, 0], ends[:, 1]
         @functools.cache
-        def told(n_cand: int, n_ref: int) -> str:
-            return f"interval: {n_cand} x {n_ref} repeats, {settings.level:.0%}"
+        def told(n_cand: int, n_ref: int, exact: bool) -> str:
+            how = "exact" if exact else f"{settings.resamples:,} draws"
+            return f"interval: {n_cand} x {n_ref} repeats, {settings.level:.0%}, {how}"
 
-        how[pos] = [told(len(cand), len(ref)) for _, cand, ref, _, _ in todo]
+        how[pos] = [told(len(cand), len(ref), _within_exact(cand) and _within_exact(ref))
+                    for _, cand, ref, _, _ in todo]
         kinds[pos] = verdicts(kinds[pos], np.array([t[3] for t in todo]), np.array([t[4] for t in todo]),
                               ends[:, 0], ends[:, 1])
     out = rows.copy()
@@ -629,6 +631,12 @@ def attach_rows(rows: pd.DataFrame, repeats: Repeats, settings: NoiseSettings = 
     out["rel_error_low"], out["rel_error_high"], out["noise"] = low, high, how
     out[NOISE_KEY] = _key_column(len(rows), [pos for pos, *_ in todo], keys)
     return out, len(todo)
+
+
+def _within_exact(values: np.ndarray) -> bool:
+    """Whether a side's repeats leave its key on the exact path (at most EXACT_MAX finite values,
+    or fewer than two: no spread)."""
+    return len(values) <= EXACT_MAX or int(np.isfinite(np.asarray(values, float)).sum()) <= EXACT_MAX
 
 
 def _key_column(n: int, positions: list[int], keys: np.ndarray) -> Any:
