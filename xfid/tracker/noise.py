@@ -618,8 +618,8 @@ def attach_rows(rows: pd.DataFrame, repeats: Repeats, settings: NoiseSettings = 
         low[pos], high[pos] = ends[:, 0], ends[:, 1]
         @functools.cache
         def told(n_cand: int, n_ref: int, exact: bool) -> str:
-            how = "exact" if exact else f"{settings.resamples:,} draws"
-            return f"interval: {n_cand} x {n_ref} repeats, {settings.level:.0%}, {how}"
+            method = "exact" if exact else f"{settings.resamples:,} draws"
+            return f"interval: {n_cand} x {n_ref} repeats, {settings.level:.0%}, {method}"
 
         how[pos] = [told(len(cand), len(ref), _within_exact(cand) and _within_exact(ref))
                     for _, cand, ref, _, _ in todo]
