@@ -115,9 +115,7 @@ def interval(cand: np.ndarray, ref: np.ndarray, rel: float, *, fingerprint: Any 
     draws of a generator seeded by `settings.seed` and the key's fingerprint. Deterministic for
     the same inputs.
     """
-    sides = [(v[np.isfinite(v)], power) for v, power in zip((np.asarray(cand, float), np.asarray(ref, float)),
-                                                             POWERS, strict=True)]
-    sides = [(v, power) for v, power in sides if len(v) >= 2]
+    sides = _sides(cand, ref)
     if all(len(v) <= EXACT_MAX for v, _ in sides):
         return exact_interval(sides, rel, settings.level)
     rng = np.random.default_rng([settings.seed, _key_seed(fingerprint)])
@@ -128,6 +126,14 @@ def interval(cand: np.ndarray, ref: np.ndarray, rel: float, *, fingerprint: Any 
         factor *= (np.median(draws, axis=1) / med) ** power
     low, high = np.quantile(factor - 1.0, [(1 - settings.level) / 2, (1 + settings.level) / 2])
     return float(low), float(high)
+
+
+def _sides(cand: Any, ref: Any) -> list[tuple[np.ndarray, float]]:
+    """A key's sides with repeats: each side's finite values and its power (POWERS), the sides
+    with fewer than two finite values left out (they contribute no spread)."""
+    sides = [(v[np.isfinite(v)], power) for v, power in zip((np.asarray(cand, float), np.asarray(ref, float)),
+                                                             POWERS, strict=True)]
+    return [(v, power) for v, power in sides if len(v) >= 2]
 
 
 def exact_interval(sides: list[tuple[np.ndarray, float]], rel: float, level: float) -> tuple[float, float]:
@@ -274,14 +280,11 @@ def _median_classes(values: np.ndarray, picks: np.ndarray) -> tuple[np.ndarray, 
     A resample's median depends only on the ranks of the values it drew (the order is
     monotone): for odd n the middle rank (n classes), for even n the two middle ones (n * n
     classes, the pair's values summed and halved as np.median does)."""
-    keys, n = values.shape
+    n = values.shape[1]
     order = np.argsort(values, axis=1, kind="stable")
     ranked = np.take_along_axis(values, order, axis=1)  # each key's values, sorted
     rank = np.argsort(order, axis=1)  # position -> rank
-    if n % 2:
-        medians = ranked
-    else:
-        medians = ((ranked[:, :, None] + ranked[:, None, :]) / 2).reshape(keys, n * n)
+    medians = _class_medians(ranked)
     if n ** n <= TABLE_MAX:  # a resample's draw is a base-n number; its class, from the table of every draw
         table, row = _draw_classes(n)
         place = n ** np.arange(n - 1, -1, -1)  # each pick's place value
@@ -290,6 +293,14 @@ def _median_classes(values: np.ndarray, picks: np.ndarray) -> tuple[np.ndarray, 
         return table.ravel()[number], medians
     small = rank.astype(np.int16 if n <= 1 << 15 else np.int64)  # the gathered ranks: a quarter of the memory
     return _classes_of(np.take_along_axis(small[:, None, :], picks, axis=2), n).astype(np.int64), medians
+
+
+def _class_medians(ranked: np.ndarray) -> np.ndarray:
+    """Each median class's value (keys, classes) from each key's sorted repeats `ranked` (keys, n):
+    for odd n the value of the middle rank (class = rank), for even n the two middle ones' values
+    summed and halved as np.median does (class a * n + b, as `_classes_of` numbers them)."""
+    keys, n = ranked.shape
+    return ranked if n % 2 else ((ranked[:, :, None] + ranked[:, None, :]) / 2).reshape(keys, n * n)
 
 
 def _classes_of(ranks: np.ndarray, n: int) -> np.ndarray:
@@ -400,8 +411,7 @@ def _shapes(items: list[tuple[np.ndarray, np.ndarray, float, Any]]) -> dict[tupl
         keep = [k for k, n in enumerate(lens) if n >= 2]
         add(tuple((lens[k], POWERS[k]) for k in keep), idx[finite], [mats[k][finite] for k in keep])
         for i in np.flatnonzero(~finite).tolist():
-            sides = [(m[i][np.isfinite(m[i])], POWERS[k]) for k, m in enumerate(mats)]
-            sides = [(v, power) for v, power in sides if len(v) >= 2]
+            sides = _sides(mats[0][i], mats[1][i])
             add(tuple((len(v), power) for v, power in sides), idx[i:i + 1], [v[None, :] for v, _ in sides])
     return {shape: (np.concatenate(at), [np.concatenate(side) for side in sides]) for shape, (at, sides) in found.items()}
 
@@ -427,8 +437,7 @@ def _exact_batch(shape: tuple, sides: list[np.ndarray], rel: list[float],
     errors = (1.0 + np.array(rel, float))[:, None]
     weights = np.ones(1, np.int64)
     for values, (n, power) in zip(sides, shape, strict=True):
-        ranked = np.sort(values, axis=1)
-        medians = ranked if n % 2 else ((ranked[:, :, None] + ranked[:, None, :]) / 2).reshape(keys, n * n)
+        medians = _class_medians(np.sort(values, axis=1))
         counts = np.bincount(_draw_classes(n)[0][0], minlength=medians.shape[1])  # resamples per class
         present = np.flatnonzero(counts)  # (even n: a class of two middle ranks in the wrong order has none)
         steps = (medians[:, present] / np.median(values, axis=1)[:, None]) ** power
